@@ -1,0 +1,183 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/annotations"
+	"github.com/mcpgate/mcpgate/tagging"
+	"github.com/mcpgate/mcpgate/upstream"
+)
+
+// MetaProvenance is the tool _meta key holding the provenance of each hint.
+const MetaProvenance = "mcpgate/provenance"
+
+// MetaLarge is the tool _meta key set on tools that may return many records.
+const MetaLarge = "mcpgate/large"
+
+// Tool is one entry of the catalog: the MCP tool, the binding that turns its
+// arguments into a request, and the client that sends it.
+type Tool struct {
+	Tool       *mcp.Tool
+	Binding    *upstream.Binding
+	Client     *upstream.Client
+	Upstream   string // the upstream's name
+	Operation  tagging.Operation
+	Derived    annotations.Derived
+	Mangled    bool   // the name had to be changed to be valid
+	SourceName string // what the name was derived from
+}
+
+// Catalog is the set of tools the gateway serves, built once from the
+// configuration. It is immutable after BuildCatalog.
+type Catalog struct {
+	Tools    []*Tool
+	Warnings []string
+}
+
+// BuildCatalog loads every upstream's document and builds its tools.
+func BuildCatalog(ctx context.Context, cfg *Config, logf func(string, ...any)) (*Catalog, error) {
+	style := tagging.StrictNames
+	if cfg.NameStyle == "spec" {
+		style = tagging.SpecNames
+	}
+	namer := tagging.NewNamer(style)
+	cat := &Catalog{}
+	for i := range cfg.Upstreams {
+		u := &cfg.Upstreams[i]
+		doc, err := loadUpstreamDocument(ctx, u)
+		if err != nil {
+			return nil, fmt.Errorf("load openapi %s: %v", u.OpenAPI, err)
+		}
+		for _, w := range doc.Warnings {
+			cat.Warnings = append(cat.Warnings, u.Name+": "+w)
+		}
+		client, err := newClient(u, doc)
+		if err != nil {
+			return nil, fmt.Errorf("upstream %s: %v", u.Name, err)
+		}
+		ops := tagging.Select(doc.T, &tagging.Options{ExposeTags: u.ExposeTags, All: u.ExposeAll})
+		rules := &annotations.Rules{OpenWorld: u.OpenWorld}
+		for _, op := range ops {
+			t, err := buildTool(namer, u, op, rules)
+			if err != nil {
+				// One broken operation must not take the catalog down: skip
+				// it, and say so.
+				cat.Warnings = append(cat.Warnings, fmt.Sprintf("%s: %s %s: skipped: %v", u.Name, op.Method, op.Path, err))
+				continue
+			}
+			t.Client = client
+			cat.Tools = append(cat.Tools, t)
+		}
+	}
+	return cat, nil
+}
+
+func buildTool(namer *tagging.Namer, u *Upstream, op tagging.Operation, rules *annotations.Rules) (*Tool, error) {
+	o := op.Operation
+	rename := u.Rename[o.OperationID]
+	if rename == "" {
+		rename = u.Rename[op.Method+" "+op.Path]
+	}
+	if rename == "" && u.ToolPrefix != "" {
+		src := o.OperationID
+		if v, ok := o.Extensions["x-mcp-name"].(string); ok && v != "" {
+			src = v
+		}
+		if src == "" {
+			src = strings.ToLower(op.Method) + "_" + op.Path
+		}
+		rename = u.ToolPrefix + src
+	}
+	name, mangled := namer.Name(op, rename)
+	b, err := upstream.Bind(op.Method, op.Path, op.PathItem, o, &upstream.BindOptions{NoOutputSchema: u.NoOutputSchema})
+	if err != nil {
+		return nil, err
+	}
+	d, err := annotations.Derive(annotations.Input{
+		Method:      op.Method,
+		OperationID: o.OperationID,
+		Tags:        o.Tags,
+		Extensions:  o.Extensions,
+		Override:    overrideFor(u, name, o.OperationID),
+	}, rules)
+	if err != nil {
+		return nil, err
+	}
+	if d.Annotations.Title == "" {
+		d.Annotations.Title = annotations.Title(name)
+	}
+	desc := strings.TrimSpace(o.Description)
+	if desc == "" {
+		desc = strings.TrimSpace(o.Summary)
+	}
+	if desc == "" {
+		desc = op.Method + " " + op.Path
+	}
+	if d.Large {
+		desc += "\n\nThis tool may return many records: filter or page the request where the API allows it."
+	}
+	meta := mcp.Meta{MetaProvenance: d.Provenance}
+	if d.Large {
+		meta[MetaLarge] = true
+	}
+	tool := &mcp.Tool{
+		Name:        name,
+		Title:       d.Annotations.Title,
+		Description: desc,
+		InputSchema: b.InputSchema,
+		Annotations: d.Annotations,
+		Meta:        meta,
+	}
+	if b.OutputSchema != nil {
+		tool.OutputSchema = b.OutputSchema
+	}
+	return &Tool{Tool: tool, Binding: b, Upstream: u.Name, Operation: op, Derived: d, Mangled: mangled}, nil
+}
+
+func overrideFor(u *Upstream, name, operationID string) *annotations.Override {
+	if o, ok := u.Annotations[name]; ok {
+		return &o
+	}
+	if o, ok := u.Annotations[operationID]; ok && operationID != "" {
+		return &o
+	}
+	return nil
+}
+
+func loadUpstreamDocument(ctx context.Context, u *Upstream) (*upstream.Document, error) {
+	switch {
+	case u.Document != nil:
+		doc, err := upstream.ParseDocument(ctx, u.Document)
+		if err != nil {
+			return nil, err
+		}
+		doc.Source = u.OpenAPI
+		return doc, nil
+	case u.Handler != nil && strings.HasPrefix(u.OpenAPI, "/"):
+		// Read the document from the in-process API, as a client would.
+		hc := &http.Client{Transport: upstream.HandlerTransport(u.Handler)}
+		return upstream.LoadDocument(ctx, "http://in-process"+u.OpenAPI, &upstream.LoadOptions{Client: hc})
+	}
+	return upstream.LoadDocument(ctx, u.OpenAPI, nil)
+}
+
+func newClient(u *Upstream, doc *upstream.Document) (*upstream.Client, error) {
+	opts := &upstream.ClientOptions{Timeout: u.Timeout}
+	if u.Handler != nil {
+		return upstream.NewInProcess(u.Handler, opts), nil
+	}
+	base := u.BaseURL
+	if base == "" {
+		su := doc.ServerURL()
+		if su == nil {
+			return nil, fmt.Errorf("no base_url, and the document names no absolute server URL: set base_url (--upstream)")
+		}
+		base = su.String()
+	}
+	return upstream.NewRemote(base, opts)
+}

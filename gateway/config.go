@@ -1,0 +1,305 @@
+package gateway
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/mcpgate/mcpgate/annotations"
+)
+
+// Defaults applied by [Config.Validate].
+const (
+	DefaultListen  = "127.0.0.1:8080"
+	DefaultTimeout = 30 * time.Second
+)
+
+// Config is the gateway's whole configuration: one plain struct, read from YAML
+// (see [LoadConfig]) or built in code. Call Validate before use; it applies the
+// defaults.
+type Config struct {
+	// Listen is the HTTP address of `mcpgate serve`. Default DefaultListen.
+	Listen string `yaml:"listen"`
+	// Stateful keeps an MCP session per client (Mcp-Session-Id). Default false:
+	// stateless, so any replica can answer any request and the gateway scales
+	// horizontally behind a plain load balancer.
+	Stateful bool `yaml:"stateful"`
+	// NameStyle is "strict" (default: ^[a-zA-Z0-9_-]{1,64}$, what Claude
+	// Desktop, OpenAI and VS Code accept) or "spec" (SEP-986: 128 characters,
+	// dots allowed).
+	NameStyle string `yaml:"name_style"`
+	// Upstreams are the APIs served. At least one.
+	Upstreams []Upstream `yaml:"upstreams"`
+}
+
+// Upstream is one REST API and the tools made from it.
+type Upstream struct {
+	// Name identifies the upstream in logs and the catalog. Default "api",
+	// or "api2", "api3", ... for later ones.
+	Name string `yaml:"name"`
+	// OpenAPI is the document: a file path or an http(s) URL, JSON or YAML,
+	// OpenAPI 3.0/3.1 or Swagger 2.0. With Handler set, a path starting with
+	// "/" is fetched from the handler.
+	OpenAPI string `yaml:"openapi"`
+	// BaseURL is where calls go. Default: the document's servers[0], resolved
+	// against the document's URL when relative.
+	BaseURL string `yaml:"base_url"`
+	// ExposeTags are the gate tags. Default [agent-exposed].
+	ExposeTags []string `yaml:"expose_tags"`
+	// ExposeAll exposes every operation, whatever its tags.
+	ExposeAll bool `yaml:"expose_all"`
+	// Timeout bounds each call to this upstream. Default DefaultTimeout.
+	Timeout time.Duration `yaml:"timeout"`
+	// ToolPrefix is prepended to every tool name of this upstream, to keep
+	// names apart when several upstreams are served.
+	ToolPrefix string `yaml:"tool_prefix"`
+	// Rename maps an operationId (or "METHOD /path") to a tool name.
+	Rename map[string]string `yaml:"rename"`
+	// Annotations overrides hints per tool name; it wins over everything the
+	// document says.
+	Annotations map[string]annotations.Override `yaml:"annotations"`
+	// OpenWorld is the openWorld hint of tools that do not declare one.
+	// Default false.
+	OpenWorld bool `yaml:"open_world"`
+	// NoOutputSchema leaves outputSchema out of every tool of this upstream.
+	NoOutputSchema bool `yaml:"no_output_schema"`
+
+	// Handler, when set, serves this upstream's calls in-process instead of
+	// over the network. Code only; not settable from YAML.
+	Handler http.Handler `yaml:"-"`
+	// Document, when set, is the OpenAPI document itself, and OpenAPI only
+	// names it in messages. Code only.
+	Document []byte `yaml:"-"`
+}
+
+// LoadConfig reads a YAML configuration file. Unknown keys and values of the
+// wrong type are errors that name the key and the line.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %v", err)
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %v", path, err)
+	}
+	return cfg, nil
+}
+
+var (
+	yamlFieldErr = regexp.MustCompile(`^line (\d+): field (\S+) not found in type \S+`)
+	yamlTypeErr  = regexp.MustCompile(`^line (\d+): cannot unmarshal !!(\w+)(?: (.*))? into (\S+)`)
+)
+
+// ParseConfig parses YAML configuration bytes; see LoadConfig.
+func ParseConfig(data []byte) (*Config, error) {
+	var cfg Config
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil {
+		if errors.Is(err, io.EOF) {
+			return &cfg, nil // an empty file is an empty config
+		}
+		return nil, cleanYAMLError(data, err)
+	}
+	return &cfg, nil
+}
+
+// cleanYAMLError turns yaml.v3's multi-line "unmarshal errors" into one line
+// that names each key and its line:
+// `line 5: unknown key "foo"; line 7: upstreams[0].timeout: "soon" is not a duration`.
+func cleanYAMLError(data []byte, err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return errors.New(strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var root yaml.Node
+	_ = yaml.Unmarshal(data, &root) // it parsed once already
+	msgs := make([]string, 0, len(te.Errors))
+	for _, m := range te.Errors {
+		if sm := yamlFieldErr.FindStringSubmatch(m); sm != nil {
+			m = fmt.Sprintf("line %s: unknown key %q", sm[1], sm[2])
+		} else if sm := yamlTypeErr.FindStringSubmatch(m); sm != nil {
+			line, _ := strconv.Atoi(sm[1])
+			got, want := strings.Trim(sm[3], "`"), sm[4]
+			switch {
+			case got != "":
+			case sm[2] == "map":
+				got = "a mapping"
+			case sm[2] == "seq":
+				got = "a list"
+			default:
+				got = "a " + sm[2]
+			}
+			switch want {
+			case "time.Duration":
+				want = `a duration such as "30s"`
+			case "[]string", "[]gateway.Upstream":
+				want = "a list"
+			case "gateway.Config", "gateway.Upstream", "map[string]string", "map[string]annotations.Override", "annotations.Override":
+				want = "a mapping"
+			default:
+				want = "a " + want
+			}
+			key := keyAtLine(&root, line, "")
+			if key == "" {
+				key = "value"
+			}
+			m = fmt.Sprintf("line %d: %s: %s is not %s", line, key, got, want)
+		}
+		msgs = append(msgs, m)
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// keyAtLine returns the dotted path of the key whose value starts on line.
+func keyAtLine(n *yaml.Node, line int, path string) string {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if k := keyAtLine(c, line, path); k != "" {
+				return k
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if path != "" {
+				p = path + "." + k.Value
+			}
+			if v.Line == line && (v.Kind == yaml.ScalarNode || k.Line == line) {
+				return p
+			}
+			if sub := keyAtLine(v, line, p); sub != "" {
+				return sub
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if sub := keyAtLine(c, line, fmt.Sprintf("%s[%d]", path, i)); sub != "" {
+				return sub
+			}
+		}
+	}
+	return ""
+}
+
+// Validate checks the configuration and applies the defaults. It names the
+// first problem it finds.
+func (c *Config) Validate() error {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("listen: %q is not HOST:PORT", c.Listen)
+	}
+	switch c.NameStyle {
+	case "":
+		c.NameStyle = "strict"
+	case "strict", "spec":
+	default:
+		return fmt.Errorf("name_style: %q is not strict or spec", c.NameStyle)
+	}
+	if len(c.Upstreams) == 0 {
+		return errors.New("upstreams: at least one upstream is needed")
+	}
+	names := map[string]bool{}
+	for i := range c.Upstreams {
+		u := &c.Upstreams[i]
+		if u.Name == "" {
+			u.Name = "api"
+			if i > 0 {
+				u.Name = fmt.Sprintf("api%d", i+1)
+			}
+		}
+		if names[u.Name] {
+			return fmt.Errorf("upstreams[%d]: name %q is used twice", i, u.Name)
+		}
+		names[u.Name] = true
+		if u.OpenAPI == "" && u.Document == nil {
+			return fmt.Errorf("upstreams[%d] (%s): openapi is required", i, u.Name)
+		}
+		if u.Timeout < 0 {
+			return fmt.Errorf("upstreams[%d] (%s): timeout must not be negative", i, u.Name)
+		}
+		if u.Timeout == 0 {
+			u.Timeout = DefaultTimeout
+		}
+		if u.ExposeAll && len(u.ExposeTags) > 0 {
+			return fmt.Errorf("upstreams[%d] (%s): expose_all and expose_tags exclude each other", i, u.Name)
+		}
+		for _, t := range u.ExposeTags {
+			if strings.TrimSpace(t) == "" {
+				return fmt.Errorf("upstreams[%d] (%s): expose_tags has an empty tag", i, u.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// Overrides are command-line settings that take precedence over a
+// configuration file. Empty fields leave the file's value alone.
+type Overrides struct {
+	Listen     string
+	Stateful   bool
+	NameStyle  string
+	OpenAPI    string
+	BaseURL    string
+	ExposeTags []string
+	ExposeAll  bool
+}
+
+// Apply merges o into c. The upstream settings (OpenAPI, BaseURL, ExposeTags,
+// ExposeAll) apply to the only upstream, and create it when the file had none;
+// with several upstreams they are ambiguous and rejected.
+func (c *Config) Apply(o Overrides) error {
+	if o.Listen != "" {
+		c.Listen = o.Listen
+	}
+	if o.Stateful {
+		c.Stateful = true
+	}
+	if o.NameStyle != "" {
+		c.NameStyle = o.NameStyle
+	}
+	if o.OpenAPI == "" && o.BaseURL == "" && len(o.ExposeTags) == 0 && !o.ExposeAll {
+		return nil
+	}
+	switch len(c.Upstreams) {
+	case 0:
+		if o.OpenAPI == "" {
+			return errors.New("--upstream, --expose-tag and --all need --openapi (or a config with one upstream)")
+		}
+		c.Upstreams = append(c.Upstreams, Upstream{})
+	case 1:
+	default:
+		return errors.New("--openapi, --upstream, --expose-tag and --all apply to a single upstream; the config has several")
+	}
+	u := &c.Upstreams[0]
+	if o.OpenAPI != "" {
+		u.OpenAPI = o.OpenAPI
+	}
+	if o.BaseURL != "" {
+		u.BaseURL = o.BaseURL
+	}
+	if len(o.ExposeTags) > 0 {
+		u.ExposeTags = o.ExposeTags
+		u.ExposeAll = false
+	}
+	if o.ExposeAll {
+		u.ExposeAll = true
+		u.ExposeTags = nil
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+package gateway
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseConfig(t *testing.T) {
+	good := `
+listen: 127.0.0.1:9999
+upstreams:
+  - name: orchestrator
+    openapi: ./openapi.json
+    base_url: http://127.0.0.1:9000
+    expose_tags: [agent-exposed, mcp]
+    timeout: 5s
+  - openapi: https://example.com/openapi.yaml
+    expose_all: true
+`
+	cfg, err := ParseConfig([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != "127.0.0.1:9999" || len(cfg.Upstreams) != 2 {
+		t.Fatalf("cfg = %+v", cfg)
+	}
+	u := cfg.Upstreams[0]
+	if u.Timeout != 5*time.Second || u.BaseURL != "http://127.0.0.1:9000" || len(u.ExposeTags) != 2 {
+		t.Errorf("upstream 0 = %+v", u)
+	}
+	if u2 := cfg.Upstreams[1]; u2.Name != "api2" || u2.Timeout != DefaultTimeout || !u2.ExposeAll {
+		t.Errorf("defaults not applied: %+v", u2)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"unknown top key", "listen: x:1\nlistn: y\n", `line 2: unknown key "listn"`},
+		{"unknown nested key", "upstreams:\n  - openapi: a\n    base_uri: b\n", `line 3: unknown key "base_uri"`},
+		{"wrong type", "upstreams:\n  - openapi: a\n    expose_all: maybe\n", "line 3: upstreams[0].expose_all: maybe is not a bool"},
+		{"bad duration", "upstreams:\n  - openapi: a\n    timeout: soon\n", "line 3: upstreams[0].timeout: soon is not a duration"},
+		{"not a list", "upstreams: {openapi: a}\n", "line 1: upstreams"},
+		{"no upstreams", "listen: 127.0.0.1:1\n", "at least one upstream"},
+		{"no openapi", "upstreams:\n  - name: a\n", "openapi is required"},
+		{"bad listen", "listen: nowhere\nupstreams:\n  - openapi: a\n", "not HOST:PORT"},
+		{"duplicate name", "upstreams:\n  - {name: a, openapi: x}\n  - {name: a, openapi: y}\n", `name "a" is used twice`},
+		{"both gates", "upstreams:\n  - {openapi: x, expose_all: true, expose_tags: [t]}\n", "exclude each other"},
+		{"bad name style", "name_style: loose\nupstreams:\n  - openapi: a\n", "name_style"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := ParseConfig([]byte(tt.yaml))
+			if err == nil {
+				err = cfg.Validate()
+			}
+			if err == nil {
+				t.Fatal("want error")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not contain %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans lines: %q", err)
+			}
+		})
+	}
+}
+
+func TestApplyOverrides(t *testing.T) {
+	cfg, _ := ParseConfig([]byte("listen: 127.0.0.1:1\nupstreams:\n  - {openapi: file.json, expose_tags: [a]}\n"))
+	err := cfg.Apply(Overrides{Listen: "127.0.0.1:2", OpenAPI: "other.json", BaseURL: "http://x", ExposeAll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := cfg.Upstreams[0]
+	if cfg.Listen != "127.0.0.1:2" || u.OpenAPI != "other.json" || u.BaseURL != "http://x" || !u.ExposeAll || u.ExposeTags != nil {
+		t.Errorf("after Apply: %+v %+v", cfg, u)
+	}
+
+	empty := &Config{}
+	if err := empty.Apply(Overrides{OpenAPI: "d.json", ExposeTags: []string{"t"}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(empty.Upstreams) != 1 || empty.Upstreams[0].ExposeTags[0] != "t" {
+		t.Errorf("Apply on empty config: %+v", empty)
+	}
+	if err := (&Config{}).Apply(Overrides{BaseURL: "http://x"}); err == nil {
+		t.Error("--upstream without --openapi: want error")
+	}
+	two := &Config{Upstreams: []Upstream{{OpenAPI: "a"}, {OpenAPI: "b"}}}
+	if err := two.Apply(Overrides{OpenAPI: "c"}); err == nil {
+		t.Error("--openapi with two upstreams: want error")
+	}
+}

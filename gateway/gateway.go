@@ -1,0 +1,193 @@
+// Package gateway wires mcpgate together: configuration → catalog of tools →
+// an MCP server (from the official go-sdk), served over Streamable HTTP at /mcp
+// or over stdio. Each tool call is forwarded to its upstream API with the
+// caller's bearer token.
+//
+// A Go service can embed the gateway in-process: give an [Upstream] a Handler
+// (the service's own http.Handler) and mount [Gateway.Handler] beside it.
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/upstream"
+)
+
+// Version is the gateway's version, reported in initialize.
+var Version = "0.1.0-dev"
+
+// Options configures a [Gateway]. The zero value is ready to use.
+type Options struct {
+	// Logger receives the gateway's logs. Nil means no logging. Tokens,
+	// cookies and claims are never logged.
+	Logger *slog.Logger
+	// StaticToken, if set, is sent upstream as a bearer token on calls that
+	// arrive without an Authorization header of their own. It is meant for
+	// stdio, where a local user runs the gateway on their own behalf; an HTTP
+	// gateway should leave it empty, so that callers cannot borrow it.
+	StaticToken string
+}
+
+// Gateway serves one catalog. It is safe for concurrent use.
+type Gateway struct {
+	cfg     *Config
+	opts    Options
+	logger  *slog.Logger
+	catalog *Catalog
+	server  *mcp.Server
+}
+
+// New validates cfg, loads every upstream's document and builds the catalog and
+// the MCP server.
+func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	g := &Gateway{cfg: cfg}
+	if opts != nil {
+		g.opts = *opts
+	}
+	g.logger = g.opts.Logger
+	if g.logger == nil {
+		g.logger = slog.New(slog.DiscardHandler)
+	}
+	cat, err := BuildCatalog(ctx, cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	g.catalog = cat
+	g.server = mcp.NewServer(&mcp.Implementation{Name: "mcpgate", Title: "mcpgate", Version: Version}, &mcp.ServerOptions{
+		Logger:       g.logger,
+		Instructions: "Tools generated from REST APIs' OpenAPI documents. Each tool's annotations say whether it reads or writes.",
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:   &mcp.ToolCapabilities{ListChanged: true},
+			Logging: &mcp.LoggingCapabilities{},
+		},
+	})
+	for _, t := range cat.Tools {
+		g.server.AddTool(t.Tool, g.toolHandler(t))
+	}
+	return g, nil
+}
+
+// Catalog returns the tools being served.
+func (g *Gateway) Catalog() *Catalog { return g.catalog }
+
+// Server returns the MCP server, e.g. to run it over stdio:
+//
+//	g.Server().Run(ctx, &mcp.StdioTransport{})
+func (g *Gateway) Server() *mcp.Server { return g.server }
+
+// Handler returns the gateway's HTTP routes: /mcp (Streamable HTTP) and
+// /healthz.
+func (g *Gateway) Handler() http.Handler {
+	return g.newMux()
+}
+
+func (g *Gateway) newMux() *mux.Router {
+	r := mux.NewRouter()
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
+		&mcp.StreamableHTTPOptions{
+			Stateless: !g.cfg.Stateful,
+			Logger:    g.logger,
+		})
+	r.Handle("/mcp", mcpHandler)
+	r.HandleFunc("/healthz", g.serveHealth).Methods(http.MethodGet, http.MethodHead)
+	r.Use(g.accessLog)
+	return r
+}
+
+func (g *Gateway) serveHealth(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"status": "ok", "tools": len(g.catalog.Tools)})
+}
+
+// accessLog logs one line per HTTP request: method, path, status, duration.
+// Never headers: they carry tokens and cookies.
+func (g *Gateway) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !g.logger.Enabled(r.Context(), slog.LevelDebug) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		g.logger.LogAttrs(r.Context(), slog.LevelDebug, "http request",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", sw.status), slog.Duration("elapsed", time.Since(start)))
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush lets streamed (SSE) responses through the logging wrapper.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (g *Gateway) toolHandler(t *Tool) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args, err := upstream.DecodeArguments(req.Params.Arguments)
+		if err != nil {
+			res := &mcp.CallToolResult{}
+			res.SetError(err)
+			return res, nil
+		}
+		return t.Client.Call(ctx, t.Binding, args, g.credentials(req))
+	}
+}
+
+// credentials picks what the upstream is shown: the caller's own bearer token
+// when the call came over HTTP with one, else the static token (stdio).
+// No other inbound header is forwarded.
+func (g *Gateway) credentials(req *mcp.CallToolRequest) upstream.Credentials {
+	if req.Extra != nil && req.Extra.Header != nil {
+		if tok, ok := bearerToken(req.Extra.Header.Get("Authorization")); ok {
+			return upstream.Credentials{BearerToken: tok}
+		}
+		return upstream.Credentials{}
+	}
+	return upstream.Credentials{BearerToken: g.opts.StaticToken}
+}
+
+// bearerToken extracts the token of an "Authorization: Bearer <token>" header
+// (RFC 6750 §2.1; the scheme is case-insensitive).
+func bearerToken(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}

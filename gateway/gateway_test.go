@@ -1,0 +1,275 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// TestGoldenPetstore pins the whole catalog of a real document.
+func TestGoldenPetstore(t *testing.T) {
+	cfg := &Config{Upstreams: []Upstream{{OpenAPI: "testdata/swagger-petstore-3.0.yaml", ExposeAll: true}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := BuildCatalog(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := cat.Listing().WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "swagger-petstore-3.0.golden.json")
+	if *update {
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./gateway -run Golden -update)", err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Errorf("catalog differs from %s; rerun with -update and review the diff", golden)
+	}
+	if len(cat.Tools) != 19 {
+		t.Errorf("%d tools, want 19", len(cat.Tools))
+	}
+	// Run twice: the same document must give byte-identical output.
+	cat2, _ := BuildCatalog(context.Background(), cfg, nil)
+	var buf2 bytes.Buffer
+	cat2.Listing().WriteJSON(&buf2)
+	if !bytes.Equal(buf.Bytes(), buf2.Bytes()) {
+		t.Error("catalog is not stable across builds")
+	}
+}
+
+// upstreamLog is an in-process or remote API that records the headers of every
+// call.
+type upstreamLog struct {
+	mu      sync.Mutex
+	headers []http.Header
+}
+
+const testDoc = `{
+  "openapi": "3.0.3",
+  "info": {"title": "t", "version": "1"},
+  "paths": {
+    "/things/{id}": {
+      "get": {"operationId": "get_thing", "tags": ["agent-exposed"],
+        "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object"}}}}}},
+      "delete": {"operationId": "delete_thing", "tags": ["internal"],
+        "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+        "responses": {"204": {"description": "gone"}}}
+    },
+    "/things": {
+      "post": {"operationId": "create_thing", "tags": ["agent-exposed"],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}}}},
+        "responses": {"201": {"description": "made", "content": {"application/json": {"schema": {"type": "object"}}}}}}
+    }
+  }
+}`
+
+func (u *upstreamLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	u.headers = append(u.headers, r.Header.Clone())
+	u.mu.Unlock()
+	if r.URL.Path == "/things/missing" {
+		http.Error(w, `{"detail":"no such thing"}`, http.StatusNotFound)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	w.Header().Set("Content-Type", "application/json")
+	if r.Method == http.MethodPost {
+		w.WriteHeader(http.StatusCreated)
+		w.Write(body)
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]any{"id": strings.TrimPrefix(r.URL.Path, "/things/"), "name": "thing"})
+}
+
+func (u *upstreamLog) last() http.Header {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.headers) == 0 {
+		return nil
+	}
+	return u.headers[len(u.headers)-1]
+}
+
+// headerTransport adds headers to every request of the MCP client.
+type headerTransport struct{ h http.Header }
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.h {
+		r.Header[k] = v
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestForwarding drives the gateway over real Streamable HTTP with the go-sdk
+// client, against an upstream that is in-process in one case and remote in the
+// other, and checks the bearer token — and only it — reaches the API.
+func TestForwarding(t *testing.T) {
+	for _, mode := range []string{"in-process", "remote", "remote-stateful"} {
+		t.Run(mode, func(t *testing.T) {
+			api := &upstreamLog{}
+			u := Upstream{Name: "things", OpenAPI: "things.json", Document: []byte(testDoc)}
+			if mode == "in-process" {
+				u.Handler = api
+			} else {
+				srv := httptest.NewServer(api)
+				t.Cleanup(srv.Close)
+				u.BaseURL = srv.URL
+			}
+			cfg := &Config{Upstreams: []Upstream{u}, Stateful: mode == "remote-stateful"}
+			g, err := New(context.Background(), cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gw := httptest.NewServer(g.Handler())
+			t.Cleanup(gw.Close) // after the session's Cleanup: LIFO
+
+			session := connect(t, gw.URL+"/mcp", http.Header{
+				"Authorization":   {"Bearer caller-token"},
+				"Cookie":          {"session=secret"},
+				"X-Forwarded-For": {"10.0.0.1"},
+				"X-Custom":        {"must-not-leak"},
+			})
+			tools, err := session.ListTools(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, tool := range tools.Tools {
+				names = append(names, tool.Name)
+				a := tool.Annotations
+				if a == nil || a.DestructiveHint == nil || a.OpenWorldHint == nil {
+					t.Errorf("%s: hints not all explicit: %+v", tool.Name, a)
+				}
+			}
+			if got := strings.Join(names, ","); got != "create_thing,get_thing" {
+				t.Errorf("tools = %s, want create_thing,get_thing (delete_thing is not exposed)", got)
+			}
+
+			res, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_thing", Arguments: map[string]any{"id": "a/b"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.IsError {
+				t.Fatalf("get_thing: %v", res.Content)
+			}
+			sc, _ := json.Marshal(res.StructuredContent)
+			if !strings.Contains(string(sc), `"id":"a/b"`) {
+				t.Errorf("structuredContent = %s", sc)
+			}
+			h := api.last()
+			if got := h.Get("Authorization"); got != "Bearer caller-token" {
+				t.Errorf("Authorization upstream = %q", got)
+			}
+			for _, leak := range []string{"Cookie", "X-Forwarded-For", "X-Custom", "Mcp-Session-Id", "Mcp-Protocol-Version"} {
+				if v := h.Get(leak); v != "" {
+					t.Errorf("%s reached the upstream: %q", leak, v)
+				}
+			}
+
+			res, err = session.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_thing", Arguments: map[string]any{"name": "n"}})
+			if err != nil || res.IsError {
+				t.Fatalf("create_thing: %v %v", err, res)
+			}
+			res, _ = session.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_thing", Arguments: map[string]any{"id": "missing"}})
+			if !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "404") {
+				t.Errorf("404 not an error result: %+v", res)
+			}
+			n := len(api.headers)
+			res, _ = session.CallTool(context.Background(), &mcp.CallToolParams{Name: "create_thing", Arguments: map[string]any{"name": 5}})
+			if !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "name") {
+				t.Errorf("schema violation: %+v", res)
+			}
+			if len(api.headers) != n {
+				t.Error("a call with invalid arguments reached the upstream")
+			}
+			if _, err := session.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete_thing", Arguments: map[string]any{"id": "x"}}); err == nil {
+				t.Error("calling an unexposed tool: want a protocol error")
+			}
+		})
+	}
+}
+
+func connect(t *testing.T, endpoint string, h http.Header) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	transport := &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: headerTransport{h}}}
+	session, err := client.Connect(context.Background(), transport, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { session.Close() })
+	return session
+}
+
+// TestStaticToken checks the stdio path: no inbound HTTP header, so the static
+// token is what the upstream sees.
+func TestStaticToken(t *testing.T) {
+	api := &upstreamLog{}
+	cfg := &Config{Upstreams: []Upstream{{OpenAPI: "things.json", Document: []byte(testDoc), Handler: api}}}
+	g, err := New(context.Background(), cfg, &Options{StaticToken: "local-user"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := g.Server().Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_thing", Arguments: map[string]any{"id": "1"}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if got := api.last().Get("Authorization"); got != "Bearer local-user" {
+		t.Errorf("Authorization = %q", got)
+	}
+}
+
+func TestBearerToken(t *testing.T) {
+	tests := []struct {
+		in, tok string
+		ok      bool
+	}{
+		{"Bearer abc", "abc", true},
+		{"bearer abc", "abc", true},
+		{"  Bearer   abc  ", "abc", true},
+		{"Basic dXNlcjpwdw==", "", false},
+		{"Bearer", "", false},
+		{"Bearer ", "", false},
+		{"", "", false},
+	}
+	for _, tt := range tests {
+		tok, ok := bearerToken(tt.in)
+		if tok != tt.tok || ok != tt.ok {
+			t.Errorf("bearerToken(%q) = %q, %v; want %q, %v", tt.in, tok, ok, tt.tok, tt.ok)
+		}
+	}
+}

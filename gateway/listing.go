@@ -1,0 +1,105 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/annotations"
+)
+
+// Listing is the catalog as `mcpgate tools` prints it.
+type Listing struct {
+	Tools    []ListedTool `json:"tools"`
+	Warnings []string     `json:"warnings"`
+}
+
+// ListedTool is one tool of a Listing.
+type ListedTool struct {
+	Name         string                 `json:"name"`
+	Title        string                 `json:"title,omitempty"`
+	Description  string                 `json:"description,omitempty"`
+	Annotations  *mcp.ToolAnnotations   `json:"annotations"`
+	InputSchema  any                    `json:"inputSchema"`
+	OutputSchema any                    `json:"outputSchema,omitempty"`
+	Upstream     ListedUpstream         `json:"upstream"`
+	Provenance   annotations.Provenance `json:"provenance"`
+	Large        bool                   `json:"large,omitempty"`
+}
+
+// ListedUpstream says where a tool's calls go.
+type ListedUpstream struct {
+	Name   string `json:"name"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+}
+
+// Listing returns the catalog in printable form.
+func (c *Catalog) Listing() *Listing {
+	l := &Listing{Tools: make([]ListedTool, 0, len(c.Tools)), Warnings: c.Warnings}
+	if l.Warnings == nil {
+		l.Warnings = []string{}
+	}
+	for _, t := range c.Tools {
+		lt := ListedTool{
+			Name:        t.Tool.Name,
+			Title:       t.Tool.Title,
+			Description: t.Tool.Description,
+			Annotations: t.Tool.Annotations,
+			InputSchema: t.Tool.InputSchema,
+			Upstream:    ListedUpstream{Name: t.Upstream, Method: t.Operation.Method, Path: t.Operation.Path},
+			Provenance:  t.Derived.Provenance,
+			Large:       t.Derived.Large,
+		}
+		if t.Tool.OutputSchema != nil {
+			lt.OutputSchema = t.Tool.OutputSchema
+		}
+		l.Tools = append(l.Tools, lt)
+	}
+	return l
+}
+
+// WriteJSON writes the listing as indented JSON.
+func (l *Listing) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(l)
+}
+
+// WriteTable writes one line per tool: name, method, path and the four hints.
+func (l *Listing) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tMETHOD\tPATH\tREAD-ONLY\tDESTRUCTIVE\tIDEMPOTENT\tOPEN-WORLD")
+	for _, t := range l.Tools {
+		a := t.Annotations
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Upstream.Method, t.Upstream.Path,
+			yn(a.ReadOnlyHint), yn(deref(a.DestructiveHint, true)), yn(a.IdempotentHint), yn(deref(a.OpenWorldHint, true)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%d tools", len(l.Tools))
+	if n := len(l.Warnings); n > 0 {
+		fmt.Fprintf(w, ", %d warnings (see --format json)", n)
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
+func yn(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func deref(p *bool, def bool) bool {
+	if p == nil {
+		return def
+	}
+	return *p
+}

@@ -1,0 +1,112 @@
+package tagging
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// NameStyle says which tool names clients must accept.
+type NameStyle int
+
+const (
+	// StrictNames is ^[a-zA-Z0-9_-]{1,64}$, which Claude Desktop, OpenAI and VS
+	// Code accept. The default.
+	StrictNames NameStyle = iota
+	// SpecNames is SEP-986's ^[a-zA-Z0-9_.-]{1,128}$.
+	SpecNames
+)
+
+func (s NameStyle) maxLen() int {
+	if s == SpecNames {
+		return 128
+	}
+	return 64
+}
+
+func (s NameStyle) allowed(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '_' || c == '-' || (s == SpecNames && c == '.')
+}
+
+// A Namer gives operations tool names that are valid for its style, unique
+// among the names it has given, and stable: the same operation gets the same
+// name on every run, whatever the order Go happens to visit maps in.
+//
+// A Namer is not safe for concurrent use.
+type Namer struct {
+	style NameStyle
+	taken map[string]bool
+}
+
+// NewNamer returns a Namer for style.
+func NewNamer(style NameStyle) *Namer {
+	return &Namer{style: style, taken: map[string]bool{}}
+}
+
+// Name returns op's tool name. The source is, first that is set: rename (from
+// configuration), the operation's x-mcp-name, its operationId, or
+// "{method}_{path}". Characters the style does not allow become "_"; a name too
+// long keeps a readable prefix plus "_" and 8 hex digits of the SHA-256 of the
+// full original, and a name already given gets the hash of its method and path
+// instead. mangled reports whether the result differs from the source.
+func (n *Namer) Name(op Operation, rename string) (name string, mangled bool) {
+	src := rename
+	if src == "" {
+		if v, ok := op.Operation.Extensions["x-mcp-name"].(string); ok {
+			src = v
+		}
+	}
+	if src == "" {
+		src = op.Operation.OperationID
+	}
+	if src == "" {
+		src = strings.ToLower(op.Method) + "_" + op.Path
+	}
+	name = n.clean(src)
+	if n.taken[name] {
+		name = n.withHash(name, op.Method+" "+op.Path)
+	}
+	for i := 2; n.taken[name]; i++ { // two operations with one method and path: impossible in a valid document
+		name = n.withHash(name, op.Method+" "+op.Path+" "+strings.Repeat("#", i))
+	}
+	n.taken[name] = true
+	return name, name != src
+}
+
+// clean maps disallowed characters to "_", squeezes runs of "_", and cuts a
+// long name with a hash of the original.
+func (n *Namer) clean(src string) string {
+	var sb strings.Builder
+	lastUnderscore := false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		if !n.style.allowed(c) {
+			c = '_'
+		}
+		if c == '_' && lastUnderscore {
+			continue
+		}
+		lastUnderscore = c == '_'
+		sb.WriteByte(c)
+	}
+	name := strings.Trim(sb.String(), "_")
+	if name == "" {
+		name = "tool"
+	}
+	if len(name) > n.style.maxLen() {
+		name = n.withHash(name, src)
+	}
+	return name
+}
+
+// withHash returns a prefix of name plus "_" and the first 8 hex digits of the
+// SHA-256 of key, within the style's length.
+func (n *Namer) withHash(name, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	suffix := "_" + hex.EncodeToString(sum[:4])
+	if max := n.style.maxLen() - len(suffix); len(name) > max {
+		name = strings.TrimRight(name[:max], "_.-")
+	}
+	return name + suffix
+}

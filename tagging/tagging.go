@@ -1,0 +1,98 @@
+// Package tagging decides which OpenAPI operations become MCP tools, and what
+// each tool is called.
+//
+// By default an operation is exposed when its tags include "agent-exposed"
+// (orchestrator-core's convention). The gate tags can be replaced, or every
+// operation exposed. An operation's `x-mcp-exposed: false` hides it whatever
+// its tags; `x-mcp-exposed: true` exposes it without a gate tag. Webhooks never
+// become tools: only the document's paths are read.
+//
+// The package is pure: no HTTP, no serving.
+package tagging
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// DefaultExposeTag is the tag that marks an operation as exposed.
+const DefaultExposeTag = "agent-exposed"
+
+// Options configures [Select]. The zero value selects operations tagged
+// DefaultExposeTag.
+type Options struct {
+	// ExposeTags are the gate tags: an operation carrying any of them is
+	// exposed. Empty means [DefaultExposeTag].
+	ExposeTags []string
+	// All exposes every operation, whatever its tags.
+	All bool
+}
+
+// Operation is one selected operation of a document.
+type Operation struct {
+	Method    string // upper case: GET, POST, ...
+	Path      string // the path template as written in the document
+	PathItem  *openapi3.PathItem
+	Operation *openapi3.Operation
+}
+
+// Select returns the operations that become tools, ordered by path then method
+// (GET, PUT, POST, DELETE, OPTIONS, HEAD, PATCH, TRACE), so that the same
+// document always gives the same order.
+func Select(doc *openapi3.T, opts *Options) []Operation {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	gates := o.ExposeTags
+	if len(gates) == 0 {
+		gates = []string{DefaultExposeTag}
+	}
+	if doc == nil || doc.Paths == nil {
+		return nil
+	}
+	var out []Operation
+	paths := doc.Paths.Keys()
+	slices.Sort(paths)
+	for _, path := range paths {
+		item := doc.Paths.Value(path)
+		if item == nil {
+			continue
+		}
+		for _, m := range methods {
+			op := item.GetOperation(m)
+			if op == nil || !exposed(op, gates, o.All) {
+				continue
+			}
+			out = append(out, Operation{Method: m, Path: path, PathItem: item, Operation: op})
+		}
+	}
+	return out
+}
+
+// methods in the order kin-openapi's PathItem.Operations documents them.
+var methods = []string{
+	http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete,
+	http.MethodOptions, http.MethodHead, http.MethodPatch, http.MethodTrace,
+}
+
+// exposed applies the gate: an explicit x-mcp-exposed wins, then --all, then
+// the gate tags.
+func exposed(op *openapi3.Operation, gates []string, all bool) bool {
+	if v, ok := op.Extensions["x-mcp-exposed"].(bool); ok {
+		return v
+	}
+	if all {
+		return true
+	}
+	for _, t := range op.Tags {
+		for _, g := range gates {
+			if t == g {
+				return true
+			}
+		}
+	}
+	return false
+}

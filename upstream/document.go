@@ -1,0 +1,288 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi2"
+	"github.com/getkin/kin-openapi/openapi2conv"
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/oasdiff/yaml"
+)
+
+// MaxDocumentBytes bounds how much of an OpenAPI document is read. The largest real
+// documents we know of (GitHub, Stripe, Kubernetes) are about 4 MB.
+const MaxDocumentBytes = 64 << 20
+
+// Document is a loaded OpenAPI description of an upstream API.
+type Document struct {
+	// T is the document, converted to OpenAPI 3 when the source was Swagger 2.0.
+	T *openapi3.T
+	// Source is where the document was read from, as given.
+	Source string
+	// URL is the absolute location of the document when it was fetched over
+	// HTTP(S); relative server URLs resolve against it. Nil for files and data.
+	URL *url.URL
+	// Version is the source's declared version: "2.0", "3.0.x" or "3.1.x".
+	Version string
+	// Warnings lists what relaxed validation still found wrong. Real documents
+	// (GitHub's, FastAPI's) fail strict validation and still work, so these do not
+	// stop loading.
+	Warnings []string
+}
+
+// LoadOptions configures [LoadDocument]. The zero value is ready to use.
+type LoadOptions struct {
+	// Client fetches http(s) sources. Nil means a client with a 30s timeout.
+	Client *http.Client
+}
+
+// LoadDocument reads an OpenAPI 3.0/3.1 or Swagger 2.0 document, in JSON or YAML,
+// from a file path or an http(s) URL.
+//
+// External $refs (to other files or URLs) are never followed: a document from an
+// untrusted source must not make the gateway read local files or reach internal
+// hosts (SSRF).
+func LoadDocument(ctx context.Context, src string, opts *LoadOptions) (*Document, error) {
+	var o LoadOptions
+	if opts != nil {
+		o = *opts
+	}
+	var (
+		data []byte
+		loc  *url.URL
+		err  error
+	)
+	if u, perr := url.Parse(src); perr == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		loc = u
+		data, err = fetch(ctx, o.Client, u)
+	} else {
+		data, err = readFile(src)
+	}
+	if err != nil {
+		return nil, err
+	}
+	doc, err := ParseDocument(ctx, data)
+	if err != nil {
+		return nil, err
+	}
+	doc.Source = src
+	doc.URL = loc
+	return doc, nil
+}
+
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readLimited(f)
+}
+
+func readLimited(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxDocumentBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxDocumentBytes {
+		return nil, fmt.Errorf("document is larger than %d MiB", MaxDocumentBytes>>20)
+	}
+	return data, nil
+}
+
+func fetch(ctx context.Context, c *http.Client, u *url.URL) ([]byte, error) {
+	if c == nil {
+		c = &http.Client{Timeout: 30 * time.Second}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json, application/yaml;q=0.9, */*;q=0.5")
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("HTTP %s", resp.Status)
+	}
+	return readLimited(resp.Body)
+}
+
+// ParseDocument parses and validates document bytes (JSON or YAML; OpenAPI 3.x or
+// Swagger 2.0). Validation runs with examples, defaults and patterns off; what it
+// still reports is returned as [Document.Warnings].
+func ParseDocument(ctx context.Context, data []byte) (*Document, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	jsonData := data
+	if t := bytes.TrimSpace(data); len(t) == 0 {
+		return nil, errors.New("document is empty")
+	} else if t[0] != '{' {
+		var err error
+		if jsonData, err = yaml.YAMLToJSON(data); err != nil {
+			return nil, fmt.Errorf("not JSON or YAML: %v", err)
+		}
+	}
+	var head struct {
+		Swagger any `json:"swagger"`
+		OpenAPI any `json:"openapi"`
+	}
+	if err := json.Unmarshal(jsonData, &head); err != nil {
+		return nil, fmt.Errorf("not a JSON or YAML object: %v", err)
+	}
+	loader := openapi3.NewLoader()
+	loader.Context = ctx
+	loader.IsExternalRefsAllowed = false // explicit: see LoadDocument
+
+	var (
+		doc     *openapi3.T
+		version string
+		err     error
+	)
+	switch {
+	case head.OpenAPI != nil:
+		version = fmt.Sprint(head.OpenAPI)
+		if !strings.HasPrefix(version, "3.") {
+			return nil, fmt.Errorf("unsupported openapi version %q (want 3.0 or 3.1, or swagger 2.0)", version)
+		}
+		doc, err = loadV3(loader, jsonData)
+	case head.Swagger != nil:
+		version = fmt.Sprint(head.Swagger)
+		if version != "2.0" {
+			return nil, fmt.Errorf("unsupported swagger version %q (want 2.0)", version)
+		}
+		doc, err = loadV2(loader, jsonData)
+	default:
+		return nil, errors.New(`neither an "openapi" nor a "swagger" version field: not an OpenAPI document`)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if doc.Paths == nil {
+		doc.Paths = openapi3.NewPaths()
+	}
+	d := &Document{T: doc, Version: version}
+	vctx := openapi3.WithValidationOptions(ctx,
+		openapi3.DisableExamplesValidation(),
+		openapi3.DisableSchemaDefaultsValidation(),
+		openapi3.DisableSchemaPatternValidation(),
+		openapi3.EnableMultiError(),
+	)
+	if err := validate(vctx, doc); err != nil {
+		d.Warnings = splitWarnings(err)
+	}
+	return d, nil
+}
+
+// validate runs kin-openapi's validation, turning a panic inside it into an
+// error: validation walks user-supplied structures and must not take the
+// process down.
+func validate(ctx context.Context, doc *openapi3.T) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("validation aborted: %v", r)
+		}
+	}()
+	return doc.Validate(ctx)
+}
+
+func loadV3(loader *openapi3.Loader, data []byte) (doc *openapi3.T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			doc, err = nil, fmt.Errorf("cannot load document: %v", r)
+		}
+	}()
+	doc, err = loader.LoadFromData(data)
+	if err != nil {
+		return nil, oneLine(err)
+	}
+	return doc, nil
+}
+
+func loadV2(loader *openapi3.Loader, data []byte) (doc *openapi3.T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			doc, err = nil, fmt.Errorf("cannot convert swagger 2.0 document: %v", r)
+		}
+	}()
+	var doc2 openapi2.T
+	if err := json.Unmarshal(data, &doc2); err != nil {
+		return nil, fmt.Errorf("invalid swagger 2.0 document: %v", oneLine(err))
+	}
+	doc, err = openapi2conv.ToV3WithLoader(&doc2, loader, nil)
+	if err != nil {
+		return nil, fmt.Errorf("cannot convert swagger 2.0 document: %v", oneLine(err))
+	}
+	return doc, nil
+}
+
+// splitWarnings flattens kin-openapi's multi-error into one line per problem.
+func splitWarnings(err error) []string {
+	var me openapi3.MultiError
+	if errors.As(err, &me) {
+		out := make([]string, 0, len(me))
+		for _, e := range me {
+			out = append(out, oneLine(e).Error())
+		}
+		return out
+	}
+	return []string{oneLine(err).Error()}
+}
+
+// oneLine folds a multi-line error message onto one line, so the CLI can report
+// every load failure as a single line.
+func oneLine(err error) error {
+	msg := err.Error()
+	if !strings.ContainsAny(msg, "\r\n") {
+		return err
+	}
+	fields := strings.FieldsFunc(msg, func(r rune) bool { return r == '\n' || r == '\r' })
+	for i, f := range fields {
+		fields[i] = strings.TrimSpace(f)
+	}
+	return errors.New(strings.Join(fields, "; "))
+}
+
+// ServerURL returns the document's first server URL, with variables replaced by
+// their defaults and resolved against the document's own URL when relative. It
+// returns nil when the document names no usable server.
+func (d *Document) ServerURL() *url.URL {
+	var raw string
+	if len(d.T.Servers) > 0 && d.T.Servers[0] != nil {
+		s := d.T.Servers[0]
+		raw = s.URL
+		for name, v := range s.Variables {
+			if v != nil {
+				raw = strings.ReplaceAll(raw, "{"+name+"}", v.Default)
+			}
+		}
+	}
+	if raw == "" {
+		raw = "/" // OpenAPI: with no servers, the default server URL is "/".
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	if !u.IsAbs() {
+		if d.URL == nil {
+			return nil
+		}
+		u = d.URL.ResolveReference(u)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil
+	}
+	return u
+}

@@ -1,0 +1,95 @@
+package upstream
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseDocumentErrors(t *testing.T) {
+	tests := []struct {
+		name, doc, wantErr string
+	}{
+		{"empty", "", "document is empty"},
+		{"whitespace", "  \n", "document is empty"},
+		{"not yaml", "{{{:", "not"},
+		{"scalar", "42", "not a JSON or YAML object"},
+		{"no version", `{"info":{"title":"x"}}`, `neither an "openapi" nor a "swagger"`},
+		{"openapi 2.0 string", `{"openapi":"2.0","info":{},"paths":{}}`, `unsupported openapi version "2.0"`},
+		{"swagger 1.2", `{"swagger":"1.2"}`, `unsupported swagger version "1.2"`},
+		{"external file ref", `{"openapi":"3.0.3","info":{"title":"x","version":"1"},"paths":{"/a":{"get":{"responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"$ref":"other.yaml#/X"}}}}}}}}}`, "external reference"},
+		{"external url ref", `{"openapi":"3.0.3","info":{"title":"x","version":"1"},"paths":{"/a":{"get":{"responses":{"200":{"$ref":"http://169.254.169.254/latest#/x"}}}}}}`, "external reference"},
+		{"bad type", `{"openapi":"3.0.3","info":{"title":"x","version":"1"},"paths":{"/a":{"get":{"parameters":"nope"}}}}`, "unmarshal"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseDocument(context.Background(), []byte(tt.doc))
+			if err == nil {
+				t.Fatal("want error")
+			}
+			if !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("error %q does not contain %q", err, tt.wantErr)
+			}
+			if strings.ContainsAny(err.Error(), "\r\n") {
+				t.Errorf("error spans lines: %q", err)
+			}
+		})
+	}
+}
+
+func TestLoadDocumentSources(t *testing.T) {
+	yamlDoc := "openapi: 3.0.3\ninfo: {title: t, version: '1'}\nservers: [{url: '/v1'}]\npaths: {}\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/missing" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte(yamlDoc))
+	}))
+	defer srv.Close()
+
+	doc, err := LoadDocument(context.Background(), srv.URL+"/specs/openapi.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := doc.ServerURL().String(), srv.URL+"/v1"; got != want {
+		t.Errorf("ServerURL = %s, want %s", got, want)
+	}
+	if _, err := LoadDocument(context.Background(), srv.URL+"/missing", nil); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("missing URL: %v", err)
+	}
+
+	path := filepath.Join(t.TempDir(), "doc.yaml")
+	os.WriteFile(path, []byte("\xef\xbb\xbf"+yamlDoc), 0o600)
+	doc, err = LoadDocument(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.ServerURL() != nil {
+		t.Errorf("relative server of a file has no base; got %v", doc.ServerURL())
+	}
+	if _, err := LoadDocument(context.Background(), filepath.Join(t.TempDir(), "nope.json"), nil); err == nil {
+		t.Error("missing file: want error")
+	}
+}
+
+func TestServerURLVariables(t *testing.T) {
+	doc, err := ParseDocument(context.Background(), []byte(`{"openapi":"3.0.3","info":{"title":"x","version":"1"},"paths":{},
+		"servers":[{"url":"https://{region}.example.com/{base}","variables":{"region":{"default":"eu"},"base":{"default":"api"}}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.ServerURL().String(); got != "https://eu.example.com/api" {
+		t.Errorf("ServerURL = %s", got)
+	}
+	doc.URL, _ = url.Parse("http://h/openapi.json")
+	doc.T.Servers = nil
+	if got := doc.ServerURL().String(); got != "http://h/" {
+		t.Errorf("no servers: ServerURL = %s, want the default server /", got)
+	}
+}

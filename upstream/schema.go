@@ -1,0 +1,288 @@
+package upstream
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// maxSchemaDepth bounds how deep a schema is expanded. Deeper subtrees become a
+// permissive schema with a description saying so; real documents (Kubernetes,
+// Stripe) nest far deeper through recursion than any tool call needs.
+const maxSchemaDepth = 16
+
+// jsonSchema is a JSON Schema (draft 2020-12) object, as sent in tools/list.
+type jsonSchema = map[string]any
+
+// schemaConverter turns OpenAPI schemas (3.0 or 3.1 dialect) into JSON Schema
+// 2020-12. A reference to a component schema becomes {"$ref": "#/$defs/Name"},
+// and the component is converted once into defs: the output grows with the
+// number of components a tool reaches, never with the number of paths through
+// them (Stripe's and Kubernetes' schemas are recursive and densely shared, and
+// explode when inlined). One converter serves one schema document.
+type schemaConverter struct {
+	defs    map[string]jsonSchema // converted components, by $defs key
+	defKeys map[string]string     // component $ref → $defs key
+}
+
+const componentPrefix = "#/components/schemas/"
+
+func (c *schemaConverter) convert(sr *openapi3.SchemaRef) jsonSchema {
+	return c.convertDepth(sr, 0)
+}
+
+// document returns s as a schema document: with the $defs it references.
+func (c *schemaConverter) document(s jsonSchema) jsonSchema {
+	if len(c.defs) > 0 {
+		defs := make(jsonSchema, len(c.defs))
+		for k, v := range c.defs {
+			defs[k] = v
+		}
+		s["$defs"] = defs
+	}
+	return s
+}
+
+func (c *schemaConverter) convertDepth(sr *openapi3.SchemaRef, depth int) jsonSchema {
+	if sr == nil || sr.Value == nil {
+		return jsonSchema{}
+	}
+	if ref := sr.Ref; strings.HasPrefix(ref, componentPrefix) {
+		key, seen := c.defKeys[ref]
+		if !seen {
+			key = c.newDefKey(strings.TrimPrefix(ref, componentPrefix))
+			c.defKeys[ref] = key
+			c.defs[key] = jsonSchema{} // placeholder: a recursive use finds the key
+			c.defs[key] = c.convertValue(sr.Value, 0)
+		}
+		return jsonSchema{"$ref": "#/$defs/" + key}
+	}
+	return c.convertValue(sr.Value, depth)
+}
+
+// newDefKey turns a component name into a $defs key that is safe inside a JSON
+// pointer and a URI fragment, unique within this document.
+func (c *schemaConverter) newDefKey(name string) string {
+	if c.defs == nil {
+		c.defs = map[string]jsonSchema{}
+		c.defKeys = map[string]string{}
+	}
+	b := []byte(name)
+	for i, ch := range b {
+		if !isUnreserved(ch) {
+			b[i] = '_'
+		}
+	}
+	key := string(b)
+	if key == "" {
+		key = "schema"
+	}
+	for i := 2; ; i++ {
+		if _, taken := c.defs[key]; !taken {
+			return key
+		}
+		key = fmt.Sprintf("%s_%d", b, i)
+	}
+}
+
+func (c *schemaConverter) convertValue(s *openapi3.Schema, depth int) jsonSchema {
+	if depth > maxSchemaDepth {
+		return jsonSchema{"description": "Nested too deeply to describe here; any value is accepted."}
+	}
+	if s.Always != nil { // a boolean schema: true or false
+		if *s.Always {
+			return jsonSchema{}
+		}
+		return jsonSchema{"not": jsonSchema{}}
+	}
+	out := jsonSchema{}
+	if types := s.Type.Slice(); len(types) > 0 {
+		types = append([]string(nil), types...)
+		if s.Nullable && !contains(types, "null") {
+			types = append(types, "null")
+		}
+		if len(types) == 1 {
+			out["type"] = types[0]
+		} else {
+			out["type"] = toAny(types)
+		}
+	}
+	setString(out, "title", s.Title)
+	setString(out, "description", s.Description)
+	setString(out, "format", s.Format)
+	if len(s.Enum) > 0 {
+		enum := append([]any(nil), s.Enum...)
+		if s.Nullable && !containsAny(enum, nil) {
+			enum = append(enum, nil)
+		}
+		out["enum"] = enum
+	}
+	if s.Default != nil {
+		out["default"] = s.Default
+	}
+	if s.Const != nil {
+		out["const"] = s.Const
+	}
+	if len(s.Examples) > 0 {
+		out["examples"] = s.Examples
+	} else if s.Example != nil {
+		out["examples"] = []any{s.Example}
+	}
+	if s.Deprecated {
+		out["deprecated"] = true
+	}
+	if s.ReadOnly {
+		out["readOnly"] = true
+	}
+	if s.WriteOnly {
+		out["writeOnly"] = true
+	}
+
+	// Numbers. OpenAPI 3.0 spells exclusive bounds as booleans beside
+	// minimum/maximum; 2020-12 wants the bound itself.
+	if s.MultipleOf != nil && *s.MultipleOf > 0 {
+		out["multipleOf"] = *s.MultipleOf
+	}
+	if s.Min != nil {
+		if s.ExclusiveMin.IsTrue() {
+			out["exclusiveMinimum"] = *s.Min
+		} else {
+			out["minimum"] = *s.Min
+		}
+	}
+	if s.ExclusiveMin.Value != nil {
+		out["exclusiveMinimum"] = *s.ExclusiveMin.Value
+	}
+	if s.Max != nil {
+		if s.ExclusiveMax.IsTrue() {
+			out["exclusiveMaximum"] = *s.Max
+		} else {
+			out["maximum"] = *s.Max
+		}
+	}
+	if s.ExclusiveMax.Value != nil {
+		out["exclusiveMaximum"] = *s.ExclusiveMax.Value
+	}
+
+	// Strings. OpenAPI patterns are ECMA-262; one that Go's RE2 (and so the
+	// validator) cannot compile is dropped rather than failing the whole tool.
+	if s.MinLength > 0 {
+		out["minLength"] = s.MinLength
+	}
+	if s.MaxLength != nil {
+		out["maxLength"] = *s.MaxLength
+	}
+	if s.Pattern != "" {
+		if _, err := regexp.Compile(s.Pattern); err == nil {
+			out["pattern"] = s.Pattern
+		}
+	}
+
+	// Arrays.
+	if s.Items != nil {
+		out["items"] = c.convertDepth(s.Items, depth+1)
+	}
+	if len(s.PrefixItems) > 0 {
+		out["prefixItems"] = c.convertList(s.PrefixItems, depth)
+	}
+	if s.MinItems > 0 {
+		out["minItems"] = s.MinItems
+	}
+	if s.MaxItems != nil {
+		out["maxItems"] = *s.MaxItems
+	}
+	if s.UniqueItems {
+		out["uniqueItems"] = true
+	}
+
+	// Objects.
+	if len(s.Properties) > 0 {
+		props := make(jsonSchema, len(s.Properties))
+		for name, p := range s.Properties {
+			props[name] = c.convertDepth(p, depth+1)
+		}
+		out["properties"] = props
+	}
+	if len(s.Required) > 0 {
+		out["required"] = toAny(s.Required)
+	}
+	if s.MinProps > 0 {
+		out["minProperties"] = s.MinProps
+	}
+	if s.MaxProps != nil {
+		out["maxProperties"] = *s.MaxProps
+	}
+	if ap := s.AdditionalProperties; ap.Has != nil && !*ap.Has {
+		out["additionalProperties"] = false
+	} else if ap.Schema != nil {
+		out["additionalProperties"] = c.convertDepth(ap.Schema, depth+1)
+	}
+	if len(s.PatternProperties) > 0 {
+		pp := make(jsonSchema, len(s.PatternProperties))
+		for pat, p := range s.PatternProperties {
+			if _, err := regexp.Compile(pat); err == nil {
+				pp[pat] = c.convertDepth(p, depth+1)
+			}
+		}
+		if len(pp) > 0 {
+			out["patternProperties"] = pp
+		}
+	}
+
+	// Composition.
+	if len(s.AllOf) > 0 {
+		out["allOf"] = c.convertList(s.AllOf, depth)
+	}
+	if len(s.AnyOf) > 0 {
+		out["anyOf"] = c.convertList(s.AnyOf, depth)
+	}
+	if len(s.OneOf) > 0 {
+		out["oneOf"] = c.convertList(s.OneOf, depth)
+	}
+	if s.Not != nil {
+		out["not"] = c.convertDepth(s.Not, depth+1)
+	}
+	return out
+}
+
+func (c *schemaConverter) convertList(list openapi3.SchemaRefs, depth int) []any {
+	out := make([]any, 0, len(list))
+	for _, sr := range list {
+		out = append(out, c.convertDepth(sr, depth+1))
+	}
+	return out
+}
+
+func setString(m jsonSchema, k, v string) {
+	if v != "" {
+		m[k] = v
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func containsAny(list []any, v any) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func toAny(list []string) []any {
+	out := make([]any, len(list))
+	for i, s := range list {
+		out[i] = s
+	}
+	return out
+}
