@@ -24,6 +24,10 @@ import (
 	"net/http"
 	"strings"
 	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/cases"
+	"golang.org/x/text/language"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -277,20 +281,45 @@ func parseExtension(v any) (hintSet, string, error) {
 // Go's deprecated strings.Title differs: it splits only on spaces and
 // punctuation, and never lower-cases.
 func Title(operationID string) string {
+	src := strings.ReplaceAll(operationID, "_", " ")
 	var sb strings.Builder
-	sb.Grow(len(operationID))
-	prevCased := false
-	for _, r := range strings.ReplaceAll(operationID, "_", " ") {
-		cased := unicode.IsUpper(r) || unicode.IsLower(r) || unicode.IsTitle(r)
-		switch {
-		case !cased:
-			sb.WriteRune(r)
-		case prevCased:
-			sb.WriteRune(unicode.ToLower(r))
-		default:
-			sb.WriteRune(unicode.ToTitle(r))
+	sb.Grow(len(src))
+	// Python lower-cases a run with the full Unicode mappings and in context
+	// (final sigma), then title-cases its first character with the full
+	// mapping (ß → "Ss", ﬁ → "Fi"). Do the same, a run at a time.
+	for i := 0; i < len(src); {
+		r, n := utf8.DecodeRuneInString(src[i:])
+		if !isCased(r) {
+			sb.WriteString(src[i : i+n])
+			i += n
+			continue
 		}
-		prevCased = cased
+		j := i + n
+		for j < len(src) {
+			r2, n2 := utf8.DecodeRuneInString(src[j:])
+			if !isCased(r2) {
+				break
+			}
+			j += n2
+		}
+		lowered := lowerCaser.String(src[i:j])
+		first := lowerCaser.String(string(r)) // İ lowers to two runes
+		sb.WriteString(titleCaser.String(string(r)))
+		sb.WriteString(strings.TrimPrefix(lowered, first))
+		i = j
 	}
 	return sb.String()
+}
+
+var (
+	lowerCaser = cases.Lower(language.Und)
+	titleCaser = cases.Title(language.Und)
+)
+
+// isCased reports whether Python counts r as cased: a letter of category Lu,
+// Ll or Lt, or one with the Other_Lowercase or Other_Uppercase property
+// (ª, ʰ).
+func isCased(r rune) bool {
+	return unicode.IsUpper(r) || unicode.IsLower(r) || unicode.IsTitle(r) ||
+		unicode.Is(unicode.Other_Lowercase, r) || unicode.Is(unicode.Other_Uppercase, r)
 }
