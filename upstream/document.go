@@ -205,7 +205,13 @@ func loadV3(loader *openapi3.Loader, data []byte) (doc *openapi3.T, err error) {
 	}()
 	doc, err = loader.LoadFromData(data)
 	if err != nil {
-		return nil, oneLine(err)
+		// kin-openapi tries JSON, then YAML, and reports both; the input is
+		// JSON by now, so the JSON error is the one that names the problem.
+		msg := oneLine(err).Error()
+		if _, rest, ok := strings.Cut(msg, "failed to unmarshal data: json error: "); ok {
+			msg, _, _ = strings.Cut(rest, ", yaml error: ")
+		}
+		return nil, errors.New(msg)
 	}
 	return doc, nil
 }
