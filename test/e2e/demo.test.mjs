@@ -1,0 +1,37 @@
+// The first command of the README: `mcpgate serve` with no arguments serves the
+// built-in demo in-process.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { checkCalls, checkToolList } from './checks.mjs';
+import { connectHTTP, startGateway, stop } from './lib.mjs';
+
+describe('built-in demo (in-process)', () => {
+  let gw, client;
+  before(async () => {
+    gw = await startGateway([]);
+    // Give the snippets time to follow the listening line.
+    await new Promise((r) => setTimeout(r, 200));
+    client = await connectHTTP(gw.url, { Authorization: 'Bearer demo-user' });
+  });
+  after(async () => {
+    await client?.close();
+    await stop(gw);
+  });
+
+  test('prints Claude Desktop and Cursor snippets', () => {
+    const out = gw.output();
+    assert.match(out, /Claude Desktop/);
+    assert.match(out, /Cursor/);
+    assert.match(out, /"mcpServers"/);
+    assert.ok(out.includes(gw.url), 'the snippets name the real URL');
+  });
+
+  test('lists at least 5 tools with four explicit hints, and calls them', async () => {
+    const tools = await checkToolList(client);
+    assert.ok(tools.length >= 5);
+    const res = await client.callTool({ name: 'list_workflows', arguments: {} });
+    assert.equal(res.isError ?? false, false);
+    assert.ok(res.structuredContent.result.length >= 3);
+    await checkCalls(client);
+  });
+});

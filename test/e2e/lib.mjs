@@ -1,0 +1,105 @@
+// Shared helpers of the end-to-end tests: start the real binaries, wait for the
+// line that says they listen, and stop them.
+import { spawn } from 'node:child_process';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+export const MCPGATE_BIN = process.env.MCPGATE_BIN;
+export const ORCHESTRATOR_BIN = process.env.ORCHESTRATOR_BIN;
+if (!MCPGATE_BIN || !ORCHESTRATOR_BIN) {
+  throw new Error('set MCPGATE_BIN and ORCHESTRATOR_BIN (go test ./test/e2e does)');
+}
+
+// start runs a binary and resolves, once a stderr line matches re, to
+// {proc, match, output()}. It rejects if the process exits first or after
+// timeoutMs.
+export function start(bin, args, re, { timeoutMs = 20000, env } = {}) {
+  const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env: env ?? process.env });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`${bin} ${args.join(' ')}: no line matching ${re} within ${timeoutMs} ms; output:\n${out}`));
+    }, timeoutMs);
+    const onData = (chunk) => {
+      out += chunk;
+      const m = re.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ proc, match: m, output: () => out });
+      }
+    };
+    proc.stdout.on('data', onData);
+    proc.stderr.on('data', onData);
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${bin} exited with ${code} before it was ready; output:\n${out}`));
+    });
+  });
+}
+
+// stop ends a process started by start and waits for it to exit.
+export async function stop(p) {
+  if (!p || p.proc.exitCode !== null) return;
+  const exited = new Promise((r) => p.proc.once('exit', r));
+  p.proc.kill('SIGTERM');
+  const t = setTimeout(() => p.proc.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(t);
+}
+
+// startOrchestrator starts the example API standalone on a free port.
+export async function startOrchestrator(token) {
+  const args = ['--addr', '127.0.0.1:0', '--record-requests'];
+  if (token) args.push('--token', token);
+  const p = await start(ORCHESTRATOR_BIN, args, /orchestrator: listening on (http:\/\/\S+)/);
+  return { ...p, url: p.match[1] };
+}
+
+// startGateway runs `mcpgate serve` with args on a free port.
+export async function startGateway(args) {
+  const p = await start(MCPGATE_BIN, ['serve', '--addr', '127.0.0.1:0', ...args], /listening on (http:\/\/\S+\/mcp)/);
+  return { ...p, url: p.match[1] };
+}
+
+// connectHTTP connects the official SDK client over Streamable HTTP, sending
+// headers with every request.
+export async function connectHTTP(url, headers = {}) {
+  const client = new Client({ name: 'mcpgate-e2e', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+  return client;
+}
+
+// recorded returns the requests the orchestrator saw (its --record-requests log).
+export async function recorded(orchestratorURL) {
+  const res = await fetch(`${orchestratorURL}/_debug/requests`);
+  if (!res.ok) throw new Error(`/_debug/requests: HTTP ${res.status}`);
+  return res.json();
+}
+
+export async function clearRecorded(orchestratorURL) {
+  await fetch(`${orchestratorURL}/_debug/requests`, { method: 'DELETE' });
+}
+
+// The orchestrator's exposed operations and the hints orchestrator-core's rule
+// gives them: readOnly = GET or agent-readonly; destructive = DELETE or
+// agent-destructive; idempotent = readOnly or PUT or DELETE; openWorld = false.
+export const EXPECTED_TOOLS = {
+  list_workflows: { ro: true, destr: false, idem: true },
+  get_workflow_by_id: { ro: true, destr: false, idem: true },
+  list_processes: { ro: true, destr: false, idem: true },
+  get_process_by_id: { ro: true, destr: false, idem: true },
+  search_processes: { ro: true, destr: false, idem: true }, // POST + agent-readonly
+  create_process: { ro: false, destr: false, idem: false }, // POST
+  resume_process: { ro: false, destr: false, idem: true }, // PUT
+  abort_process: { ro: false, destr: true, idem: true }, // PUT + agent-destructive
+  list_products: { ro: true, destr: false, idem: true },
+  get_product_by_id: { ro: true, destr: false, idem: true },
+  list_subscriptions: { ro: true, destr: false, idem: true },
+  get_subscription_by_id: { ro: true, destr: false, idem: true },
+  get_subscription_domain_model: { ro: true, destr: false, idem: true },
+};
+
+export function text(result) {
+  return (result.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+}
