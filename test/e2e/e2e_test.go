@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,12 @@ func setup(t *testing.T) binaries {
 	if testing.Short() {
 		t.Skip("end-to-end tests are skipped in -short mode")
 	}
+	requireNode(t)
+	return build(t)
+}
+
+func requireNode(t *testing.T) {
+	t.Helper()
 	if _, err := os.Stat("node_modules/@modelcontextprotocol/sdk"); err != nil {
 		msg := "test/e2e/node_modules is missing: run `npm ci --prefix test/e2e` (bash .ci/run does)"
 		if os.Getenv("CI") != "" {
@@ -38,6 +45,11 @@ func setup(t *testing.T) binaries {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatal("node is not on PATH: the end-to-end tests need Node 20+")
 	}
+}
+
+// build compiles the two binaries into a temporary folder.
+func build(t *testing.T) binaries {
+	t.Helper()
 	dir := t.TempDir()
 	b := binaries{filepath.Join(dir, "mcpgate"), filepath.Join(dir, "orchestrator")}
 	for bin, pkg := range map[string]string{b.mcpgate: "./cmd/mcpgate", b.orchestrator: "./examples/orchestrator"} {
@@ -48,6 +60,61 @@ func setup(t *testing.T) binaries {
 		}
 	}
 	return b
+}
+
+// TestToolsCommand checks `mcpgate tools` on a real document, and that a
+// document that cannot be loaded exits 2 with one line naming it.
+func TestToolsCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds binaries")
+	}
+	b := build(t)
+	out, err := exec.Command(b.mcpgate, "tools", "--openapi", "../../gateway/testdata/swagger-petstore-3.0.yaml", "--all", "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("tools: %v", err)
+	}
+	var listing struct {
+		Tools []struct {
+			Name        string         `json:"name"`
+			Annotations map[string]any `json:"annotations"`
+			InputSchema map[string]any `json:"inputSchema"`
+			Upstream    struct{ Method, Path string }
+		} `json:"tools"`
+		Warnings []string `json:"warnings"`
+	}
+	if err := json.Unmarshal(out, &listing); err != nil {
+		t.Fatalf("tools --format json is not JSON: %v", err)
+	}
+	if len(listing.Tools) != 19 || listing.Warnings == nil {
+		t.Errorf("%d tools, warnings %v", len(listing.Tools), listing.Warnings)
+	}
+	for _, tool := range listing.Tools {
+		if len(tool.Annotations) < 4 || tool.InputSchema["type"] != "object" || tool.Upstream.Method == "" {
+			t.Errorf("incomplete tool %+v", tool)
+		}
+	}
+
+	broken := filepath.Join(t.TempDir(), "broken.yaml")
+	os.WriteFile(broken, []byte("openapi: 3.0.3\ninfo: {title: x, version: '1'}\npaths: {/a: {get: {parameters: oops}}}\n"), 0o600)
+	for _, args := range [][]string{
+		{"tools", "--openapi", broken},
+		{"tools", "--openapi", filepath.Join(t.TempDir(), "missing.json")},
+		{"serve", "--openapi", broken},
+		{"tools", "--config", broken},
+	} {
+		cmd := exec.Command(b.mcpgate, args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 2 {
+			t.Errorf("%v: %v, want exit status 2", args, err)
+		}
+		msg := stderr.String()
+		if strings.Count(msg, "\n") != 1 || !strings.HasPrefix(msg, "mcpgate: ") || strings.Contains(msg, "goroutine") {
+			t.Errorf("%v: want one line, got %q", args, msg)
+		}
+	}
 }
 
 // TestClient runs the TypeScript SDK client tests: remote (stateless and
