@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"fmt"
 	"net/http"
 	"strings"
@@ -30,6 +32,9 @@ type Tool struct {
 	Derived    annotations.Derived
 	Mangled    bool   // the name had to be changed to be valid
 	SourceName string // what the name was derived from
+
+	baseDescription string // the description before binding notes
+	size            int    // bytes of the tool's JSON in tools/list
 }
 
 // Catalog is the set of tools the gateway serves, built once from the
@@ -74,7 +79,62 @@ func BuildCatalog(ctx context.Context, cfg *Config, logf func(string, ...any)) (
 			cat.Tools = append(cat.Tools, t)
 		}
 	}
+	if err := cat.fitBudget(cfg); err != nil {
+		return nil, err
+	}
+	for _, t := range cat.Tools {
+		if u := cfg.upstream(t.Upstream); u.MaxToolBytes > 0 && t.size > u.MaxToolBytes {
+			cat.Warnings = append(cat.Warnings, fmt.Sprintf("%s: tool %s is %d KiB, over the %d KiB budget even at its smallest", t.Upstream, t.Tool.Name, t.size>>10, u.MaxToolBytes>>10))
+		}
+	}
 	return cat, nil
+}
+
+// fitBudget keeps the whole tools/list within cfg.MaxCatalogBytes by degrading
+// the largest tools first: it finds the per-tool cap C such that the tools,
+// each cut to at most C, fit, and binds again every tool over C. A client
+// pays for the whole list on every conversation, so an API as wide as
+// Kubernetes' must be cut; small tools are never touched.
+func (c *Catalog) fitBudget(cfg *Config) error {
+	limit := cfg.MaxCatalogBytes
+	if limit <= 0 {
+		return nil
+	}
+	for round := 0; round < 4; round++ {
+		total := 0
+		sizes := make([]int, len(c.Tools))
+		for i, t := range c.Tools {
+			sizes[i] = t.size
+			total += t.size
+		}
+		if total <= limit {
+			return nil
+		}
+		capSize := waterLevel(sizes, limit)
+		for _, t := range c.Tools {
+			if t.size > capSize {
+				if err := t.bind(cfg.upstream(t.Upstream), capSize); err != nil {
+					return fmt.Errorf("%s: %s %s: %v", t.Upstream, t.Operation.Method, t.Operation.Path, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// waterLevel returns the largest cap C with sum(min(size, C)) <= limit.
+func waterLevel(sizes []int, limit int) int {
+	s := slices.Clone(sizes)
+	slices.Sort(s)
+	rest := limit
+	for i, n := range s {
+		// The remaining len(s)-i tools, each capped at C, must fit in rest.
+		if n*(len(s)-i) > rest {
+			return max(rest/(len(s)-i), 1)
+		}
+		rest -= n
+	}
+	return s[len(s)-1]
 }
 
 func buildTool(namer *tagging.Namer, u *Upstream, op tagging.Operation, rules *annotations.Rules) (*Tool, error) {
@@ -94,10 +154,6 @@ func buildTool(namer *tagging.Namer, u *Upstream, op tagging.Operation, rules *a
 		rename = u.ToolPrefix + src
 	}
 	name, mangled := namer.Name(op, rename)
-	b, err := upstream.Bind(op.Method, op.Path, op.PathItem, o, &upstream.BindOptions{NoOutputSchema: u.NoOutputSchema})
-	if err != nil {
-		return nil, err
-	}
 	d, err := annotations.Derive(annotations.Input{
 		Method:      op.Method,
 		OperationID: o.OperationID,
@@ -125,18 +181,64 @@ func buildTool(namer *tagging.Namer, u *Upstream, op tagging.Operation, rules *a
 	if d.Large {
 		meta[MetaLarge] = true
 	}
-	tool := &mcp.Tool{
-		Name:        name,
-		Title:       d.Annotations.Title,
-		Description: desc,
-		InputSchema: b.InputSchema,
-		Annotations: d.Annotations,
-		Meta:        meta,
+	t := &Tool{
+		Tool: &mcp.Tool{
+			Name:        name,
+			Title:       d.Annotations.Title,
+			Description: desc,
+			Annotations: d.Annotations,
+			Meta:        meta,
+		},
+		Upstream:  u.Name,
+		Operation: op,
+		Derived:   d,
+		Mangled:   mangled,
 	}
+	if err := t.bind(u, u.MaxToolBytes); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// bind builds t's Binding within budget bytes for the whole tool (no bound
+// when budget <= 0), and sets the tool's schemas and description from it.
+func (t *Tool) bind(u *Upstream, budget int) error {
+	base := *t.Tool
+	base.InputSchema, base.OutputSchema = nil, nil
+	schemaBudget := 0
+	if budget > 0 {
+		// What the schemas may take: the budget less the rest of the tool
+		// and room for the notes the binding may add to the description.
+		schemaBudget = max(budget-jsonSize(&base)-512, 1024)
+	}
+	op := t.Operation
+	b, err := upstream.Bind(op.Method, op.Path, op.PathItem, op.Operation, &upstream.BindOptions{
+		NoOutputSchema: u.NoOutputSchema,
+		SchemaBudget:   schemaBudget,
+	})
+	if err != nil {
+		return err
+	}
+	tool := base
+	if t.baseDescription == "" {
+		t.baseDescription = tool.Description
+	}
+	tool.Description = t.baseDescription
+	for _, n := range append(b.Notes, b.Degraded...) {
+		tool.Description += "\n\nNote: " + n + "."
+	}
+	tool.InputSchema = b.InputSchema
 	if b.OutputSchema != nil {
 		tool.OutputSchema = b.OutputSchema
 	}
-	return &Tool{Tool: tool, Binding: b, Upstream: u.Name, Operation: op, Derived: d, Mangled: mangled}, nil
+	t.Tool, t.Binding = &tool, b
+	t.size = jsonSize(&tool)
+	return nil
+}
+
+func jsonSize(v any) int {
+	raw, _ := json.Marshal(v)
+	return len(raw)
 }
 
 func overrideFor(u *Upstream, name, operationID string) *annotations.Override {

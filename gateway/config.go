@@ -22,6 +22,9 @@ import (
 const (
 	DefaultListen  = "127.0.0.1:8080"
 	DefaultTimeout = 30 * time.Second
+
+	DefaultMaxToolBytes    = 32 << 10
+	DefaultMaxCatalogBytes = 2 << 20
 )
 
 // Config is the gateway's whole configuration: one plain struct, read from YAML
@@ -38,8 +41,22 @@ type Config struct {
 	// Desktop, OpenAI and VS Code accept) or "spec" (SEP-986: 128 characters,
 	// dots allowed).
 	NameStyle string `yaml:"name_style"`
+	// MaxCatalogBytes bounds the whole tools/list. Over it, the largest
+	// tools are cut first (see MaxToolBytes). Default DefaultMaxCatalogBytes;
+	// negative: no bound.
+	MaxCatalogBytes int `yaml:"max_catalog_bytes"`
 	// Upstreams are the APIs served. At least one.
 	Upstreams []Upstream `yaml:"upstreams"`
+}
+
+// upstream returns the upstream named name.
+func (c *Config) upstream(name string) *Upstream {
+	for i := range c.Upstreams {
+		if c.Upstreams[i].Name == name {
+			return &c.Upstreams[i]
+		}
+	}
+	return &Upstream{}
 }
 
 // Upstream is one REST API and the tools made from it.
@@ -73,6 +90,11 @@ type Upstream struct {
 	OpenWorld bool `yaml:"open_world"`
 	// NoOutputSchema leaves outputSchema out of every tool of this upstream.
 	NoOutputSchema bool `yaml:"no_output_schema"`
+	// MaxToolBytes bounds one tool's JSON in tools/list. A tool over it is
+	// degraded, not dropped: its outputSchema goes first, then nested
+	// schemas become permissive stubs that say so. Default
+	// DefaultMaxToolBytes; negative: no bound.
+	MaxToolBytes int `yaml:"max_tool_bytes"`
 
 	// Handler, when set, serves this upstream's calls in-process instead of
 	// over the network. Code only; not settable from YAML.
@@ -211,6 +233,9 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("name_style: %q is not strict or spec", c.NameStyle)
 	}
+	if c.MaxCatalogBytes == 0 {
+		c.MaxCatalogBytes = DefaultMaxCatalogBytes
+	}
 	if len(c.Upstreams) == 0 {
 		return errors.New("upstreams: at least one upstream is needed")
 	}
@@ -235,6 +260,9 @@ func (c *Config) Validate() error {
 		}
 		if u.Timeout == 0 {
 			u.Timeout = DefaultTimeout
+		}
+		if u.MaxToolBytes == 0 {
+			u.MaxToolBytes = DefaultMaxToolBytes
 		}
 		if u.ExposeAll && len(u.ExposeTags) > 0 {
 			return fmt.Errorf("upstreams[%d] (%s): expose_all and expose_tags exclude each other", i, u.Name)

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -41,6 +42,16 @@ type Binding struct {
 	// object; a non-object response schema is wrapped as {"result": ...}.
 	OutputSchema map[string]any
 
+	// Degraded says how the schemas were cut to fit the size budget, if
+	// they were.
+	Degraded []string
+	// Notes are facts about the binding worth telling the model, e.g. the
+	// concrete Content-Type chosen for a wildcard body.
+	Notes []string
+	// Renamed maps each argument whose name had to change to what it stands
+	// for in the API (a parameter or body property name).
+	Renamed map[string]string
+
 	params      []paramBinding
 	body        *bodyBinding
 	wrapResult  bool // structured output is {"result": value}
@@ -53,6 +64,11 @@ type BindOptions struct {
 	// NoOutputSchema leaves outputSchema out even when the operation declares a
 	// JSON response.
 	NoOutputSchema bool
+	// SchemaBudget, when positive, bounds the bytes of the input and output
+	// schemas together. Over it, the output schema is left out first, then
+	// nested components are cut, nearest the leaves first; see
+	// Binding.Degraded.
+	SchemaBudget int
 }
 
 type paramBinding struct {
@@ -65,16 +81,20 @@ type paramBinding struct {
 }
 
 type bodyBinding struct {
-	mediaType string
+	mediaType  string // what is sent as Content-Type
+	contentKey string // the requestBody content entry it came from
 	// whole means the body is the single argument "body" (the request body
 	// schema is not an object with properties); otherwise the body is an object
 	// built from the arguments in props.
 	whole    bool
-	props    []string
+	props    []bodyProp
 	required bool
 	// encoding of multipart/form parts: property → content type.
 	partTypes map[string]string
 }
+
+// bodyProp is one body property and the argument that carries it.
+type bodyProp struct{ arg, name string }
 
 // bodyArg is the argument that carries a whole request body.
 const bodyArg = "body"
@@ -87,10 +107,26 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 		o = *opts
 	}
 	b := &Binding{Method: strings.ToUpper(method), Path: path}
-	conv := &schemaConverter{}
 
 	params := mergeParams(item, op)
 	body, bodySchema := pickBody(op)
+	if body != nil && (body.mediaType == "*/*" || body.mediaType == "application/*") {
+		// A wildcard says nothing of the encoding. kin-openapi's Swagger 2.0
+		// converter produces it, e.g. for Kubernetes' PATCH operations, whose
+		// consumes list JSON, merge and strategic-merge patch types: JSON
+		// merge patch (RFC 7396) is the one every such API accepts for a
+		// plain JSON object.
+		body.mediaType = "application/json"
+		if b.Method == http.MethodPatch {
+			body.mediaType = "application/merge-patch+json"
+		}
+		b.Notes = append(b.Notes, fmt.Sprintf("The document gives the request body type as %q; mcpgate sends it as %s.", body.contentKey, body.mediaType))
+	}
+	var bodyProps map[string]*openapi3.SchemaRef
+	var bodyRequired map[string]bool
+	if body != nil && !body.whole {
+		bodyProps, bodyRequired = objectProperties(bodySchema)
+	}
 
 	// Count where each name occurs, so a name used in two places can be told
 	// apart as {name}__{location}. Body properties keep their names.
@@ -98,97 +134,109 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 	for _, p := range params {
 		seen[p.Name]++
 	}
-	var bodyProps []string
-	if body != nil && !body.whole {
-		for name := range bodySchema.Properties {
-			bodyProps = append(bodyProps, name)
-			seen[name]++
-		}
-		sort.Strings(bodyProps)
+	for name := range bodyProps {
+		seen[name]++
 	}
 
-	props := map[string]any{}
-	var required []string
+	// args lists every argument and how to convert its schema, so that the
+	// input schema can be built again, smaller, when it is over budget.
+	var args []toolArg
+	taken := map[string]bool{}
 	for _, p := range params {
 		arg := p.Name
 		if seen[p.Name] > 1 {
 			arg = p.Name + "__" + p.In
 		}
-		if _, dup := props[arg]; dup {
+		if taken[arg] {
 			return nil, fmt.Errorf("parameter %q in %s is declared twice", p.Name, p.In)
 		}
+		arg = b.safeArg(arg, p.Name, taken)
+		taken[arg] = true
 		pb := paramBinding{arg: arg, name: p.Name, in: p.In, required: p.Required || p.In == openapi3.ParameterInPath}
 		if sm, err := p.SerializationMethod(); err == nil && sm != nil {
 			pb.style, pb.explode = sm.Style, sm.Explode
 		}
 		b.params = append(b.params, pb)
-		props[arg] = paramSchema(conv, p)
-		if pb.required {
-			required = append(required, arg)
-		}
+		args = append(args, toolArg{name: arg, required: pb.required, schema: func(c *schemaConverter) jsonSchema { return paramSchema(c, p) }})
 	}
 	if body != nil {
 		if body.whole {
-			s := jsonSchema{}
-			if bodySchema != nil {
-				s = conv.convert(bodySchemaRef(op))
-			}
-			if s["description"] == nil && op.RequestBody.Value.Description != "" {
-				s["description"] = op.RequestBody.Value.Description
-			}
-			if body.mediaType == "application/octet-stream" {
-				s = jsonSchema{"type": "string", "contentEncoding": "base64", "description": "The request body, base64-encoded."}
-			}
-			if _, dup := props[bodyArg]; dup {
+			if taken[bodyArg] {
 				return nil, errors.New(`a parameter named "body" clashes with the request body argument`)
 			}
-			props[bodyArg] = s
-			if body.required {
-				required = append(required, bodyArg)
-			}
+			ref, desc, mt := bodySchemaRef(op, body.contentKey), op.RequestBody.Value.Description, body.mediaType
+			args = append(args, toolArg{name: bodyArg, required: body.required, schema: func(c *schemaConverter) jsonSchema {
+				if mt == "application/octet-stream" {
+					return jsonSchema{"type": "string", "contentEncoding": "base64", "description": "The request body, base64-encoded."}
+				}
+				s := jsonSchema{}
+				if ref != nil {
+					s = c.convert(ref)
+				}
+				if s["description"] == nil && desc != "" {
+					s["description"] = desc
+				}
+				return s
+			}})
 		} else {
-			req := map[string]bool{}
-			for _, r := range bodySchema.Required {
-				req[r] = true
-			}
-			for _, name := range bodyProps {
-				if _, dup := props[name]; dup {
-					// A body property shares its name with a renamed parameter's
-					// new name ({name}__{location}); keep the parameter.
+			for _, name := range sortedKeys(bodyProps) {
+				if taken[name] {
+					// A body property shares its name with a renamed
+					// parameter's new name ({name}__{location}); keep the
+					// parameter.
 					continue
 				}
-				props[name] = conv.convert(bodySchema.Properties[name])
-				body.props = append(body.props, name)
+				arg := b.safeArg(name, name, taken)
+				taken[arg] = true
+				body.props = append(body.props, bodyProp{arg: arg, name: name})
+				sr := bodyProps[name]
 				// A body property is required only when the body itself is.
-				if req[name] && body.required {
-					required = append(required, name)
-				}
+				args = append(args, toolArg{name: arg, required: bodyRequired[name] && body.required,
+					schema: func(c *schemaConverter) jsonSchema { return c.convert(sr) }})
 			}
 		}
 		b.body = body
 	}
-	in := jsonSchema{"type": "object", "properties": props}
-	if len(required) > 0 {
-		sort.Strings(required)
-		in["required"] = toAny(required)
-	}
-	b.InputSchema = conv.document(in)
 
+	if len(b.Renamed) > 0 {
+		var pairs []string
+		for _, arg := range sortedKeys(b.Renamed) {
+			pairs = append(pairs, fmt.Sprintf("%s is the API's %q", arg, b.Renamed[arg]))
+		}
+		b.Notes = append(b.Notes, "Arguments renamed for strict clients: "+strings.Join(pairs, ", "))
+	}
+
+	in := inputSchema(args, 0)
+	var out jsonSchema
 	if !o.NoOutputSchema {
-		if sr := successSchema(op); sr != nil {
-			outConv := &schemaConverter{}
-			out := outConv.convert(sr)
-			if sr.Value.Type.Is("object") || (sr.Value.Type.IsEmpty() && len(sr.Value.Properties) > 0) {
-				if _, isRef := out["$ref"]; isRef {
-					out = jsonSchema{"allOf": []any{out}, "type": "object"}
-				}
-				b.OutputSchema = outConv.document(out)
-			} else {
-				b.OutputSchema = outConv.document(jsonSchema{"type": "object", "properties": jsonSchema{"result": out}, "required": []any{"result"}})
-				b.wrapResult = true
+		out, b.wrapResult = outputSchema(op, 0)
+	}
+	if o.SchemaBudget > 0 {
+		inSize, outSize := jsonSize(in), jsonSize(out)
+		if out != nil && inSize+outSize > o.SchemaBudget {
+			// The output schema goes first: a client can do without it, and
+			// structuredContent is still sent.
+			out = nil
+			b.Degraded = append(b.Degraded, fmt.Sprintf("outputSchema left out (%d KiB) to fit the size budget", (outSize+1023)/1024))
+		}
+		// Then cut the input schema, a step at a time, until it fits:
+		// follow fewer $ref hops, then none, then shorten the descriptions
+		// inside it, then drop them.
+		for _, step := range degradeSteps {
+			if inSize <= o.SchemaBudget {
+				break
+			}
+			in = inputSchema(args, step.refDepth)
+			if step.descLimit != 0 {
+				trimDescriptions(in, step.descLimit)
+			}
+			if n := jsonSize(in); n <= o.SchemaBudget || step.last {
+				b.Degraded = append(b.Degraded, fmt.Sprintf("input schema %s to fit the size budget (%d KiB before)", step.what, (inSize+1023)/1024))
+				inSize = n
 			}
 		}
 	}
+	b.InputSchema, b.OutputSchema = in, out
 
 	raw, err := json.Marshal(b.InputSchema)
 	if err != nil {
@@ -199,6 +247,181 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 		return nil, fmt.Errorf("input schema does not compile: %v", err)
 	}
 	return b, nil
+}
+
+// degradeSteps are the ways an input schema is cut to fit its budget, mildest
+// first.
+var degradeSteps = []struct {
+	refDepth  int // as schemaConverter.maxRefDepth
+	descLimit int // as trimDescriptions' limit; 0: keep them whole
+	what      string
+	last      bool
+}{
+	{refDepth: 4, what: "cut to 4 levels of nested components"},
+	{refDepth: 3, what: "cut to 3 levels of nested components"},
+	{refDepth: 2, what: "cut to 2 levels of nested components"},
+	{refDepth: 1, what: "cut to 1 level of nested components"},
+	{refDepth: -1, what: "cut to its top-level arguments"},
+	{refDepth: -1, descLimit: 100, what: "cut to its top-level arguments, with short descriptions"},
+	{refDepth: -1, descLimit: -1, what: "cut to its top-level arguments, without descriptions", last: true},
+}
+
+// trimDescriptions shortens every description in a schema to its first
+// sentence within limit bytes, or drops them all when limit is negative.
+func trimDescriptions(s any, limit int) {
+	switch v := s.(type) {
+	case map[string]any:
+		if d, ok := v["description"].(string); ok {
+			if limit < 0 {
+				delete(v, "description")
+			} else {
+				v["description"] = shorten(d, limit)
+			}
+		}
+		for _, x := range v {
+			trimDescriptions(x, limit)
+		}
+	case []any:
+		for _, x := range v {
+			trimDescriptions(x, limit)
+		}
+	}
+}
+
+// shorten returns the first sentence of s, cut to at most limit bytes on a
+// word boundary.
+func shorten(s string, limit int) string {
+	if i := strings.Index(s, ". "); i >= 0 {
+		s = s[:i+1]
+	}
+	if len(s) <= limit {
+		return s
+	}
+	cut := s[:limit]
+	if i := strings.LastIndexByte(cut, ' '); i > limit/2 {
+		cut = cut[:i]
+	}
+	for !utf8.ValidString(cut) {
+		cut = cut[:len(cut)-1]
+	}
+	return cut + "…"
+}
+
+// safeArg returns arg, made a property name that strict LLM providers accept
+// (^[a-zA-Z0-9_.-]{1,64}$), unique among taken. A changed name is recorded in
+// b.Renamed, as is what it stands for (orig). Comparison operators, common in
+// filter parameters (Twilio's StartTime<), are spelled out so that
+// StartTime< and StartTime> stay apart.
+func (b *Binding) safeArg(arg, orig string, taken map[string]bool) string {
+	safe := arg
+	for _, r := range [][2]string{{"<=", "_lte"}, {">=", "_gte"}, {"<", "_lt"}, {">", "_gt"}, {"!=", "_ne"}} {
+		safe = strings.ReplaceAll(safe, r[0], r[1])
+	}
+	bs := []byte(safe)
+	for i, c := range bs {
+		if !isUnreserved(c) || c == '~' {
+			bs[i] = '_'
+		}
+	}
+	safe = string(bs)
+	if safe == "" {
+		safe = "arg"
+	}
+	if len(safe) > 64 {
+		safe = safe[:64]
+	}
+	base := safe
+	for i := 2; taken[safe]; i++ {
+		suffix := fmt.Sprintf("_%d", i)
+		safe = base[:min(len(base), 64-len(suffix))] + suffix
+	}
+	if safe != arg {
+		if b.Renamed == nil {
+			b.Renamed = map[string]string{}
+		}
+		b.Renamed[safe] = orig
+	}
+	return safe
+}
+
+// toolArg is one argument of a tool.
+type toolArg struct {
+	name     string
+	required bool
+	schema   func(*schemaConverter) jsonSchema
+}
+
+// inputSchema builds the flat input schema; maxRefDepth as in schemaConverter.
+func inputSchema(args []toolArg, maxRefDepth int) jsonSchema {
+	conv := &schemaConverter{maxRefDepth: maxRefDepth}
+	props := jsonSchema{}
+	var required []string
+	for _, a := range args {
+		props[a.name] = a.schema(conv)
+		if a.required {
+			required = append(required, a.name)
+		}
+	}
+	in := jsonSchema{"type": "object", "properties": props}
+	if len(required) > 0 {
+		sort.Strings(required)
+		in["required"] = toAny(required)
+	}
+	return conv.document(in)
+}
+
+// outputSchema builds the output schema from the first 2xx JSON response. It
+// is always an object: another type is wrapped as {"result": ...}, and wrap
+// says so.
+func outputSchema(op *openapi3.Operation, maxRefDepth int) (schema jsonSchema, wrap bool) {
+	sr := successSchema(op)
+	if sr == nil {
+		return nil, false
+	}
+	conv := &schemaConverter{maxRefDepth: maxRefDepth}
+	out := conv.convert(sr)
+	if _, props := objectProperties(sr.Value); len(props) > 0 || sr.Value.Type.Is("object") {
+		if _, isRef := out["$ref"]; isRef {
+			out = jsonSchema{"allOf": []any{out}, "type": "object"}
+		}
+		return conv.document(out), false
+	}
+	return conv.document(jsonSchema{"type": "object", "properties": jsonSchema{"result": out}, "required": []any{"result"}}), true
+}
+
+// objectProperties returns the properties of an object schema and which are
+// required, merging those its allOf members declare.
+func objectProperties(s *openapi3.Schema) (map[string]*openapi3.SchemaRef, map[string]bool) {
+	props, req := map[string]*openapi3.SchemaRef{}, map[string]bool{}
+	var walk func(s *openapi3.Schema, depth int)
+	walk = func(s *openapi3.Schema, depth int) {
+		if s == nil || depth > 8 {
+			return
+		}
+		for name, p := range s.Properties {
+			if _, ok := props[name]; !ok {
+				props[name] = p
+			}
+		}
+		for _, r := range s.Required {
+			req[r] = true
+		}
+		for _, sub := range s.AllOf {
+			if sub != nil {
+				walk(sub.Value, depth+1)
+			}
+		}
+	}
+	walk(s, 0)
+	return props, req
+}
+
+func jsonSize(s jsonSchema) int {
+	if s == nil {
+		return 0
+	}
+	raw, _ := json.Marshal(s)
+	return len(raw)
 }
 
 // compileSchema compiles a JSON Schema 2020-12 document. Nothing outside the
@@ -306,8 +529,7 @@ func pickBody(op *openapi3.Operation) (*bodyBinding, *openapi3.Schema) {
 	rb := op.RequestBody.Value
 	best, bestRank := "", 99
 	for mt := range rb.Content {
-		base := strings.ToLower(strings.TrimSpace(strings.Split(mt, ";")[0]))
-		if r := mediaRank(base); r >= 0 && (r < bestRank || (r == bestRank && mt < best)) {
+		if r := mediaRank(normalizeMedia(mt)); r >= 0 && (r < bestRank || (r == bestRank && mt < best)) {
 			best, bestRank = mt, r
 		}
 	}
@@ -315,21 +537,21 @@ func pickBody(op *openapi3.Operation) (*bodyBinding, *openapi3.Schema) {
 		return nil, nil
 	}
 	media := rb.Content[best]
-	bb := &bodyBinding{mediaType: strings.ToLower(strings.TrimSpace(strings.Split(best, ";")[0])), required: rb.Required}
-	if bb.mediaType == "*/*" || bb.mediaType == "application/*" {
-		bb.mediaType = "application/json"
-	}
+	bb := &bodyBinding{mediaType: normalizeMedia(best), contentKey: best, required: rb.Required}
 	var schema *openapi3.Schema
 	if media != nil && media.Schema != nil {
 		schema = media.Schema.Value
 	}
-	isObject := schema != nil && len(schema.Properties) > 0 &&
-		(schema.Type == nil || schema.Type.Is("object") || schema.Type.IsEmpty())
-	switch bb.mediaType {
-	case "text/plain", "application/octet-stream":
-		isObject = false
+	props, _ := objectProperties(schema)
+	if !rb.Required && len(props) == 0 && schema != nil && schema.Type.Is("object") &&
+		schema.AdditionalProperties.Has == nil && schema.AdditionalProperties.Schema == nil &&
+		len(schema.OneOf) == 0 && len(schema.AnyOf) == 0 {
+		// An optional body that can hold nothing: Stripe declares one on
+		// every operation, GETs included. No argument, and no body sent.
+		return nil, nil
 	}
-	if strings.HasPrefix(bb.mediaType, "text/") {
+	isObject := len(props) > 0 && (schema.Type == nil || schema.Type.Is("object") || schema.Type.IsEmpty())
+	if strings.HasPrefix(bb.mediaType, "text/") || bb.mediaType == "application/octet-stream" {
 		isObject = false
 	}
 	bb.whole = !isObject
@@ -344,20 +566,13 @@ func pickBody(op *openapi3.Operation) (*bodyBinding, *openapi3.Schema) {
 	return bb, schema
 }
 
-func bodySchemaRef(op *openapi3.Operation) *openapi3.SchemaRef {
-	bb, _ := pickBody(op)
-	if bb == nil {
-		return nil
-	}
-	for mt, media := range op.RequestBody.Value.Content {
-		if strings.EqualFold(strings.TrimSpace(strings.Split(mt, ";")[0]), bb.mediaType) && media != nil {
-			return media.Schema
-		}
-	}
-	for _, media := range op.RequestBody.Value.Content {
-		if media != nil && media.Schema != nil {
-			return media.Schema
-		}
+func normalizeMedia(mt string) string {
+	return strings.ToLower(strings.TrimSpace(strings.Split(mt, ";")[0]))
+}
+
+func bodySchemaRef(op *openapi3.Operation, contentKey string) *openapi3.SchemaRef {
+	if media := op.RequestBody.Value.Content[contentKey]; media != nil {
+		return media.Schema
 	}
 	return nil
 }
@@ -682,7 +897,7 @@ func scalar(v any) string {
 	}
 }
 
-func sortedKeys(m map[string]any) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -708,9 +923,9 @@ func (b *Binding) encodeBody(args map[string]any) (io.Reader, string, error) {
 		value = v
 	} else {
 		obj := map[string]any{}
-		for _, name := range bb.props {
-			if v, ok := args[name]; ok {
-				obj[name] = v
+		for _, p := range bb.props {
+			if v, ok := args[p.arg]; ok {
+				obj[p.name] = v
 			}
 		}
 		if len(obj) == 0 && !bb.required {

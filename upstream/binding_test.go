@@ -302,3 +302,100 @@ func TestSchemas(t *testing.T) {
 		}
 	}
 }
+
+func TestArgumentNames(t *testing.T) {
+	doc, err := ParseDocument(context.Background(), []byte(`{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{
+	  "/calls/{AccountSid}": {"post": {"operationId":"createCall",
+	    "parameters": [
+	      {"name":"AccountSid","in":"path","required":true,"schema":{"type":"string"}},
+	      {"name":"StartTime<","in":"query","schema":{"type":"string"}},
+	      {"name":"StartTime>","in":"query","schema":{"type":"string"}},
+	      {"name":"filter[status]","in":"query","schema":{"type":"string"}}],
+	    "requestBody": {"content": {"application/x-www-form-urlencoded": {"schema": {"type":"object","required":["To"],
+	      "properties": {"AccountSid":{"type":"string"},"To":{"type":"string"},"expand[]":{"type":"array","items":{"type":"string"}}}}}}},
+	    "responses": {"201": {"description":"ok"}}}},
+	  "/charges": {"get": {"operationId":"listCharges",
+	    "requestBody": {"content": {"application/x-www-form-urlencoded": {"schema": {"type":"object","properties":{}}}}},
+	    "responses": {"200": {"description":"ok"}}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bindOp(t, doc.T, "createCall")
+	props := b.InputSchema["properties"].(map[string]any)
+	for _, want := range []string{"AccountSid__path", "AccountSid", "StartTime_lt", "StartTime_gt", "filter_status_", "To", "expand__"} {
+		if _, ok := props[want]; !ok {
+			t.Errorf("no argument %q in %v", want, sortedKeys(props))
+		}
+	}
+	if b.Renamed["StartTime_lt"] != "StartTime<" || b.Renamed["expand__"] != "expand[]" {
+		t.Errorf("Renamed = %v", b.Renamed)
+	}
+	if len(b.Notes) == 0 || !strings.Contains(b.Notes[0], `StartTime_lt is the API's "StartTime<"`) {
+		t.Errorf("Notes = %v", b.Notes)
+	}
+	if req, _ := json.Marshal(b.InputSchema["required"]); string(req) != `["AccountSid__path"]` {
+		t.Errorf("required = %s: a path parameter is, an optional body's properties are not", req)
+	}
+
+	rec := &recorder{}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	c, _ := NewRemote(srv.URL, nil)
+	res, _ := c.Call(context.Background(), b, args(t, `{"AccountSid__path":"AC1","AccountSid":"AC2","StartTime_lt":"2026-01-01","To":"+1","expand__":["a","b"]}`), Credentials{})
+	if res.IsError {
+		t.Fatal(res.Content[0].(*mcp.TextContent).Text)
+	}
+	got := rec.last(t)
+	if got.RequestURI != "/calls/AC1?StartTime%3C=2026-01-01" {
+		t.Errorf("RequestURI = %s", got.RequestURI)
+	}
+	if got.Body != "AccountSid=AC2&To=%2B1&expand%5B%5D=a&expand%5B%5D=b" {
+		t.Errorf("body = %s", got.Body)
+	}
+
+	// An optional body that can hold nothing (Stripe's GETs) is no argument,
+	// and no body is sent.
+	lb := bindOp(t, doc.T, "listCharges")
+	if len(lb.InputSchema["properties"].(map[string]any)) != 0 {
+		t.Errorf("listCharges arguments: %v", lb.InputSchema["properties"])
+	}
+	c.Call(context.Background(), lb, map[string]any{}, Credentials{})
+	if got := rec.last(t); got.Body != "" || got.ContentType != "" {
+		t.Errorf("GET sent a body: %q %q", got.ContentType, got.Body)
+	}
+}
+
+func TestSchemaBudget(t *testing.T) {
+	doc := loadTestDoc(t, "encodings.yaml")
+	var op *openapi3.Operation
+	var item *openapi3.PathItem
+	for path, it := range doc.Paths.Map() {
+		if path == "/items/{id}" {
+			item, op = it, it.Get
+		}
+	}
+	full, err := Bind("GET", "/items/{id}", item, op, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.OutputSchema == nil || len(full.Degraded) != 0 {
+		t.Fatalf("unbounded: output %v, degraded %v", full.OutputSchema, full.Degraded)
+	}
+	inSize := jsonSize(full.InputSchema)
+	// Room for the input schema only: the output schema goes first.
+	b, _ := Bind("GET", "/items/{id}", item, op, &BindOptions{SchemaBudget: inSize})
+	if b.OutputSchema != nil || len(b.Degraded) != 1 || !strings.Contains(b.Degraded[0], "outputSchema") {
+		t.Errorf("output not dropped first: %v", b.Degraded)
+	}
+	if jsonSize(b.InputSchema) != inSize {
+		t.Errorf("input schema cut although it fit")
+	}
+	// Less room: the input schema is cut too, and still compiles and validates.
+	b, _ = Bind("GET", "/items/{id}", item, op, &BindOptions{SchemaBudget: 300})
+	if len(b.Degraded) != 2 || !strings.Contains(b.Degraded[1], "input schema") {
+		t.Errorf("degraded = %v", b.Degraded)
+	}
+	if err := b.Validate(map[string]any{"id__path": "1", "limit": json.Number("5")}); err != nil {
+		t.Errorf("degraded schema rejects a valid call: %v", err)
+	}
+}

@@ -23,14 +23,21 @@ type jsonSchema = map[string]any
 // them (Stripe's and Kubernetes' schemas are recursive and densely shared, and
 // explode when inlined). One converter serves one schema document.
 type schemaConverter struct {
-	defs    map[string]jsonSchema // converted components, by $defs key
-	defKeys map[string]string     // component $ref → $defs key
+	defs     map[string]jsonSchema // converted components, by $defs key
+	defKeys  map[string]string     // component $ref → $defs key
+	defDepth map[string]int        // $defs key → the $ref depth it was converted at
+
+	// maxRefDepth, when positive, bounds how many $ref hops from the root
+	// are followed: a component further away becomes a permissive stub that
+	// says so. Zero means no bound; negative, that every component is a
+	// stub. It is how a tool over its size budget is degraded.
+	maxRefDepth int
 }
 
 const componentPrefix = "#/components/schemas/"
 
 func (c *schemaConverter) convert(sr *openapi3.SchemaRef) jsonSchema {
-	return c.convertDepth(sr, 0)
+	return c.convertDepth(sr, 0, 0)
 }
 
 // document returns s as a schema document: with the $defs it references.
@@ -45,21 +52,44 @@ func (c *schemaConverter) document(s jsonSchema) jsonSchema {
 	return s
 }
 
-func (c *schemaConverter) convertDepth(sr *openapi3.SchemaRef, depth int) jsonSchema {
+// convertDepth converts sr at nesting depth depth, refDepth $ref hops from the
+// root.
+func (c *schemaConverter) convertDepth(sr *openapi3.SchemaRef, depth, refDepth int) jsonSchema {
 	if sr == nil || sr.Value == nil {
 		return jsonSchema{}
 	}
 	if ref := sr.Ref; strings.HasPrefix(ref, componentPrefix) {
+		name := strings.TrimPrefix(ref, componentPrefix)
+		if c.maxRefDepth != 0 && refDepth >= max(c.maxRefDepth, 0) {
+			return stub(name, sr.Value)
+		}
 		key, seen := c.defKeys[ref]
-		if !seen {
-			key = c.newDefKey(strings.TrimPrefix(ref, componentPrefix))
-			c.defKeys[ref] = key
+		// A component first met deep down was cut shorter than it must be
+		// now that it is met nearer the root: convert it again.
+		if !seen || (c.maxRefDepth > 0 && refDepth < c.defDepth[key]) {
+			if !seen {
+				key = c.newDefKey(name)
+				c.defKeys[ref] = key
+			}
+			c.defDepth[key] = refDepth
 			c.defs[key] = jsonSchema{} // placeholder: a recursive use finds the key
-			c.defs[key] = c.convertValue(sr.Value, 0)
+			c.defs[key] = c.convertValue(sr.Value, 0, refDepth+1)
 		}
 		return jsonSchema{"$ref": "#/$defs/" + key}
 	}
-	return c.convertValue(sr.Value, depth)
+	return c.convertValue(sr.Value, depth, refDepth)
+}
+
+// stub stands for a component left out to fit the size budget: it accepts any
+// value (of the component's type, when it has one) and says so.
+func stub(name string, s *openapi3.Schema) jsonSchema {
+	out := jsonSchema{"description": fmt.Sprintf("%s: nested schema omitted to fit the tool's size budget; see the API documentation.", name)}
+	if types := s.Type.Slice(); len(types) == 1 {
+		out["type"] = types[0]
+	} else if len(s.Properties) > 0 {
+		out["type"] = "object"
+	}
+	return out
 }
 
 // newDefKey turns a component name into a $defs key that is safe inside a JSON
@@ -68,6 +98,7 @@ func (c *schemaConverter) newDefKey(name string) string {
 	if c.defs == nil {
 		c.defs = map[string]jsonSchema{}
 		c.defKeys = map[string]string{}
+		c.defDepth = map[string]int{}
 	}
 	b := []byte(name)
 	for i, ch := range b {
@@ -87,7 +118,7 @@ func (c *schemaConverter) newDefKey(name string) string {
 	}
 }
 
-func (c *schemaConverter) convertValue(s *openapi3.Schema, depth int) jsonSchema {
+func (c *schemaConverter) convertValue(s *openapi3.Schema, depth, refDepth int) jsonSchema {
 	if depth > maxSchemaDepth {
 		return jsonSchema{"description": "Nested too deeply to describe here; any value is accepted."}
 	}
@@ -182,10 +213,10 @@ func (c *schemaConverter) convertValue(s *openapi3.Schema, depth int) jsonSchema
 
 	// Arrays.
 	if s.Items != nil {
-		out["items"] = c.convertDepth(s.Items, depth+1)
+		out["items"] = c.convertDepth(s.Items, depth+1, refDepth)
 	}
 	if len(s.PrefixItems) > 0 {
-		out["prefixItems"] = c.convertList(s.PrefixItems, depth)
+		out["prefixItems"] = c.convertList(s.PrefixItems, depth, refDepth)
 	}
 	if s.MinItems > 0 {
 		out["minItems"] = s.MinItems
@@ -200,8 +231,10 @@ func (c *schemaConverter) convertValue(s *openapi3.Schema, depth int) jsonSchema
 	// Objects.
 	if len(s.Properties) > 0 {
 		props := make(jsonSchema, len(s.Properties))
-		for name, p := range s.Properties {
-			props[name] = c.convertDepth(p, depth+1)
+		// Sorted, so that a budget-limited conversion is the same on
+		// every run.
+		for _, name := range sortedKeys(s.Properties) {
+			props[name] = c.convertDepth(s.Properties[name], depth+1, refDepth)
 		}
 		out["properties"] = props
 	}
@@ -217,13 +250,13 @@ func (c *schemaConverter) convertValue(s *openapi3.Schema, depth int) jsonSchema
 	if ap := s.AdditionalProperties; ap.Has != nil && !*ap.Has {
 		out["additionalProperties"] = false
 	} else if ap.Schema != nil {
-		out["additionalProperties"] = c.convertDepth(ap.Schema, depth+1)
+		out["additionalProperties"] = c.convertDepth(ap.Schema, depth+1, refDepth)
 	}
 	if len(s.PatternProperties) > 0 {
 		pp := make(jsonSchema, len(s.PatternProperties))
-		for pat, p := range s.PatternProperties {
+		for _, pat := range sortedKeys(s.PatternProperties) {
 			if _, err := regexp.Compile(pat); err == nil {
-				pp[pat] = c.convertDepth(p, depth+1)
+				pp[pat] = c.convertDepth(s.PatternProperties[pat], depth+1, refDepth)
 			}
 		}
 		if len(pp) > 0 {
@@ -233,24 +266,24 @@ func (c *schemaConverter) convertValue(s *openapi3.Schema, depth int) jsonSchema
 
 	// Composition.
 	if len(s.AllOf) > 0 {
-		out["allOf"] = c.convertList(s.AllOf, depth)
+		out["allOf"] = c.convertList(s.AllOf, depth, refDepth)
 	}
 	if len(s.AnyOf) > 0 {
-		out["anyOf"] = c.convertList(s.AnyOf, depth)
+		out["anyOf"] = c.convertList(s.AnyOf, depth, refDepth)
 	}
 	if len(s.OneOf) > 0 {
-		out["oneOf"] = c.convertList(s.OneOf, depth)
+		out["oneOf"] = c.convertList(s.OneOf, depth, refDepth)
 	}
 	if s.Not != nil {
-		out["not"] = c.convertDepth(s.Not, depth+1)
+		out["not"] = c.convertDepth(s.Not, depth+1, refDepth)
 	}
 	return out
 }
 
-func (c *schemaConverter) convertList(list openapi3.SchemaRefs, depth int) []any {
+func (c *schemaConverter) convertList(list openapi3.SchemaRefs, depth, refDepth int) []any {
 	out := make([]any, 0, len(list))
 	for _, sr := range list {
-		out = append(out, c.convertDepth(sr, depth+1))
+		out = append(out, c.convertDepth(sr, depth+1, refDepth))
 	}
 	return out
 }

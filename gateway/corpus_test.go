@@ -1,0 +1,101 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+var strictName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// TestCorpus builds the catalog of every real document in the shared corpus
+// with every operation exposed, and checks what a strict client and an LLM
+// provider need: valid, unique names; schemas that compile as JSON Schema
+// 2020-12; no tool over its budget; the whole list within its budget. A
+// document may instead be refused, with one line that names the problem.
+func TestCorpus(t *testing.T) {
+	docs, _ := filepath.Glob(filepath.Join(corpusDir, "*"))
+	if len(docs) == 0 {
+		t.Skipf("no corpus at %s: the shared corpus is not beside this clone", corpusDir)
+	}
+	refused := 0
+	for _, path := range docs {
+		name := filepath.Base(path)
+		if !strings.HasSuffix(name, ".json") && !strings.HasSuffix(name, ".yaml") {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			cfg := &Config{Upstreams: []Upstream{{OpenAPI: path, ExposeAll: true, BaseURL: "http://127.0.0.1:1"}}}
+			if err := cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			cat, err := BuildCatalog(context.Background(), cfg, nil)
+			if err != nil {
+				refused++
+				if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, name) {
+					t.Errorf("refusal is not one line naming the document: %q", msg)
+				}
+				t.Logf("refused: %v", err)
+				return
+			}
+			seen := map[string]bool{}
+			total := 0
+			for _, tool := range cat.Tools {
+				n := tool.Tool.Name
+				if !strictName.MatchString(n) || seen[n] {
+					t.Errorf("name %q invalid or repeated", n)
+				}
+				seen[n] = true
+				raw, _ := json.Marshal(tool.Tool)
+				total += len(raw)
+				if len(raw) > DefaultMaxToolBytes {
+					t.Errorf("%s: %d bytes, over the %d budget", n, len(raw), DefaultMaxToolBytes)
+				}
+				for kind, s := range map[string]any{"input": tool.Tool.InputSchema, "output": tool.Tool.OutputSchema} {
+					if s == nil {
+						continue
+					}
+					if err := compiles(s); err != nil {
+						t.Errorf("%s: %s schema does not compile: %v", n, kind, err)
+					}
+				}
+				if tool.Tool.InputSchema.(map[string]any)["type"] != "object" {
+					t.Errorf("%s: input schema is not an object", n)
+				}
+			}
+			if total > DefaultMaxCatalogBytes {
+				t.Errorf("tools/list is %d bytes, over %d", total, DefaultMaxCatalogBytes)
+			}
+			t.Logf("%d tools, %d KiB, %d warnings", len(cat.Tools), total>>10, len(cat.Warnings))
+		})
+	}
+	if refused > 3 {
+		t.Errorf("%d documents refused, want at most 3", refused)
+	}
+}
+
+func compiles(schema any) error {
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return err
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return err
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(jsonschema.SchemeURLLoader{})
+	if err := c.AddResource("mem:///s.json", doc); err != nil {
+		return err
+	}
+	_, err = c.Compile("mem:///s.json")
+	return err
+}
+
