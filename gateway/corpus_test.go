@@ -98,4 +98,3 @@ func compiles(schema any) error {
 	_, err = c.Compile("mem:///s.json")
 	return err
 }
-
