@@ -42,6 +42,9 @@ type Tool struct {
 type Catalog struct {
 	Tools    []*Tool
 	Warnings []string
+	// ServeErr says why the catalog cannot be served — an upstream with no
+	// base URL — or is nil. Listing and auditing do not need to serve.
+	ServeErr error
 }
 
 // BuildCatalog loads every upstream's document and builds its tools.
@@ -58,13 +61,18 @@ func BuildCatalog(ctx context.Context, cfg *Config, logf func(string, ...any)) (
 		if err != nil {
 			return nil, fmt.Errorf("load openapi %s: %v", u.OpenAPI, err)
 		}
-		for _, w := range doc.Warnings {
-			cat.Warnings = append(cat.Warnings, u.Name+": "+w)
-		}
 		client, err := newClient(u, doc)
-		if err != nil {
-			return nil, fmt.Errorf("upstream %s: %v", u.Name, err)
+		if err != nil && cat.ServeErr == nil {
+			// Listing and auditing need no client: only serving fails.
+			cat.ServeErr = fmt.Errorf("upstream %s: %v", u.Name, err)
 		}
+		// Validation reads the document for as long as building its tools
+		// does (seconds, for Stripe's): do both at once.
+		validated := make(chan struct{})
+		go func() {
+			defer close(validated)
+			doc.Validate(ctx)
+		}()
 		ops := tagging.Select(doc.T, &tagging.Options{ExposeTags: u.ExposeTags, All: u.ExposeAll})
 		rules := &annotations.Rules{OpenWorld: u.OpenWorld}
 		for _, op := range ops {
@@ -78,10 +86,25 @@ func BuildCatalog(ctx context.Context, cfg *Config, logf func(string, ...any)) (
 			t.Client = client
 			cat.Tools = append(cat.Tools, t)
 		}
+		<-validated
+		for _, w := range doc.Warnings {
+			cat.Warnings = append(cat.Warnings, u.Name+": "+w)
+		}
 	}
 	if err := cat.fitBudget(cfg); err != nil {
 		return nil, err
 	}
+	// Compile each final input schema now, so that a tool whose schema
+	// cannot be checked is left out at start-up rather than failing calls.
+	kept := cat.Tools[:0]
+	for _, t := range cat.Tools {
+		if err := t.Binding.Compile(); err != nil {
+			cat.Warnings = append(cat.Warnings, fmt.Sprintf("%s: %s %s: skipped: %v", t.Upstream, t.Operation.Method, t.Operation.Path, err))
+			continue
+		}
+		kept = append(kept, t)
+	}
+	cat.Tools = kept
 	for _, t := range cat.Tools {
 		if u := cfg.upstream(t.Upstream); u.MaxToolBytes > 0 && t.size > u.MaxToolBytes {
 			cat.Warnings = append(cat.Warnings, fmt.Sprintf("%s: tool %s is %d KiB, over the %d KiB budget even at its smallest", t.Upstream, t.Tool.Name, t.size>>10, u.MaxToolBytes>>10))

@@ -63,6 +63,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cat.ServeErr != nil {
+		return nil, cat.ServeErr
+	}
 	g.catalog = cat
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "mcpgate", Title: "mcpgate", Version: Version}, &mcp.ServerOptions{
 		Logger:       g.logger,

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
@@ -16,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -54,9 +56,11 @@ type Binding struct {
 
 	params      []paramBinding
 	body        *bodyBinding
-	wrapResult  bool // structured output is {"result": value}
+	wrapResult bool // structured output is {"result": value}
+
+	compileOnce sync.Once
 	validator   *jsonschema.Schema
-	schemaBytes []byte
+	compileErr  error
 }
 
 // BindOptions configures [Bind]. The zero value is ready to use.
@@ -212,7 +216,9 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 		out, b.wrapResult = outputSchema(op, 0)
 	}
 	if o.SchemaBudget > 0 {
-		inSize, outSize := jsonSize(in), jsonSize(out)
+		// Sizes are counted only up to the budget: Stripe's output schemas
+		// run to half a MiB, and need not be written out to be refused.
+		inSize, outSize := jsonSizeUpTo(in, o.SchemaBudget), jsonSizeUpTo(out, o.SchemaBudget)
 		if out != nil && inSize+outSize > o.SchemaBudget {
 			// The output schema goes first: a client can do without it, and
 			// structuredContent is still sent.
@@ -230,7 +236,7 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 			if step.descLimit != 0 {
 				trimDescriptions(in, step.descLimit)
 			}
-			if n := jsonSize(in); n <= o.SchemaBudget || step.last {
+			if n := jsonSizeUpTo(in, o.SchemaBudget); n <= o.SchemaBudget || step.last {
 				b.Degraded = append(b.Degraded, fmt.Sprintf("input schema %s to fit the size budget (%d KiB before)", step.what, (inSize+1023)/1024))
 				inSize = n
 			}
@@ -238,15 +244,24 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 	}
 	b.InputSchema, b.OutputSchema = in, out
 
-	raw, err := json.Marshal(b.InputSchema)
-	if err != nil {
-		return nil, fmt.Errorf("input schema: %v", err)
-	}
-	b.schemaBytes = raw
-	if b.validator, err = compileSchema(raw); err != nil {
-		return nil, fmt.Errorf("input schema does not compile: %v", err)
-	}
 	return b, nil
+}
+
+// Compile compiles the input schema for Validate, once; later calls return
+// the first outcome. Bind leaves it to the caller, because a catalog binds a
+// tool again when it must shrink, and only the final binding is worth
+// compiling. Validate compiles on first use if Compile was not called.
+func (b *Binding) Compile() error {
+	b.compileOnce.Do(func() {
+		raw, err := json.Marshal(b.InputSchema)
+		if err == nil {
+			b.validator, err = compileSchema(raw)
+		}
+		if err != nil {
+			b.compileErr = fmt.Errorf("input schema does not compile: %v", err)
+		}
+	})
+	return b.compileErr
 }
 
 // degradeSteps are the ways an input schema is cut to fit its budget, mildest
@@ -417,11 +432,70 @@ func objectProperties(s *openapi3.Schema) (map[string]*openapi3.SchemaRef, map[s
 }
 
 func jsonSize(s jsonSchema) int {
+	return jsonSizeUpTo(s, math.MaxInt)
+}
+
+// jsonSizeUpTo returns the size of s as JSON (as encoding/json writes it), or
+// a number over limit as soon as it passes limit: Stripe's output schemas run
+// to half a MiB, and need not be measured whole to be refused.
+func jsonSizeUpTo(s jsonSchema, limit int) int {
 	if s == nil {
 		return 0
 	}
-	raw, _ := json.Marshal(s)
-	return len(raw)
+	return sizeOf(s, 0, limit)
+}
+
+// sizeOf adds the JSON size of v to n, stopping once n passes limit.
+func sizeOf(v any, n, limit int) int {
+	if n > limit {
+		return n
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		n += 2 + max(len(x)-1, 0) // braces, commas
+		for k, e := range x {
+			n = sizeOf(e, n+stringSize(k)+1, limit)
+			if n > limit {
+				return n
+			}
+		}
+		return n
+	case []any:
+		n += 2 + max(len(x)-1, 0)
+		for _, e := range x {
+			if n = sizeOf(e, n, limit); n > limit {
+				return n
+			}
+		}
+		return n
+	case string:
+		return n + stringSize(x)
+	case nil:
+		return n + 4
+	case bool:
+		if x {
+			return n + 4
+		}
+		return n + 5
+	default:
+		raw, _ := json.Marshal(x)
+		return n + len(raw)
+	}
+}
+
+// stringSize is the size of s as a JSON string, with encoding/json's escapes
+// (HTML characters included).
+func stringSize(s string) int {
+	n := 2 + len(s)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+			n++
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			n += 5
+		}
+	}
+	return n
 }
 
 // compileSchema compiles a JSON Schema 2020-12 document. Nothing outside the
@@ -626,6 +700,9 @@ var printer = message.NewPrinter(language.English)
 func (b *Binding) Validate(args map[string]any) error {
 	if args == nil {
 		args = map[string]any{}
+	}
+	if err := b.Compile(); err != nil {
+		return &ArgumentError{Problems: []string{err.Error()}}
 	}
 	err := b.validator.Validate(any(args))
 	if err == nil {

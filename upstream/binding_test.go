@@ -73,6 +73,7 @@ func loadTestDoc(t testing.TB, name string) *openapi3.T {
 	if err != nil {
 		t.Fatal(err)
 	}
+	doc.Validate(context.Background())
 	if len(doc.Warnings) > 0 {
 		t.Fatalf("warnings: %v", doc.Warnings)
 	}
@@ -397,5 +398,26 @@ func TestSchemaBudget(t *testing.T) {
 	}
 	if err := b.Validate(map[string]any{"id__path": "1", "limit": json.Number("5")}); err != nil {
 		t.Errorf("degraded schema rejects a valid call: %v", err)
+	}
+}
+
+// TestSizeOf checks the budget's byte count against encoding/json.
+func TestSizeOf(t *testing.T) {
+	doc := loadTestDoc(t, "encodings.yaml")
+	for _, op := range []string{"getItem", "putItem", "postForm", "upload", "listThings"} {
+		b := bindOp(t, doc, op)
+		for _, s := range []map[string]any{b.InputSchema, b.OutputSchema} {
+			if s == nil {
+				continue
+			}
+			s["description"] = "a <b> & \"c\"\n\x01"
+			raw, _ := json.Marshal(s)
+			if got := jsonSize(s); got != len(raw) {
+				t.Errorf("%s: jsonSize = %d, json.Marshal gives %d", op, got, len(raw))
+			}
+			if got := jsonSizeUpTo(s, 10); got <= 10 {
+				t.Errorf("%s: jsonSizeUpTo(10) = %d", op, got)
+			}
+		}
 	}
 }

@@ -34,9 +34,9 @@ type Document struct {
 	URL *url.URL
 	// Version is the source's declared version: "2.0", "3.0.x" or "3.1.x".
 	Version string
-	// Warnings lists what relaxed validation still found wrong. Real documents
-	// (GitHub's, FastAPI's) fail strict validation and still work, so these do not
-	// stop loading.
+	// Warnings lists what relaxed validation (Validate) still found wrong.
+	// Real documents (GitHub's, FastAPI's) fail strict validation and still
+	// work, so these do not stop loading.
 	Warnings []string
 }
 
@@ -120,9 +120,8 @@ func fetch(ctx context.Context, c *http.Client, u *url.URL) ([]byte, error) {
 	return readLimited(resp.Body)
 }
 
-// ParseDocument parses and validates document bytes (JSON or YAML; OpenAPI 3.x or
-// Swagger 2.0). Validation runs with examples, defaults and patterns off; what it
-// still reports is returned as [Document.Warnings].
+// ParseDocument parses document bytes (JSON or YAML; OpenAPI 3.x or Swagger
+// 2.0). It does not validate: see [Document.Validate].
 func ParseDocument(ctx context.Context, data []byte) (*Document, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	jsonData := data
@@ -172,17 +171,23 @@ func ParseDocument(ctx context.Context, data []byte) (*Document, error) {
 	if doc.Paths == nil {
 		doc.Paths = openapi3.NewPaths()
 	}
-	d := &Document{T: doc, Version: version}
+	return &Document{T: doc, Version: version}, nil
+}
+
+// Validate checks the document with relaxed options (examples, defaults and
+// patterns off) and records what it still finds as Warnings: real documents
+// (GitHub's, FastAPI's) fail strict validation and still work. It only reads
+// the document, so it may run while tools are built from it.
+func (d *Document) Validate(ctx context.Context) {
 	vctx := openapi3.WithValidationOptions(ctx,
 		openapi3.DisableExamplesValidation(),
 		openapi3.DisableSchemaDefaultsValidation(),
 		openapi3.DisableSchemaPatternValidation(),
 		openapi3.EnableMultiError(),
 	)
-	if err := validate(vctx, doc); err != nil {
+	if err := validate(vctx, d.T); err != nil {
 		d.Warnings = splitWarnings(err)
 	}
-	return d, nil
 }
 
 // validate runs kin-openapi's validation, turning a panic inside it into an
