@@ -54,8 +54,8 @@ type Binding struct {
 	// for in the API (a parameter or body property name).
 	Renamed map[string]string
 
-	params      []paramBinding
-	body        *bodyBinding
+	params     []paramBinding
+	body       *bodyBinding
 	wrapResult bool // structured output is {"result": value}
 
 	compileOnce sync.Once
