@@ -19,42 +19,59 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
-// TestGoldenPetstore pins the whole catalog of a real document.
-func TestGoldenPetstore(t *testing.T) {
-	cfg := &Config{Upstreams: []Upstream{{OpenAPI: "testdata/swagger-petstore-3.0.yaml", ExposeAll: true}}}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	cat, err := BuildCatalog(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := cat.Listing().WriteJSON(&buf); err != nil {
-		t.Fatal(err)
-	}
-	golden := filepath.Join("testdata", "swagger-petstore-3.0.golden.json")
-	if *update {
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test ./gateway -run Golden -update)", err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("catalog differs from %s; rerun with -update and review the diff", golden)
-	}
-	if len(cat.Tools) != 19 {
-		t.Errorf("%d tools, want 19", len(cat.Tools))
-	}
-	// Run twice: the same document must give byte-identical output.
-	cat2, _ := BuildCatalog(context.Background(), cfg, nil)
-	var buf2 bytes.Buffer
-	cat2.Listing().WriteJSON(&buf2)
-	if !bytes.Equal(buf.Bytes(), buf2.Bytes()) {
-		t.Error("catalog is not stable across builds")
+// TestGolden pins the whole catalog of small real documents, every
+// operation exposed.
+func TestGolden(t *testing.T) {
+	for _, doc := range []struct {
+		file  string
+		tools int
+	}{
+		{"swagger-petstore-3.0.yaml", 19},
+		{"oai-petstore-3.0.yaml", 3},
+		{"swagger-petstore-2.0.json", 20},
+		{"readme-petstore-3.1.json", 20},
+		{"readme-security-3.1.json", 15},
+		{"readme-parameters-common-3.0.json", 5},
+		{"readme-schema-circular-3.0.json", 3},
+		{"readme-discriminators-3.0.json", 10},
+	} {
+		t.Run(doc.file, func(t *testing.T) {
+			cfg := &Config{Upstreams: []Upstream{{OpenAPI: filepath.Join("testdata", doc.file), ExposeAll: true}}}
+			if err := cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			cat, err := BuildCatalog(context.Background(), cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if err := cat.Listing().WriteJSON(&buf); err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", strings.TrimSuffix(doc.file, filepath.Ext(doc.file))+".golden.json")
+			if *update {
+				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./gateway -run Golden -update)", err)
+			}
+			if !bytes.Equal(buf.Bytes(), want) {
+				t.Errorf("catalog differs from %s; rerun with -update and review the diff", golden)
+			}
+			if len(cat.Tools) != doc.tools {
+				t.Errorf("%d tools, want %d", len(cat.Tools), doc.tools)
+			}
+			// The same document must give byte-identical output every time.
+			cat2, _ := BuildCatalog(context.Background(), cfg, nil)
+			var buf2 bytes.Buffer
+			cat2.Listing().WriteJSON(&buf2)
+			if !bytes.Equal(buf.Bytes(), buf2.Bytes()) {
+				t.Error("catalog is not stable across builds")
+			}
+		})
 	}
 }
 
