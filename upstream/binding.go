@@ -395,13 +395,62 @@ func outputSchema(op *openapi3.Operation, maxRefDepth int) (schema jsonSchema, w
 	}
 	conv := &schemaConverter{maxRefDepth: maxRefDepth}
 	out := conv.convert(sr)
-	if _, props := objectProperties(sr.Value); len(props) > 0 || sr.Value.Type.Is("object") {
-		if _, isRef := out["$ref"]; isRef {
-			out = jsonSchema{"allOf": []any{out}, "type": "object"}
-		}
-		return conv.document(out), false
+	isObject := sr.Value.Type.Is("object")
+	if props, _ := objectProperties(sr.Value); len(props) > 0 {
+		isObject = true
 	}
-	return conv.document(jsonSchema{"type": "object", "properties": jsonSchema{"result": out}, "required": []any{"result"}}), true
+	doc := jsonSchema{"type": "object", "properties": jsonSchema{"result": out}, "required": []any{"result"}}
+	if isObject {
+		doc = out
+		if _, isRef := out["$ref"]; isRef {
+			doc = jsonSchema{"allOf": []any{out}, "type": "object"}
+		}
+	}
+	// Clients check structuredContent against the outputSchema and fail the
+	// call on a mismatch (the TypeScript SDK does). APIs routinely leave out
+	// fields their document calls required, and add fields over time, so
+	// the advertised schema describes shapes but does not demand them.
+	loosen(out)
+	for _, d := range conv.defs {
+		loosen(d)
+	}
+	return conv.document(doc), !isObject
+}
+
+// loosen removes "required" and "additionalProperties": false throughout a
+// schema. It walks schema keywords, so a property named "required" stays.
+func loosen(s jsonSchema) {
+	if s == nil {
+		return
+	}
+	delete(s, "required")
+	if ap, ok := s["additionalProperties"].(bool); ok && !ap {
+		delete(s, "additionalProperties")
+	}
+	for k, v := range s {
+		switch k {
+		case "properties", "patternProperties", "$defs":
+			if m, ok := v.(jsonSchema); ok {
+				for _, sub := range m {
+					if ss, ok := sub.(jsonSchema); ok {
+						loosen(ss)
+					}
+				}
+			}
+		case "items", "additionalProperties", "not":
+			if ss, ok := v.(jsonSchema); ok {
+				loosen(ss)
+			}
+		case "allOf", "anyOf", "oneOf", "prefixItems":
+			if list, ok := v.([]any); ok {
+				for _, sub := range list {
+					if ss, ok := sub.(jsonSchema); ok {
+						loosen(ss)
+					}
+				}
+			}
+		}
+	}
 }
 
 // objectProperties returns the properties of an object schema and which are

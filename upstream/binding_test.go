@@ -290,6 +290,14 @@ func TestSchemas(t *testing.T) {
 	if gb.wrapResult || gb.OutputSchema == nil {
 		t.Errorf("object response: wrap=%v schema=%v", gb.wrapResult, gb.OutputSchema)
 	}
+	// The output schema describes, it does not demand: APIs leave out
+	// "required" fields, and clients fail calls on a mismatch.
+	if out, _ := json.Marshal(gb.OutputSchema); strings.Contains(string(out), `"required"`) {
+		t.Errorf("output schema demands fields: %s", out)
+	}
+	if in, _ := json.Marshal(b.InputSchema); !strings.Contains(string(in), `"required":["name"]`) {
+		t.Errorf("input schema lost the component's required list: %s", in)
+	}
 	for _, op := range []string{"getItem", "putItem", "postForm", "upload", "postNote", "postBlob", "listThings", "postVendor"} {
 		b := bindOp(t, doc, op)
 		for _, s := range []map[string]any{b.InputSchema, b.OutputSchema} {
