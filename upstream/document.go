@@ -229,7 +229,12 @@ func loadV2(loader *openapi3.Loader, data []byte) (doc *openapi3.T, err error) {
 	}()
 	var doc2 openapi2.T
 	if err := json.Unmarshal(data, &doc2); err != nil {
-		return nil, fmt.Errorf("invalid swagger 2.0 document: %v", oneLine(err))
+		msg := oneLine(err).Error()
+		if strings.Contains(msg, "cannot unmarshal array into") && strings.Contains(msg, "Schema") {
+			// Slack's document does this: "items": [ ... ].
+			msg += ` (a schema is a JSON array where an object is required, e.g. "items": [...], the draft-4 tuple form, which Swagger 2.0 does not allow)`
+		}
+		return nil, fmt.Errorf("invalid swagger 2.0 document: %s", msg)
 	}
 	doc, err = openapi2conv.ToV3WithLoader(&doc2, loader, nil)
 	if err != nil {
