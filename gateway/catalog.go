@@ -198,7 +198,7 @@ func buildTool(namer *tagging.Namer, u *Upstream, op tagging.Operation, rules *a
 		desc = op.Method + " " + op.Path
 	}
 	if d.Large {
-		desc += "\n\nThis tool may return many records: filter or page the request where the API allows it."
+		desc += fmt.Sprintf("\n\nThis tool may return many records: filter or page the request where the API allows it. Results over %d KiB are cut.", u.LargeResultBytes>>10)
 	}
 	meta := mcp.Meta{MetaProvenance: d.Provenance}
 	if d.Large {
@@ -235,10 +235,15 @@ func (t *Tool) bind(u *Upstream, budget int) error {
 		schemaBudget = max(budget-jsonSize(&base)-512, 1024)
 	}
 	op := t.Operation
-	b, err := upstream.Bind(op.Method, op.Path, op.PathItem, op.Operation, &upstream.BindOptions{
-		NoOutputSchema: u.NoOutputSchema,
-		SchemaBudget:   schemaBudget,
-	})
+	opts := &upstream.BindOptions{NoOutputSchema: u.NoOutputSchema, SchemaBudget: schemaBudget}
+	if t.Derived.Large {
+		// A cut response is no longer valid JSON, and a client rejects a
+		// result without the structuredContent its outputSchema promises:
+		// a large tool advertises none.
+		opts.MaxResponseBytes = u.LargeResultBytes
+		opts.NoOutputSchema = true
+	}
+	b, err := upstream.Bind(op.Method, op.Path, op.PathItem, op.Operation, opts)
 	if err != nil {
 		return err
 	}

@@ -23,8 +23,9 @@ const (
 	DefaultListen  = "127.0.0.1:8080"
 	DefaultTimeout = 30 * time.Second
 
-	DefaultMaxToolBytes    = 32 << 10
-	DefaultMaxCatalogBytes = 2 << 20
+	DefaultMaxToolBytes     = 32 << 10
+	DefaultLargeResultBytes = 256 << 10
+	DefaultMaxCatalogBytes  = 2 << 20
 )
 
 // Config is the gateway's whole configuration: one plain struct, read from YAML
@@ -90,6 +91,10 @@ type Upstream struct {
 	OpenWorld bool `yaml:"open_world"`
 	// NoOutputSchema leaves outputSchema out of every tool of this upstream.
 	NoOutputSchema bool `yaml:"no_output_schema"`
+	// LargeResultBytes bounds the response read for a tool tagged
+	// agent-large (it may return many records); the text beyond it is cut
+	// and the result says so. Default DefaultLargeResultBytes.
+	LargeResultBytes int64 `yaml:"large_result_bytes"`
 	// MaxToolBytes bounds one tool's JSON in tools/list. A tool over it is
 	// degraded, not dropped: its outputSchema goes first, then nested
 	// schemas become permissive stubs that say so. Default
@@ -263,6 +268,9 @@ func (c *Config) Validate() error {
 		}
 		if u.MaxToolBytes == 0 {
 			u.MaxToolBytes = DefaultMaxToolBytes
+		}
+		if u.LargeResultBytes <= 0 {
+			u.LargeResultBytes = DefaultLargeResultBytes
 		}
 		if u.ExposeAll && len(u.ExposeTags) > 0 {
 			return fmt.Errorf("upstreams[%d] (%s): expose_all and expose_tags exclude each other", i, u.Name)

@@ -54,9 +54,10 @@ type Binding struct {
 	// for in the API (a parameter or body property name).
 	Renamed map[string]string
 
-	params     []paramBinding
-	body       *bodyBinding
-	wrapResult bool // structured output is {"result": value}
+	params      []paramBinding
+	body        *bodyBinding
+	wrapResult  bool  // structured output is {"result": value}
+	maxResponse int64 // BindOptions.MaxResponseBytes
 
 	compileOnce sync.Once
 	validator   *jsonschema.Schema
@@ -68,6 +69,10 @@ type BindOptions struct {
 	// NoOutputSchema leaves outputSchema out even when the operation declares a
 	// JSON response.
 	NoOutputSchema bool
+	// MaxResponseBytes, when positive, bounds how much of a response is
+	// read for this operation, below the client's own bound; a tool known to
+	// return many records (agent-large) gets a tighter one.
+	MaxResponseBytes int64
 	// SchemaBudget, when positive, bounds the bytes of the input and output
 	// schemas together. Over it, the output schema is left out first, then
 	// nested components are cut, nearest the leaves first; see
@@ -110,7 +115,7 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 	if opts != nil {
 		o = *opts
 	}
-	b := &Binding{Method: strings.ToUpper(method), Path: path}
+	b := &Binding{Method: strings.ToUpper(method), Path: path, maxResponse: o.MaxResponseBytes}
 
 	params := mergeParams(item, op)
 	body, bodySchema := pickBody(op)

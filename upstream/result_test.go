@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -166,5 +167,33 @@ func TestNewRemoteRejects(t *testing.T) {
 		if _, err := NewRemote(u, nil); err == nil {
 			t.Errorf("NewRemote(%q): want error", u)
 		}
+	}
+}
+
+func TestResponseCap(t *testing.T) {
+	doc := loadTestDoc(t, "encodings.yaml")
+	var item *openapi3.PathItem
+	for path, it := range doc.Paths.Map() {
+		if path == "/lists" {
+			item = it
+		}
+	}
+	b, err := Bind("GET", "/lists", item, item.Get, &BindOptions{MaxResponseBytes: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(&recorder{ctype: "application/json", body: "[" + strings.Repeat(`{"name":"x"},`, 100) + `{"name":"y"}]`})
+	defer srv.Close()
+	c, _ := NewRemote(srv.URL, nil)
+	res, _ := c.Call(context.Background(), b, map[string]any{}, Credentials{})
+	if res.IsError {
+		t.Fatal(res.Content[0].(*mcp.TextContent).Text)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if !strings.Contains(text, "[response truncated at 100 bytes]") || res.Meta["mcpgate/truncated"] != true {
+		t.Errorf("text %q, meta %v", text, res.Meta)
+	}
+	if res.StructuredContent != nil {
+		t.Errorf("a cut JSON body has no structuredContent")
 	}
 }

@@ -174,7 +174,11 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 		return errorResult(transportMessage(ctx, err)), nil
 	}
 	defer resp.Body.Close()
-	body, truncated, err := readBody(resp.Body, c.opts.MaxResponseBytes)
+	limit := c.opts.MaxResponseBytes
+	if b.maxResponse > 0 && b.maxResponse < limit {
+		limit = b.maxResponse
+	}
+	body, truncated, err := readBody(resp.Body, limit)
 	if err != nil {
 		return errorResult(transportMessage(ctx, err)), nil
 	}
