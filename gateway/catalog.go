@@ -48,7 +48,7 @@ type Catalog struct {
 }
 
 // BuildCatalog loads every upstream's document and builds its tools.
-func BuildCatalog(ctx context.Context, cfg *Config, logf func(string, ...any)) (*Catalog, error) {
+func BuildCatalog(ctx context.Context, cfg *Config) (*Catalog, error) {
 	style := tagging.StrictNames
 	if cfg.NameStyle == "spec" {
 		style = tagging.SpecNames

@@ -35,7 +35,7 @@ func TestCorpus(t *testing.T) {
 			if err := cfg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			cat, err := BuildCatalog(context.Background(), cfg, nil)
+			cat, err := BuildCatalog(context.Background(), cfg)
 			if err != nil {
 				refused++
 				if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, name) {

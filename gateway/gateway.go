@@ -59,7 +59,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if g.logger == nil {
 		g.logger = slog.New(slog.DiscardHandler)
 	}
-	cat, err := BuildCatalog(ctx, cfg, nil)
+	cat, err := BuildCatalog(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -628,8 +628,8 @@ func paramSchema(conv *schemaConverter, p *openapi3.Parameter) jsonSchema {
 	return s
 }
 
-// mediaPreference orders the request body media types the gateway can send,
-// best first.
+// mediaRank orders the request body media types the gateway can send,
+// best first; -1 for one it cannot.
 func mediaRank(mt string) int {
 	switch {
 	case mt == "application/json":

@@ -299,7 +299,7 @@ func tools(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cat, err := gateway.BuildCatalog(ctx, cfg, nil)
+	cat, err := gateway.BuildCatalog(ctx, cfg)
 	if err != nil {
 		return &exitError{2, err}
 	}
