@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/annotations"
@@ -32,6 +33,11 @@ type Tool struct {
 	Derived    annotations.Derived
 	Mangled    bool   // the name had to be changed to be valid
 	SourceName string // what the name was derived from
+	// Security is the operation's effective security requirement: its own,
+	// else the document's. Empty means none declared.
+	Security openapi3.SecurityRequirements
+	// Source is the document the tool came from, as configured.
+	Source string
 
 	baseDescription string // the description before binding notes
 	size            int    // bytes of the tool's JSON in tools/list
@@ -84,6 +90,11 @@ func BuildCatalog(ctx context.Context, cfg *Config) (*Catalog, error) {
 				continue
 			}
 			t.Client = client
+			t.Source = u.OpenAPI
+			t.Security = doc.T.Security
+			if op.Operation.Security != nil {
+				t.Security = *op.Operation.Security
+			}
 			cat.Tools = append(cat.Tools, t)
 		}
 		<-validated
@@ -167,14 +178,7 @@ func buildTool(namer *tagging.Namer, u *Upstream, op tagging.Operation, rules *a
 		rename = u.Rename[op.Method+" "+op.Path]
 	}
 	if rename == "" && u.ToolPrefix != "" {
-		src := o.OperationID
-		if v, ok := o.Extensions["x-mcp-name"].(string); ok && v != "" {
-			src = v
-		}
-		if src == "" {
-			src = strings.ToLower(op.Method) + "_" + op.Path
-		}
-		rename = u.ToolPrefix + src
+		rename = u.ToolPrefix + op.NameSource("")
 	}
 	name, mangled := namer.Name(op, rename)
 	d, err := annotations.Derive(annotations.Input{
@@ -212,10 +216,11 @@ func buildTool(namer *tagging.Namer, u *Upstream, op tagging.Operation, rules *a
 			Annotations: d.Annotations,
 			Meta:        meta,
 		},
-		Upstream:  u.Name,
-		Operation: op,
-		Derived:   d,
-		Mangled:   mangled,
+		Upstream:   u.Name,
+		Operation:  op,
+		Derived:    d,
+		Mangled:    mangled,
+		SourceName: op.NameSource(rename),
 	}
 	if err := t.bind(u, u.MaxToolBytes); err != nil {
 		return nil, err

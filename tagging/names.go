@@ -51,18 +51,7 @@ func NewNamer(style NameStyle) *Namer {
 // full original, and a name already given gets the hash of its method and path
 // instead. mangled reports whether the result differs from the source.
 func (n *Namer) Name(op Operation, rename string) (name string, mangled bool) {
-	src := rename
-	if src == "" {
-		if v, ok := op.Operation.Extensions["x-mcp-name"].(string); ok {
-			src = v
-		}
-	}
-	if src == "" {
-		src = op.Operation.OperationID
-	}
-	if src == "" {
-		src = strings.ToLower(op.Method) + "_" + op.Path
-	}
+	src := op.NameSource(rename)
 	name = n.clean(src)
 	if n.taken[name] {
 		name = n.withHash(name, op.Method+" "+op.Path)
@@ -72,6 +61,21 @@ func (n *Namer) Name(op Operation, rename string) (name string, mangled bool) {
 	}
 	n.taken[name] = true
 	return name, name != src
+}
+
+// NameSource returns what op's tool name is derived from: rename if set, else
+// the operation's x-mcp-name, its operationId, or "{method}_{path}".
+func (op Operation) NameSource(rename string) string {
+	if rename != "" {
+		return rename
+	}
+	if v, ok := op.Operation.Extensions["x-mcp-name"].(string); ok && v != "" {
+		return v
+	}
+	if op.Operation.OperationID != "" {
+		return op.Operation.OperationID
+	}
+	return strings.ToLower(op.Method) + "_" + op.Path
 }
 
 // clean maps disallowed characters to "_", squeezes runs of "_", and cuts a

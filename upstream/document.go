@@ -44,6 +44,10 @@ type Document struct {
 type LoadOptions struct {
 	// Client fetches http(s) sources. Nil means a client with a 30s timeout.
 	Client *http.Client
+	// IncludeOrigin records where each element stands in the source (see
+	// openapi3.Origin), for reports that point at lines. OpenAPI 3 only;
+	// it costs time and memory, so only the audit asks for it.
+	IncludeOrigin bool
 }
 
 // LoadDocument reads an OpenAPI 3.0/3.1 or Swagger 2.0 document, in JSON or YAML,
@@ -71,7 +75,7 @@ func LoadDocument(ctx context.Context, src string, opts *LoadOptions) (*Document
 	if err != nil {
 		return nil, err
 	}
-	doc, err := ParseDocument(ctx, data)
+	doc, err := parseDocument(ctx, data, o.IncludeOrigin)
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +127,10 @@ func fetch(ctx context.Context, c *http.Client, u *url.URL) ([]byte, error) {
 // ParseDocument parses document bytes (JSON or YAML; OpenAPI 3.x or Swagger
 // 2.0). It does not validate: see [Document.Validate].
 func ParseDocument(ctx context.Context, data []byte) (*Document, error) {
+	return parseDocument(ctx, data, false)
+}
+
+func parseDocument(ctx context.Context, data []byte, includeOrigin bool) (*Document, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	jsonData := data
 	if t := bytes.TrimSpace(data); len(t) == 0 {
@@ -155,7 +163,12 @@ func ParseDocument(ctx context.Context, data []byte) (*Document, error) {
 		if !strings.HasPrefix(version, "3.") {
 			return nil, fmt.Errorf("unsupported openapi version %q (want 3.0 or 3.1, or swagger 2.0)", version)
 		}
-		doc, err = loadV3(loader, jsonData)
+		src := jsonData
+		if includeOrigin {
+			// Lines must be the source's, not those of its JSON form.
+			loader.IncludeOrigin, src = true, data
+		}
+		doc, err = loadV3(loader, src)
 	case head.Swagger != nil:
 		version = fmt.Sprint(head.Swagger)
 		if version != "2.0" {
