@@ -163,8 +163,13 @@ func parseDocument(ctx context.Context, data []byte, includeOrigin bool) (*Docum
 		if !strings.HasPrefix(version, "3.") {
 			return nil, fmt.Errorf("unsupported openapi version %q (want 3.0 or 3.1, or swagger 2.0)", version)
 		}
-		src := jsonData
-		if includeOrigin {
+		src, rewritten := jsonData, false
+		if strings.HasPrefix(version, "3.1") {
+			if src, rewritten, err = resolveIDRefs(jsonData); err != nil {
+				return nil, fmt.Errorf("not valid JSON: %v", err)
+			}
+		}
+		if includeOrigin && !rewritten {
 			// Lines must be the source's, not those of its JSON form.
 			loader.IncludeOrigin, src = true, data
 		}

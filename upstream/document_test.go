@@ -93,3 +93,40 @@ func TestServerURLVariables(t *testing.T) {
 		t.Errorf("no servers: ServerURL = %s, want the default server /", got)
 	}
 }
+
+// TestIDRefs loads a 3.1 document whose $refs name schemas by $id and $anchor
+// (the shape of swagger-api's 3.1 petstores), and checks that a $ref to
+// anything outside the document is still refused.
+func TestIDRefs(t *testing.T) {
+	doc := `{"openapi":"3.1.0","info":{"title":"t","version":"1"},"paths":{"/pets":{"post":{"operationId":"addPet",
+	  "requestBody":{"content":{"application/json":{"schema":{"$ref":"#/components/schemas/Pet"}}}},
+	  "responses":{"200":{"description":"ok"}}}}},
+	  "components":{"schemas":{
+	    "Pet":{"type":"object","properties":{
+	      "details":{"$ref":"/schemas/details"},
+	      "detailsId":{"$ref":"/schemas/details#details_id"}}},
+	    "Details":{"$id":"/schemas/details","type":"object","properties":{
+	      "id":{"$anchor":"details_id","type":"integer"}}},
+	    "Tag":{"$id":"/schemas/tag","type":"string"}}}}`
+	d, err := ParseDocument(context.Background(), []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pet := d.T.Components.Schemas["Pet"].Value
+	for prop, want := range map[string]string{
+		"details":   "#/components/schemas/Details",
+		"detailsId": "#/components/schemas/Details/properties/id",
+	} {
+		if got := pet.Properties[prop].Ref; got != want {
+			t.Errorf("%s: $ref = %q, want %q", prop, got, want)
+		}
+	}
+	if pet.Properties["detailsId"].Value.Type.Slice()[0] != "integer" {
+		t.Errorf("anchor did not resolve to the integer schema")
+	}
+
+	external := strings.Replace(doc, `"/schemas/details"}`, `"https://example.com/evil.json"}`, 1)
+	if _, err := ParseDocument(context.Background(), []byte(external)); err == nil || !strings.Contains(err.Error(), "external") {
+		t.Errorf("a $ref to another document: %v, want it refused", err)
+	}
+}
