@@ -102,4 +102,3 @@ func rewriteRefs(v any, base *url.URL, targets map[string]string) bool {
 func escapePointer(k string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }
-
