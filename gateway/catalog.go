@@ -53,8 +53,24 @@ type Catalog struct {
 	ServeErr error
 }
 
+// CatalogOptions configures BuildCatalogWith. The zero value is BuildCatalog's.
+type CatalogOptions struct {
+	// IncludeOrigin records where each operation stands in its source (OpenAPI
+	// 3 documents), so audit findings can name lines. It costs load time.
+	IncludeOrigin bool
+}
+
 // BuildCatalog loads every upstream's document and builds its tools.
 func BuildCatalog(ctx context.Context, cfg *Config) (*Catalog, error) {
+	return BuildCatalogWith(ctx, cfg, nil)
+}
+
+// BuildCatalogWith is BuildCatalog with options.
+func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Catalog, error) {
+	var o CatalogOptions
+	if opts != nil {
+		o = *opts
+	}
 	style := tagging.StrictNames
 	if cfg.NameStyle == "spec" {
 		style = tagging.SpecNames
@@ -63,7 +79,7 @@ func BuildCatalog(ctx context.Context, cfg *Config) (*Catalog, error) {
 	cat := &Catalog{}
 	for i := range cfg.Upstreams {
 		u := &cfg.Upstreams[i]
-		doc, err := loadUpstreamDocument(ctx, u)
+		doc, err := loadUpstreamDocument(ctx, u, &upstream.LoadOptions{IncludeOrigin: o.IncludeOrigin})
 		if err != nil {
 			return nil, fmt.Errorf("load openapi %s: %v", u.OpenAPI, err)
 		}
@@ -284,7 +300,7 @@ func overrideFor(u *Upstream, name, operationID string) *annotations.Override {
 	return nil
 }
 
-func loadUpstreamDocument(ctx context.Context, u *Upstream) (*upstream.Document, error) {
+func loadUpstreamDocument(ctx context.Context, u *Upstream, lo *upstream.LoadOptions) (*upstream.Document, error) {
 	switch {
 	case u.Document != nil:
 		doc, err := upstream.ParseDocument(ctx, u.Document)
@@ -295,10 +311,11 @@ func loadUpstreamDocument(ctx context.Context, u *Upstream) (*upstream.Document,
 		return doc, nil
 	case u.Handler != nil && strings.HasPrefix(u.OpenAPI, "/"):
 		// Read the document from the in-process API, as a client would.
-		hc := &http.Client{Transport: upstream.HandlerTransport(u.Handler)}
-		return upstream.LoadDocument(ctx, "http://in-process"+u.OpenAPI, &upstream.LoadOptions{Client: hc})
+		inproc := *lo
+		inproc.Client = &http.Client{Transport: upstream.HandlerTransport(u.Handler)}
+		return upstream.LoadDocument(ctx, "http://in-process"+u.OpenAPI, &inproc)
 	}
-	return upstream.LoadDocument(ctx, u.OpenAPI, nil)
+	return upstream.LoadDocument(ctx, u.OpenAPI, lo)
 }
 
 func newClient(u *Upstream, doc *upstream.Document) (*upstream.Client, error) {

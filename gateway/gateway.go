@@ -18,6 +18,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/upstream"
 )
 
@@ -34,6 +35,11 @@ type Options struct {
 	// stdio, where a local user runs the gateway on their own behalf; an HTTP
 	// gateway should leave it empty, so that callers cannot borrow it.
 	StaticToken string
+	// Lock, if set, is the reviewed catalog (see annotations.Lock): a tool
+	// that is not in it, or whose hints, operation or input schema changed
+	// since, is not exposed, so that a spec change cannot widen what agents
+	// may do without a review. Drift reports what was held back.
+	Lock *annotations.Lock
 }
 
 // Gateway serves one catalog. It is safe for concurrent use.
@@ -43,6 +49,8 @@ type Gateway struct {
 	logger  *slog.Logger
 	catalog *Catalog
 	server  *mcp.Server
+	drift   *annotations.Drift
+	served  int // tools registered: the catalog less what the lock held back
 }
 
 // New validates cfg, loads every upstream's document and builds the catalog and
@@ -75,13 +83,29 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 			Logging: &mcp.LoggingCapabilities{},
 		},
 	})
+	if g.opts.Lock != nil {
+		g.drift = annotations.Compare(g.opts.Lock, cat.Facts())
+	}
 	for _, t := range cat.Tools {
+		if g.drift.Drifted(t.Tool.Name) {
+			continue
+		}
 		g.server.AddTool(t.Tool, g.toolHandler(t))
+		g.served++
 	}
 	return g, nil
 }
 
-// Catalog returns the tools being served.
+// Drift is how the catalog differs from Options.Lock (nil without a lock).
+// Tools it names as added or changed are not served.
+func (g *Gateway) Drift() *annotations.Drift { return g.drift }
+
+// Served is the number of tools served: the catalog's, less any the lock held
+// back.
+func (g *Gateway) Served() int { return g.served }
+
+// Catalog returns the tools built from the configuration (see Drift for those
+// a lock held back).
 func (g *Gateway) Catalog() *Catalog { return g.catalog }
 
 // Server returns the MCP server, e.g. to run it over stdio:
@@ -110,7 +134,7 @@ func (g *Gateway) newMux() *mux.Router {
 
 func (g *Gateway) serveHealth(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"status": "ok", "tools": len(g.catalog.Tools)})
+	json.NewEncoder(w).Encode(map[string]any{"status": "ok", "tools": g.served})
 }
 
 // accessLog logs one line per HTTP request: method, path, status, duration.

@@ -6,12 +6,15 @@
 //	mcpgate serve  [--config F | --openapi SRC] [--upstream URL] [--addr HOST:PORT] [--stateful]
 //	mcpgate stdio  [--config F | --openapi SRC] [--upstream URL]
 //	mcpgate tools  [--config F | --openapi SRC] [--all] [--expose-tag T] [--format json|table]
+//	mcpgate audit  [--config F | --openapi SRC] [--format table|json|markdown|sarif]
+//	               [--write-lock FILE] [--lock FILE] [--fail-on error|warning|never]
 //
 // With neither --config nor --openapi, serve and stdio serve the built-in demo:
 // the orchestrator-style API of examples/orchestrator, in-process.
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -28,6 +31,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/examples/orchestrator/api"
 	"github.com/mcpgate/mcpgate/gateway"
 )
@@ -38,6 +42,7 @@ Usage:
   mcpgate serve  [flags]   serve Streamable HTTP at /mcp (default: the built-in demo)
   mcpgate stdio  [flags]   serve over stdin/stdout, for Claude Desktop-style clients
   mcpgate tools  [flags]   print the tool catalog and exit
+  mcpgate audit  [flags]   hints with provenance, lint findings, lockfile drift
 
 Run 'mcpgate <command> -h' for the flags of a command.
 `
@@ -66,6 +71,12 @@ func main() {
 		err = stdio(ctx, args)
 	case "tools":
 		err = tools(ctx, args)
+	case "audit":
+		var code int
+		code, err = audit(ctx, args)
+		if err == nil && code != 0 {
+			os.Exit(code)
+		}
 	case "-h", "--help", "help":
 		fmt.Fprint(os.Stdout, usage)
 		return
@@ -193,8 +204,16 @@ func serve(ctx context.Context, args []string) error {
 	c.register(fs)
 	addr := fs.String("addr", "", "listen `HOST:PORT` (default 127.0.0.1:8080)")
 	stateful := fs.Bool("stateful", false, "keep an MCP session per client (default: stateless)")
+	lockFile := fs.String("lock", "", "serve only the tools of this reviewed `lockfile` unchanged (see mcpgate audit --write-lock)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	var lock *annotations.Lock
+	if *lockFile != "" {
+		var err error
+		if lock, err = readLock(*lockFile); err != nil {
+			return err
+		}
 	}
 	cfg, demo, err := c.loadConfig(gateway.Overrides{Listen: *addr, Stateful: *stateful}, true)
 	if err != nil {
@@ -204,9 +223,20 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	g, err := newGateway(ctx, cfg, &gateway.Options{Logger: logger})
+	g, err := newGateway(ctx, cfg, &gateway.Options{Logger: logger, Lock: lock})
 	if err != nil {
 		return err
+	}
+	if d := g.Drift(); !d.Empty() {
+		var held []string
+		held = append(held, d.Added...)
+		for _, c := range d.Changed {
+			held = append(held, c.Tool+" ("+c.Field+" "+c.From+" → "+c.To+")")
+		}
+		fmt.Fprintf(os.Stderr, "mcpgate: --lock %s: not serving %d tools that drifted from the lock: %s\n", *lockFile, len(held), strings.Join(held, ", "))
+		if len(d.Removed) > 0 {
+			fmt.Fprintf(os.Stderr, "mcpgate: --lock %s: locked tools no longer in the catalog: %s\n", *lockFile, strings.Join(d.Removed, ", "))
+		}
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -217,7 +247,7 @@ func serve(ctx context.Context, args []string) error {
 	if cfg.Stateful {
 		mode = "stateful"
 	}
-	fmt.Fprintf(os.Stderr, "mcpgate: listening on %s (%d tools, %s)\n", url, len(g.Catalog().Tools), mode)
+	fmt.Fprintf(os.Stderr, "mcpgate: listening on %s (%d tools, %s)\n", url, g.Served(), mode)
 	if demo {
 		fmt.Fprintln(os.Stderr, "mcpgate: serving the built-in demo (examples/orchestrator, in-process)")
 	}
@@ -308,4 +338,71 @@ func tools(ctx context.Context, args []string) error {
 		return l.WriteJSON(os.Stdout)
 	}
 	return l.WriteTable(os.Stdout)
+}
+
+func readLock(path string) (*annotations.Lock, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &exitError{2, err}
+	}
+	defer f.Close()
+	lock, err := annotations.ReadLock(f)
+	if err != nil {
+		return nil, &exitError{2, fmt.Errorf("%s: %v", path, err)}
+	}
+	return lock, nil
+}
+
+// audit prints every tool's hints with their provenance and the lint
+// findings, and writes or checks a lockfile. Its exit status is 0 clean, 1
+// when findings reach --fail-on or the lock drifted, 2 on bad input.
+func audit(ctx context.Context, args []string) (int, error) {
+	fs := flag.NewFlagSet("mcpgate audit", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	format := fs.String("format", "table", "output format: table, json, markdown or sarif")
+	writeLock := fs.String("write-lock", "", "write the catalog's lockfile to `FILE`")
+	lockFile := fs.String("lock", "", "compare the catalog against the lockfile `FILE`")
+	failOn := fs.String("fail-on", "error", "exit 1 on findings of this severity or worse: error, warning or never")
+	if err := parse(fs, args); err != nil {
+		return 0, err
+	}
+	switch *format {
+	case "table", "json", "markdown", "sarif":
+	default:
+		return 0, &exitError{2, fmt.Errorf("--format: %q is not table, json, markdown or sarif", *format)}
+	}
+	switch *failOn {
+	case "error", "warning", "never":
+	default:
+		return 0, &exitError{2, fmt.Errorf("--fail-on: %q is not error, warning or never", *failOn)}
+	}
+	var lock *annotations.Lock
+	if *lockFile != "" {
+		var err error
+		if lock, err = readLock(*lockFile); err != nil {
+			return 0, err
+		}
+	}
+	cfg, _, err := c.loadConfig(gateway.Overrides{}, true)
+	if err != nil {
+		return 0, err
+	}
+	cat, err := gateway.BuildCatalogWith(ctx, cfg, &gateway.CatalogOptions{IncludeOrigin: true})
+	if err != nil {
+		return 0, &exitError{2, err}
+	}
+	facts := cat.Facts()
+	if *writeLock != "" {
+		var buf bytes.Buffer
+		annotations.NewLock(facts).Write(&buf)
+		if err := os.WriteFile(*writeLock, buf.Bytes(), 0o644); err != nil {
+			return 0, err
+		}
+	}
+	report := annotations.NewReport(facts, lock)
+	if err := report.Write(os.Stdout, *format); err != nil {
+		return 0, err
+	}
+	return report.ExitCode(*failOn), nil
 }

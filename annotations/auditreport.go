@@ -1,0 +1,177 @@
+package annotations
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Report is what `mcpgate audit` prints: every tool with its hints and their
+// provenance, the lint findings, and the drift from a lock if one was given.
+type Report struct {
+	Tools    []ToolFacts `json:"tools"`
+	Findings []Finding   `json:"findings"`
+	Drift    *Drift      `json:"drift,omitempty"`
+}
+
+// NewReport lints tools and, with a lock, compares them against it.
+func NewReport(tools []ToolFacts, lock *Lock) *Report {
+	r := &Report{Tools: tools, Findings: Lint(tools)}
+	if r.Findings == nil {
+		r.Findings = []Finding{}
+	}
+	if lock != nil {
+		r.Drift = Compare(lock, tools)
+	}
+	return r
+}
+
+// ExitCode is the audit's exit status: 1 when a finding is at least as severe
+// as failOn ("error", the default; "warning"; or "never"), or the lock
+// drifted; 0 otherwise.
+func (r *Report) ExitCode(failOn string) int {
+	if !r.Drift.Empty() {
+		return 1
+	}
+	threshold := Severity(failOn)
+	if failOn == "" {
+		threshold = SeverityError
+	}
+	if failOn == "never" {
+		return 0
+	}
+	for _, f := range r.Findings {
+		if f.Severity.rank() >= threshold.rank() {
+			return 1
+		}
+	}
+	return 0
+}
+
+// Write writes the report in format: table, json, markdown or sarif.
+func (r *Report) Write(w io.Writer, format string) error {
+	switch format {
+	case "table", "":
+		return r.writeTable(w)
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(r)
+	case "markdown":
+		return r.writeMarkdown(w)
+	case "sarif":
+		return r.writeSARIF(w)
+	}
+	return fmt.Errorf("annotations: unknown report format %q (want table, json, markdown or sarif)", format)
+}
+
+// hint renders one hint with its provenance: "yes (tag:agent-readonly)".
+func hint(v bool, why string) string {
+	s := "no"
+	if v {
+		s = "yes"
+	}
+	return s + " (" + why + ")"
+}
+
+func hints(t *ToolFacts) [4]string {
+	a, p := t.Annotations, t.Provenance
+	return [4]string{
+		hint(a.ReadOnlyHint, p.ReadOnly),
+		hint(a.DestructiveHint == nil || *a.DestructiveHint, p.Destructive),
+		hint(a.IdempotentHint, p.Idempotent),
+		hint(a.OpenWorldHint == nil || *a.OpenWorldHint, p.OpenWorld),
+	}
+}
+
+// auth renders the security alternatives: "oauth2[read:x write:x] | apiKey".
+func auth(t *ToolFacts) string {
+	if len(t.Security) == 0 {
+		return "none declared"
+	}
+	var alts []string
+	for _, s := range t.Security {
+		if s.Scheme == "" {
+			alts = append(alts, "anonymous")
+			continue
+		}
+		alt := s.Scheme
+		if len(s.Scopes) > 0 {
+			alt += "[" + strings.Join(s.Scopes, " ") + "]"
+		}
+		alts = append(alts, alt)
+	}
+	return strings.Join(alts, " | ")
+}
+
+func (r *Report) writeTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tOPERATION\tREAD-ONLY\tDESTRUCTIVE\tIDEMPOTENT\tOPEN-WORLD\tAUTH\tLARGE")
+	for i := range r.Tools {
+		t := &r.Tools[i]
+		h := hints(t)
+		large := ""
+		if t.Large {
+			large = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Method, t.Path, h[0], h[1], h[2], h[3], auth(t), large)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%d tools, %d findings\n", len(r.Tools), len(r.Findings))
+	for _, f := range r.Findings {
+		loc := f.Location
+		if f.Line > 0 {
+			loc = fmt.Sprintf("%s:%d", f.Source, f.Line)
+		}
+		fmt.Fprintf(w, "%-7s %s %s [%s]\n", f.Severity, f.Rule, f.Message, loc)
+	}
+	if r.Drift != nil {
+		fmt.Fprintln(w)
+		return r.Drift.WriteText(w)
+	}
+	return nil
+}
+
+// mdEscape keeps a table cell in its column.
+func mdEscape(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+func (r *Report) writeMarkdown(w io.Writer) error {
+	fmt.Fprintf(w, "# mcpgate audit\n\n%d tools, %d findings.\n\n## Tools\n\n", len(r.Tools), len(r.Findings))
+	fmt.Fprintln(w, "| tool | operation | readOnly | destructive | idempotent | openWorld | auth | large |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	for i := range r.Tools {
+		t := &r.Tools[i]
+		h := hints(t)
+		large := ""
+		if t.Large {
+			large = "yes"
+		}
+		fmt.Fprintf(w, "| `%s` | `%s %s` | %s | %s | %s | %s | %s | %s |\n", t.Name, t.Method, mdEscape(t.Path),
+			h[0], h[1], h[2], h[3], mdEscape(auth(t)), large)
+	}
+	fmt.Fprintln(w, "\n## Findings")
+	fmt.Fprintln(w)
+	if len(r.Findings) == 0 {
+		fmt.Fprintln(w, "None.")
+	}
+	for _, f := range r.Findings {
+		loc := "`" + f.Location + "`"
+		if f.Line > 0 {
+			loc = fmt.Sprintf("`%s:%d`", f.Source, f.Line)
+		}
+		fmt.Fprintf(w, "- **%s** %s: %s (%s)\n", f.Severity, f.Rule, mdEscape(f.Message), loc)
+	}
+	if r.Drift != nil {
+		fmt.Fprintln(w, "\n## Lock drift\n\n```diff")
+		r.Drift.WriteText(w)
+		fmt.Fprintln(w, "```")
+	}
+	return nil
+}

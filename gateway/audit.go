@@ -1,0 +1,72 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+	"strings"
+
+	"github.com/mcpgate/mcpgate/annotations"
+)
+
+// Facts describes every tool for the audit: its operation, hints and their
+// provenance, security, a hash of its input schema, and where the operation
+// stands in its document.
+func (c *Catalog) Facts() []annotations.ToolFacts {
+	out := make([]annotations.ToolFacts, 0, len(c.Tools))
+	for _, t := range c.Tools {
+		op := t.Operation
+		f := annotations.ToolFacts{
+			Name:              t.Tool.Name,
+			SourceName:        t.SourceName,
+			Mangled:           t.Mangled,
+			Upstream:          t.Upstream,
+			Method:            op.Method,
+			Path:              op.Path,
+			OperationID:       op.Operation.OperationID,
+			Description:       strings.TrimSpace(op.Operation.Description + " " + op.Operation.Summary),
+			Tags:              op.Operation.Tags,
+			Annotations:       t.Tool.Annotations,
+			Provenance:        t.Derived.Provenance,
+			Large:             t.Derived.Large,
+			Security:          []annotations.SecurityRequirement{},
+			InputSchemaSHA256: schemaHash(t.Tool.InputSchema),
+			Source:            t.Source,
+			Location:          "/paths/" + pointerEscape(op.Path) + "/" + strings.ToLower(op.Method),
+		}
+		if o := op.Operation.Origin; o != nil && o.Key != nil {
+			f.Line = o.Key.Line
+		}
+		for _, req := range t.Security {
+			if len(req) == 0 {
+				// {} in a security list: anonymous access is one option.
+				f.Security = append(f.Security, annotations.SecurityRequirement{})
+				continue
+			}
+			schemes := make([]string, 0, len(req))
+			for name := range req {
+				schemes = append(schemes, name)
+			}
+			sort.Strings(schemes)
+			for _, name := range schemes {
+				f.Security = append(f.Security, annotations.SecurityRequirement{Scheme: name, Scopes: req[name]})
+			}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// schemaHash is the hex SHA-256 of a schema's JSON (encoding/json sorts map
+// keys, so equal schemas hash equal).
+func schemaHash(schema any) string {
+	raw, _ := json.Marshal(schema)
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}
+
+// pointerEscape escapes a JSON pointer token (RFC 6901).
+func pointerEscape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}

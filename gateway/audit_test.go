@@ -1,0 +1,218 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpgate/mcpgate/annotations"
+)
+
+func catalogOf(t *testing.T, doc []byte, name string, origins bool) *Catalog {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &Config{Upstreams: []Upstream{{OpenAPI: path, BaseURL: "http://127.0.0.1:1"}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := BuildCatalogWith(context.Background(), cfg, &CatalogOptions{IncludeOrigin: origins})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+func readTestdata(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestOrchestratorForms checks both ways orchestrator-core declares its agent
+// surface — tags, and x-mcp-annotations sets — give its hints and titles, with
+// exactly the tagged operations exposed.
+func TestOrchestratorForms(t *testing.T) {
+	tests := map[string]struct {
+		title                  string
+		ro, destr, idem, large bool
+	}{
+		"search_processes":              {"Search Processes", true, false, true, false},
+		"search_subscriptions":          {"Search Subscriptions", true, false, true, false},
+		"create_process":                {"Create Process", false, false, false, false},
+		"resume_process":                {"Resume Process", false, false, true, false},
+		"abort_process":                 {"Abort Process", false, true, true, false},
+		"list_products":                 {"List Products", true, false, true, false},
+		"get_subscription_by_id":        {"Get Subscription By Id", true, false, true, false},
+		"get_subscription_domain_model": {"Get Subscription Domain Model", true, false, true, true},
+	}
+	for _, form := range []string{"tags", "xmcp"} {
+		t.Run(form, func(t *testing.T) {
+			cat := catalogOf(t, readTestdata(t, "orchestrator-"+form+".yaml"), "doc.yaml", false)
+			if len(cat.Tools) != len(tests) {
+				t.Errorf("%d tools, want %d (delete_process and health are not exposed)", len(cat.Tools), len(tests))
+			}
+			for _, tool := range cat.Tools {
+				w, ok := tests[tool.Tool.Name]
+				if !ok {
+					t.Errorf("unexpected tool %s", tool.Tool.Name)
+					continue
+				}
+				a := tool.Tool.Annotations
+				got := [5]bool{a.ReadOnlyHint, *a.DestructiveHint, a.IdempotentHint, *a.OpenWorldHint, tool.Derived.Large}
+				if got != [5]bool{w.ro, w.destr, w.idem, false, w.large} {
+					t.Errorf("%s: ro,destr,idem,ow,large = %v, want %v", tool.Tool.Name, got, [5]bool{w.ro, w.destr, w.idem, false, w.large})
+				}
+				if tool.Tool.Title != w.title {
+					t.Errorf("%s: title %q, want %q", tool.Tool.Name, tool.Tool.Title, w.title)
+				}
+				p := tool.Derived.Provenance
+				if form == "xmcp" && !strings.HasPrefix(p.ReadOnly, "x-mcp-annotations:") {
+					t.Errorf("%s: readOnly from %s, want the x-mcp-annotations set", tool.Tool.Name, p.ReadOnly)
+				}
+				if form == "tags" && tool.Tool.Name == "search_processes" && p.ReadOnly != "tag:agent-readonly" {
+					t.Errorf("search_processes: readOnly from %s", p.ReadOnly)
+				}
+				if form == "tags" && tool.Tool.Name == "abort_process" && p.Destructive != "tag:agent-destructive" {
+					t.Errorf("abort_process: destructive from %s", p.Destructive)
+				}
+			}
+		})
+	}
+}
+
+// TestAuditGolden pins the audit of the tag form in every format.
+func TestAuditGolden(t *testing.T) {
+	doc := readTestdata(t, "orchestrator-tags.yaml")
+	cat := catalogOf(t, doc, "orchestrator-tags.yaml", true)
+	facts := cat.Facts()
+	for i := range facts {
+		facts[i].Source = "orchestrator-tags.yaml" // not the temp dir
+	}
+	report := annotations.NewReport(facts, nil)
+	for _, format := range []string{"table", "json", "markdown", "sarif"} {
+		t.Run(format, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := report.Write(&buf, format); err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", "audit-orchestrator-tags."+format+".golden")
+			if *update {
+				os.WriteFile(golden, buf.Bytes(), 0o644)
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./gateway -run AuditGolden -update)", err)
+			}
+			if !bytes.Equal(buf.Bytes(), want) {
+				t.Errorf("audit differs from %s; rerun with -update and review the diff", golden)
+			}
+		})
+	}
+	// Findings point at the operation's line in the YAML source.
+	if len(report.Findings) == 0 || report.Findings[0].Line == 0 {
+		t.Fatalf("findings without lines: %+v", report.Findings)
+	}
+	var sarif struct {
+		Version string `json:"version"`
+		Runs    []struct {
+			Tool struct {
+				Driver struct {
+					Name  string                `json:"name"`
+					Rules []struct{ ID string } `json:"rules"`
+				} `json:"driver"`
+			} `json:"tool"`
+			Results []struct {
+				RuleID    string `json:"ruleId"`
+				Level     string `json:"level"`
+				Locations []struct {
+					PhysicalLocation struct {
+						ArtifactLocation struct{ URI string }    `json:"artifactLocation"`
+						Region           struct{ StartLine int } `json:"region"`
+					} `json:"physicalLocation"`
+				} `json:"locations"`
+			} `json:"results"`
+		} `json:"runs"`
+	}
+	var buf bytes.Buffer
+	report.Write(&buf, "sarif")
+	if err := json.Unmarshal(buf.Bytes(), &sarif); err != nil {
+		t.Fatal(err)
+	}
+	if sarif.Version != "2.1.0" || len(sarif.Runs) != 1 || sarif.Runs[0].Tool.Driver.Name != "mcpgate" ||
+		len(sarif.Runs[0].Tool.Driver.Rules) != len(annotations.LintRules) || len(sarif.Runs[0].Results) != len(report.Findings) {
+		t.Fatalf("SARIF shape: %s", buf.String())
+	}
+	r := sarif.Runs[0].Results[0]
+	if r.RuleID != "MCPG004" || r.Level != "warning" || r.Locations[0].PhysicalLocation.Region.StartLine == 0 ||
+		r.Locations[0].PhysicalLocation.ArtifactLocation.URI != "orchestrator-tags.yaml" {
+		t.Errorf("first SARIF result: %+v", r)
+	}
+}
+
+// TestAuditLint: a DELETE tagged read-only fails the audit.
+func TestAuditLint(t *testing.T) {
+	doc := strings.Replace(string(readTestdata(t, "orchestrator-tags.yaml")),
+		"operationId: delete_process\n      summary: Delete a process\n      tags: [processes]",
+		"operationId: delete_process\n      summary: Delete a process\n      tags: [processes, agent-exposed, agent-readonly]", 1)
+	report := annotations.NewReport(catalogOf(t, []byte(doc), "doc.yaml", true).Facts(), nil)
+	rules := map[string]bool{}
+	for _, f := range report.Findings {
+		if f.Tool == "delete_process" {
+			rules[f.Rule] = true
+		}
+	}
+	if !rules["MCPG002"] || !rules["MCPG005"] {
+		t.Errorf("delete_process findings: %v, want MCPG002 and MCPG005", rules)
+	}
+	if report.ExitCode("error") != 1 || report.ExitCode("never") != 0 {
+		t.Errorf("exit codes %d/%d", report.ExitCode("error"), report.ExitCode("never"))
+	}
+}
+
+// TestLock: a spec edit that drops a destructive tag, or adds an exposed
+// operation, drifts from the lock, and serve --lock holds those tools back.
+func TestLock(t *testing.T) {
+	orig := string(readTestdata(t, "orchestrator-tags.yaml"))
+	lock := annotations.NewLock(catalogOf(t, []byte(orig), "doc.yaml", false).Facts())
+	if d := annotations.Compare(lock, catalogOf(t, []byte(orig), "doc.yaml", false).Facts()); !d.Empty() {
+		t.Fatalf("the same document drifted: %+v", d)
+	}
+	edited := strings.Replace(orig, "tags: [processes, agent-exposed, agent-destructive]", "tags: [processes, agent-exposed]", 1)
+	edited = strings.Replace(edited, "operationId: health\n      summary: Health check\n      tags: [health]",
+		"operationId: health\n      summary: Health check\n      tags: [health, agent-exposed]", 1)
+	if edited == orig {
+		t.Fatal("edit did not apply")
+	}
+	path := filepath.Join(t.TempDir(), "edited.yaml")
+	os.WriteFile(path, []byte(edited), 0o600)
+	cfg := &Config{Upstreams: []Upstream{{OpenAPI: path, BaseURL: "http://127.0.0.1:1"}}}
+	g, err := New(context.Background(), cfg, &Options{Lock: lock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := g.Drift()
+	if len(d.Added) != 1 || d.Added[0] != "health" {
+		t.Errorf("added = %v", d.Added)
+	}
+	if len(d.Changed) != 1 || d.Changed[0].Tool != "abort_process" || d.Changed[0].Field != "destructiveHint" || !d.Changed[0].Critical {
+		t.Errorf("changed = %+v", d.Changed)
+	}
+	if g.Served() != len(lock.Tools)-1 {
+		t.Errorf("served %d tools, want %d: abort_process and health held back", g.Served(), len(lock.Tools)-1)
+	}
+	var buf bytes.Buffer
+	d.WriteText(&buf)
+	if !strings.Contains(buf.String(), "+ health") || !strings.Contains(buf.String(), "~ abort_process: destructiveHint true → false   [CRITICAL") {
+		t.Errorf("diff:\n%s", buf.String())
+	}
+}
