@@ -77,14 +77,32 @@ func hint(v bool, why string) string {
 	return s + " (" + why + ")"
 }
 
-func hints(t *ToolFacts) [4]string {
+// row is a tool's line in the table and Markdown reports: the operation, the
+// four hints with their provenance, auth, and large.
+func row(t *ToolFacts) [7]string {
 	a, p := t.Annotations, t.Provenance
-	return [4]string{
+	large := ""
+	if t.Large {
+		large = "yes"
+	}
+	return [7]string{
+		t.Method + " " + t.Path,
 		hint(a.ReadOnlyHint, p.ReadOnly),
 		hint(a.DestructiveHint == nil || *a.DestructiveHint, p.Destructive),
 		hint(a.IdempotentHint, p.Idempotent),
 		hint(a.OpenWorldHint == nil || *a.OpenWorldHint, p.OpenWorld),
+		auth(t),
+		large,
 	}
+}
+
+// where is a finding's place: source:line when the line is known, else the
+// JSON pointer of the operation.
+func (f Finding) where() string {
+	if f.Line > 0 {
+		return fmt.Sprintf("%s:%d", f.Source, f.Line)
+	}
+	return f.Location
 }
 
 // auth renders the security alternatives: "oauth2[read:x write:x] | apiKey".
@@ -111,24 +129,15 @@ func (r *Report) writeTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOOL\tOPERATION\tREAD-ONLY\tDESTRUCTIVE\tIDEMPOTENT\tOPEN-WORLD\tAUTH\tLARGE")
 	for i := range r.Tools {
-		t := &r.Tools[i]
-		h := hints(t)
-		large := ""
-		if t.Large {
-			large = "yes"
-		}
-		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Method, t.Path, h[0], h[1], h[2], h[3], auth(t), large)
+		c := row(&r.Tools[i])
+		fmt.Fprintf(tw, "%s\t%s\n", r.Tools[i].Name, strings.Join(c[:], "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\n%d tools, %d findings\n", len(r.Tools), len(r.Findings))
 	for _, f := range r.Findings {
-		loc := f.Location
-		if f.Line > 0 {
-			loc = fmt.Sprintf("%s:%d", f.Source, f.Line)
-		}
-		fmt.Fprintf(w, "%-7s %s %s [%s]\n", f.Severity, f.Rule, f.Message, loc)
+		fmt.Fprintf(w, "%-7s %s %s [%s]\n", f.Severity, f.Rule, f.Message, f.where())
 	}
 	if r.Drift != nil {
 		fmt.Fprintln(w)
@@ -147,14 +156,11 @@ func (r *Report) writeMarkdown(w io.Writer) error {
 	fmt.Fprintln(w, "| tool | operation | readOnly | destructive | idempotent | openWorld | auth | large |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for i := range r.Tools {
-		t := &r.Tools[i]
-		h := hints(t)
-		large := ""
-		if t.Large {
-			large = "yes"
+		c := row(&r.Tools[i])
+		for j := range c {
+			c[j] = mdEscape(c[j])
 		}
-		fmt.Fprintf(w, "| `%s` | `%s %s` | %s | %s | %s | %s | %s | %s |\n", t.Name, t.Method, mdEscape(t.Path),
-			h[0], h[1], h[2], h[3], mdEscape(auth(t)), large)
+		fmt.Fprintf(w, "| `%s` | `%s` | %s |\n", r.Tools[i].Name, c[0], strings.Join(c[1:], " | "))
 	}
 	fmt.Fprintln(w, "\n## Findings")
 	fmt.Fprintln(w)
@@ -162,11 +168,7 @@ func (r *Report) writeMarkdown(w io.Writer) error {
 		fmt.Fprintln(w, "None.")
 	}
 	for _, f := range r.Findings {
-		loc := "`" + f.Location + "`"
-		if f.Line > 0 {
-			loc = fmt.Sprintf("`%s:%d`", f.Source, f.Line)
-		}
-		fmt.Fprintf(w, "- **%s** %s: %s (%s)\n", f.Severity, f.Rule, mdEscape(f.Message), loc)
+		fmt.Fprintf(w, "- **%s** %s: %s (`%s`)\n", f.Severity, f.Rule, mdEscape(f.Message), f.where())
 	}
 	if r.Drift != nil {
 		fmt.Fprintln(w, "\n## Lock drift\n\n```diff")
