@@ -1,7 +1,14 @@
-// Command orchestrator serves the example orchestrator-style API standalone, so
-// that mcpgate can front it over the network (remote mode):
+// Command orchestrator serves the example orchestrator-style API (package
+// api) standalone, so that mcpgate can front it over the network:
 //
 //	go run ./examples/orchestrator [--addr 127.0.0.1:9000] [--token T] [--record-requests]
+//
+// It listens first and then prints one line to stderr,
+//
+//	orchestrator: listening on http://127.0.0.1:9000
+//
+// with the bound address, so that --addr 127.0.0.1:0 picks a free port that
+// a test can read. SIGINT or SIGTERM shuts it down gracefully.
 package main
 
 import (
@@ -20,31 +27,51 @@ import (
 )
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:9000", "listen `HOST:PORT`")
-	token := flag.String("token", "", "require this bearer token on /api/ requests")
-	record := flag.Bool("record-requests", false, "record requests for GET /_debug/requests (tests only: records tokens)")
+	addr := flag.String("addr", "127.0.0.1:9000", "listen on `HOST:PORT` (port 0: any free port)")
+	token := flag.String("token", "", "require `TOKEN` as a bearer token on /api/ requests")
+	record := flag.Bool("record-requests", false, "serve the last 100 /api/ requests at /_debug/requests, Authorization included (tests only)")
 	flag.Parse()
-
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "orchestrator: unexpected arguments: %v\n", flag.Args())
+		os.Exit(2)
+	}
+	if err := run(*addr, &api.Options{Token: *token, RecordRequests: *record}); err != nil {
 		fmt.Fprintf(os.Stderr, "orchestrator: %v\n", err)
 		os.Exit(1)
 	}
-	fmt.Fprintf(os.Stderr, "orchestrator: listening on http://%s\n", ln.Addr())
-	srv := &http.Server{
-		Handler:           api.New(&api.Options{Token: *token, RecordRequests: *record}).Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+}
+
+func run(addr string, opts *api.Options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(shutdown)
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		fmt.Fprintf(os.Stderr, "orchestrator: %v\n", err)
-		os.Exit(1)
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
 	}
+	fmt.Fprintf(os.Stderr, "orchestrator: listening on http://%s\n", ln.Addr())
+
+	srv := &http.Server{
+		Handler:           api.New(opts).Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	// Serve returns as soon as Shutdown starts; wait for Shutdown itself,
+	// which lets in-flight requests finish.
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
