@@ -96,6 +96,9 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 			doc.Validate(ctx)
 		}()
 		ops := tagging.Select(doc.T, &tagging.Options{ExposeTags: u.ExposeTags, All: u.ExposeAll})
+		for _, p := range tagging.Problems(doc.T) {
+			cat.Warnings = append(cat.Warnings, u.Name+": "+p)
+		}
 		rules := &annotations.Rules{OpenWorld: u.OpenWorld}
 		for _, op := range ops {
 			t, err := buildTool(namer, u, op, rules)

@@ -11,6 +11,7 @@
 package tagging
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 
@@ -95,4 +96,40 @@ func exposed(op *openapi3.Operation, gates []string, all bool) bool {
 		}
 	}
 	return false
+}
+
+// Problems lists the mcpgate extensions of doc's operations that have the
+// wrong type, and so are ignored: x-mcp-exposed must be a boolean (the string
+// "false" exposes nothing by itself: it is not read at all) and x-mcp-name a
+// non-empty string. Each problem names the operation.
+func Problems(doc *openapi3.T) []string {
+	if doc == nil || doc.Paths == nil {
+		return nil
+	}
+	var out []string
+	paths := doc.Paths.Keys()
+	slices.Sort(paths)
+	for _, path := range paths {
+		item := doc.Paths.Value(path)
+		if item == nil {
+			continue
+		}
+		for _, m := range methods {
+			op := item.GetOperation(m)
+			if op == nil {
+				continue
+			}
+			if v, ok := op.Extensions["x-mcp-exposed"]; ok {
+				if _, isBool := v.(bool); !isBool {
+					out = append(out, fmt.Sprintf("%s %s: x-mcp-exposed is %T %v, not a boolean: ignored", m, path, v, v))
+				}
+			}
+			if v, ok := op.Extensions["x-mcp-name"]; ok {
+				if s, isString := v.(string); !isString || s == "" {
+					out = append(out, fmt.Sprintf("%s %s: x-mcp-name is not a non-empty string: ignored", m, path))
+				}
+			}
+		}
+	}
+	return out
 }
