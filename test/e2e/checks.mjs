@@ -60,6 +60,11 @@ export async function checkCalls(client) {
   assert.equal(missing.isError, true);
   assert.match(text(missing), /404/);
 
+  // A value cannot change the path: "../../admin" stays one encoded segment.
+  const traversal = await client.callTool({ name: 'get_workflow_by_id', arguments: { workflow_id: '../../admin' } });
+  assert.equal(traversal.isError, true);
+  assert.match(text(traversal), /404 Not Found.*\.\.\/\.\.\/admin/);
+
   const invalid = await client.callTool({ name: 'create_process', arguments: { workflow_name: 'create_node' } });
   assert.equal(invalid.isError, true, 'a schema violation is an error result');
   assert.match(text(invalid), /customer_id/, 'it names the field');

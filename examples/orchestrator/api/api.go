@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -96,6 +97,10 @@ func (a *API) newMux() *mux.Router {
 		writeJSON(w, http.StatusMethodNotAllowed, detail{"method not allowed"})
 	})
 	r := mux.NewRouter()
+	// Match on the escaped path, so that a value with an encoded "/" or ".."
+	// (say, an ID of "../../admin") stays one path segment: it is a missing
+	// record, not a path to clean and redirect to.
+	r.UseEncodedPath()
 	r.NotFoundHandler, r.MethodNotAllowedHandler = notFound, methodNotAllowed
 
 	r.HandleFunc("/openapi.json", serveOpenAPI).Methods(http.MethodGet)
@@ -216,4 +221,14 @@ func writeBody(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(append(body, '\n'))
+}
+
+// pathVar returns the route variable name, unescaped (the router matches the
+// escaped path).
+func pathVar(r *http.Request, name string) string {
+	v := mux.Vars(r)[name]
+	if u, err := url.PathUnescape(v); err == nil {
+		return u
+	}
+	return v
 }

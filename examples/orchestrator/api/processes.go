@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/gorilla/mux"
 )
 
 // maxNote is the longest note a process keeps (maxLength in the document).
@@ -80,7 +78,7 @@ func (a *API) createProcess(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, detail{fmt.Sprintf("note is over %d characters", maxNote)})
 		return
 	}
-	name := mux.Vars(r)["workflow_name"]
+	name := pathVar(r, "workflow_name")
 	a.locked(w, func() (int, any) {
 		if !slices.ContainsFunc(a.workflows, func(wf *Workflow) bool { return wf.Name == name }) {
 			return failf(http.StatusNotFound, "workflow %q not found", name)
@@ -113,7 +111,7 @@ func (a *API) process(id string) (int, *Process) {
 }
 
 func (a *API) getProcess(w http.ResponseWriter, r *http.Request) {
-	id := mux.Vars(r)["process_id"]
+	id := pathVar(r, "process_id")
 	a.locked(w, func() (int, any) {
 		if _, p := a.process(id); p != nil {
 			return http.StatusOK, p
@@ -123,7 +121,7 @@ func (a *API) getProcess(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) deleteProcess(w http.ResponseWriter, r *http.Request) {
-	id := mux.Vars(r)["process_id"]
+	id := pathVar(r, "process_id")
 	a.locked(w, func() (int, any) {
 		i, p := a.process(id)
 		if p == nil {
@@ -142,7 +140,7 @@ func (a *API) resumeProcess(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, detail{err.Error()})
 		return
 	}
-	id := mux.Vars(r)["process_id"]
+	id := pathVar(r, "process_id")
 	a.locked(w, func() (int, any) {
 		_, p := a.process(id)
 		switch {
@@ -160,7 +158,7 @@ func (a *API) resumeProcess(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) abortProcess(w http.ResponseWriter, r *http.Request) {
-	id := mux.Vars(r)["process_id"]
+	id := pathVar(r, "process_id")
 	a.locked(w, func() (int, any) {
 		_, p := a.process(id)
 		switch {

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-
-	"github.com/gorilla/mux"
 )
 
 func (a *API) listProducts(w http.ResponseWriter, _ *http.Request) {
@@ -14,7 +12,7 @@ func (a *API) listProducts(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (a *API) getProduct(w http.ResponseWriter, r *http.Request) {
-	id := mux.Vars(r)["product_id"]
+	id := pathVar(r, "product_id")
 	a.locked(w, func() (int, any) {
 		if p := a.product(id); p != nil {
 			return http.StatusOK, p
@@ -68,7 +66,7 @@ func (a *API) subscription(id string) *Subscription {
 }
 
 func (a *API) getSubscription(w http.ResponseWriter, r *http.Request) {
-	id := mux.Vars(r)["subscription_id"]
+	id := pathVar(r, "subscription_id")
 	a.locked(w, func() (int, any) {
 		if s := a.subscription(id); s != nil {
 			return http.StatusOK, s
@@ -78,7 +76,7 @@ func (a *API) getSubscription(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) getDomainModel(w http.ResponseWriter, r *http.Request) {
-	id := mux.Vars(r)["subscription_id"]
+	id := pathVar(r, "subscription_id")
 	a.locked(w, func() (int, any) {
 		s := a.subscription(id)
 		if s == nil {

@@ -2,8 +2,6 @@ package api
 
 import (
 	"net/http"
-
-	"github.com/gorilla/mux"
 )
 
 func (a *API) listWorkflows(w http.ResponseWriter, _ *http.Request) {
@@ -11,7 +9,7 @@ func (a *API) listWorkflows(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (a *API) getWorkflow(w http.ResponseWriter, r *http.Request) {
-	id := mux.Vars(r)["workflow_id"]
+	id := pathVar(r, "workflow_id")
 	a.locked(w, func() (int, any) {
 		for _, wf := range a.workflows {
 			if wf.WorkflowID == id {
