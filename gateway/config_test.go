@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -96,5 +97,22 @@ func TestApplyOverrides(t *testing.T) {
 	two := &Config{Upstreams: []Upstream{{OpenAPI: "a"}, {OpenAPI: "b"}}}
 	if err := two.Apply(Overrides{OpenAPI: "c"}); err == nil {
 		t.Error("--openapi with two upstreams: want error")
+	}
+}
+
+// TestExampleConfigs keeps configs/ in step with the config format.
+func TestExampleConfigs(t *testing.T) {
+	files, _ := filepath.Glob("../configs/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no example configs")
+	}
+	for _, f := range files {
+		cfg, err := LoadConfig(f)
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
 	}
 }
