@@ -12,6 +12,7 @@ package tagging
 
 import (
 	"fmt"
+	"iter"
 	"net/http"
 	"slices"
 
@@ -51,26 +52,37 @@ func Select(doc *openapi3.T, opts *Options) []Operation {
 	if len(gates) == 0 {
 		gates = []string{DefaultExposeTag}
 	}
-	if doc == nil || doc.Paths == nil {
-		return nil
-	}
 	var out []Operation
-	paths := doc.Paths.Keys()
-	slices.Sort(paths)
-	for _, path := range paths {
-		item := doc.Paths.Value(path)
-		if item == nil {
-			continue
-		}
-		for _, m := range methods {
-			op := item.GetOperation(m)
-			if op == nil || !exposed(op, gates, o.All) {
-				continue
-			}
-			out = append(out, Operation{Method: m, Path: path, PathItem: item, Operation: op})
+	for op := range operations(doc) {
+		if exposed(op.Operation, gates, o.All) {
+			out = append(out, op)
 		}
 	}
 	return out
+}
+
+// operations yields every operation of doc, ordered by path then method.
+func operations(doc *openapi3.T) iter.Seq[Operation] {
+	return func(yield func(Operation) bool) {
+		if doc == nil || doc.Paths == nil {
+			return
+		}
+		paths := doc.Paths.Keys()
+		slices.Sort(paths)
+		for _, path := range paths {
+			item := doc.Paths.Value(path)
+			if item == nil {
+				continue
+			}
+			for _, m := range methods {
+				if op := item.GetOperation(m); op != nil {
+					if !yield(Operation{Method: m, Path: path, PathItem: item, Operation: op}) {
+						return
+					}
+				}
+			}
+		}
+	}
 }
 
 // methods in the order kin-openapi's PathItem.Operations documents them.
@@ -103,31 +115,17 @@ func exposed(op *openapi3.Operation, gates []string, all bool) bool {
 // "false" exposes nothing by itself: it is not read at all) and x-mcp-name a
 // non-empty string. Each problem names the operation.
 func Problems(doc *openapi3.T) []string {
-	if doc == nil || doc.Paths == nil {
-		return nil
-	}
 	var out []string
-	paths := doc.Paths.Keys()
-	slices.Sort(paths)
-	for _, path := range paths {
-		item := doc.Paths.Value(path)
-		if item == nil {
-			continue
+	for op := range operations(doc) {
+		where := op.Method + " " + op.Path
+		if v, ok := op.Operation.Extensions["x-mcp-exposed"]; ok {
+			if _, isBool := v.(bool); !isBool {
+				out = append(out, fmt.Sprintf("%s: x-mcp-exposed is %T %v, not a boolean: ignored", where, v, v))
+			}
 		}
-		for _, m := range methods {
-			op := item.GetOperation(m)
-			if op == nil {
-				continue
-			}
-			if v, ok := op.Extensions["x-mcp-exposed"]; ok {
-				if _, isBool := v.(bool); !isBool {
-					out = append(out, fmt.Sprintf("%s %s: x-mcp-exposed is %T %v, not a boolean: ignored", m, path, v, v))
-				}
-			}
-			if v, ok := op.Extensions["x-mcp-name"]; ok {
-				if s, isString := v.(string); !isString || s == "" {
-					out = append(out, fmt.Sprintf("%s %s: x-mcp-name is not a non-empty string: ignored", m, path))
-				}
+		if v, ok := op.Operation.Extensions["x-mcp-name"]; ok {
+			if s, isString := v.(string); !isString || s == "" {
+				out = append(out, where+": x-mcp-name is not a non-empty string: ignored")
 			}
 		}
 	}
