@@ -1,0 +1,133 @@
+package upstream
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"unicode/utf8"
+)
+
+// degradeSteps are the ways an input schema is cut to fit its budget, mildest
+// first.
+var degradeSteps = []struct {
+	refDepth  int // as schemaConverter.maxRefDepth
+	descLimit int // as trimDescriptions' limit; 0: keep them whole
+	what      string
+	last      bool
+}{
+	{refDepth: 4, what: "cut to 4 levels of nested components"},
+	{refDepth: 3, what: "cut to 3 levels of nested components"},
+	{refDepth: 2, what: "cut to 2 levels of nested components"},
+	{refDepth: 1, what: "cut to 1 level of nested components"},
+	{refDepth: -1, what: "cut to its top-level arguments"},
+	{refDepth: -1, descLimit: 100, what: "cut to its top-level arguments, with short descriptions"},
+	{refDepth: -1, descLimit: -1, what: "cut to its top-level arguments, without descriptions", last: true},
+}
+
+// trimDescriptions shortens every description in a schema to its first
+// sentence within limit bytes, or drops them all when limit is negative.
+func trimDescriptions(s any, limit int) {
+	switch v := s.(type) {
+	case map[string]any:
+		if d, ok := v["description"].(string); ok {
+			if limit < 0 {
+				delete(v, "description")
+			} else {
+				v["description"] = shorten(d, limit)
+			}
+		}
+		for _, x := range v {
+			trimDescriptions(x, limit)
+		}
+	case []any:
+		for _, x := range v {
+			trimDescriptions(x, limit)
+		}
+	}
+}
+
+// shorten returns the first sentence of s, cut to at most limit bytes on a
+// word boundary.
+func shorten(s string, limit int) string {
+	if i := strings.Index(s, ". "); i >= 0 {
+		s = s[:i+1]
+	}
+	if len(s) <= limit {
+		return s
+	}
+	cut := s[:limit]
+	if i := strings.LastIndexByte(cut, ' '); i > limit/2 {
+		cut = cut[:i]
+	}
+	for !utf8.ValidString(cut) {
+		cut = cut[:len(cut)-1]
+	}
+	return cut + "…"
+}
+
+func jsonSize(s jsonSchema) int {
+	return jsonSizeUpTo(s, math.MaxInt)
+}
+
+// jsonSizeUpTo returns the size of s as JSON (as encoding/json writes it), or
+// a number over limit as soon as it passes limit: Stripe's output schemas run
+// to half a MiB, and need not be measured whole to be refused.
+func jsonSizeUpTo(s jsonSchema, limit int) int {
+	if s == nil {
+		return 0
+	}
+	return sizeOf(s, 0, limit)
+}
+
+// sizeOf adds the JSON size of v to n, stopping once n passes limit.
+func sizeOf(v any, n, limit int) int {
+	if n > limit {
+		return n
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		n += 2 + max(len(x)-1, 0) // braces, commas
+		for k, e := range x {
+			n = sizeOf(e, n+stringSize(k)+1, limit)
+			if n > limit {
+				return n
+			}
+		}
+		return n
+	case []any:
+		n += 2 + max(len(x)-1, 0)
+		for _, e := range x {
+			if n = sizeOf(e, n, limit); n > limit {
+				return n
+			}
+		}
+		return n
+	case string:
+		return n + stringSize(x)
+	case nil:
+		return n + 4
+	case bool:
+		if x {
+			return n + 4
+		}
+		return n + 5
+	default:
+		raw, _ := json.Marshal(x)
+		return n + len(raw)
+	}
+}
+
+// stringSize is the size of s as a JSON string, with encoding/json's escapes
+// (HTML characters included).
+func stringSize(s string) int {
+	n := 2 + len(s)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+			n++
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			n += 5
+		}
+	}
+	return n
+}

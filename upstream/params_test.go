@@ -1,0 +1,116 @@
+package upstream
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestEncodings sends each encoding case through a Client to a recording
+// upstream and checks the raw request URI, Content-Type and body.
+func TestEncodings(t *testing.T) {
+	doc := loadTestDoc(t, "encodings.yaml")
+	rec := &recorder{}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	client, err := NewRemote(srv.URL+"/base/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, op, args    string
+		wantURI, wantType string
+		wantBody          string // exact, unless wantBodyHas is set
+		wantBodyHas       []string
+	}{
+		{name: "path segment escaping", op: "getItem", args: `{"id__path":"a/../b c"}`,
+			wantURI: "/base/items/a%2F..%2Fb%20c"},
+		{name: "dot-dot path value", op: "getItem", args: `{"id__path":".."}`,
+			wantURI: "/base/items/%2E%2E"},
+		{name: "same name in path and query", op: "getItem", args: `{"id__path":"7","id__query":"q"}`,
+			wantURI: "/base/items/7?id=q"},
+		{name: "form explode array", op: "getItem", args: `{"id__path":"1","tags":["a","b c"]}`,
+			wantURI: "/base/items/1?tags=a&tags=b+c"},
+		{name: "form no explode", op: "getItem", args: `{"id__path":"1","csv":[1,2,3]}`,
+			wantURI: "/base/items/1?csv=1%2C2%2C3"},
+		{name: "spaceDelimited", op: "getItem", args: `{"id__path":"1","spaced":["a","b"]}`,
+			wantURI: "/base/items/1?spaced=a+b"},
+		{name: "pipeDelimited", op: "getItem", args: `{"id__path":"1","piped":["a","b"]}`,
+			wantURI: "/base/items/1?piped=a%7Cb"},
+		{name: "deepObject", op: "getItem", args: `{"id__path":"1","filter":{"status":"open","created":{"gte":5}}}`,
+			wantURI: "/base/items/1?filter%5Bcreated%5D%5Bgte%5D=5&filter%5Bstatus%5D=open"},
+		{name: "form explode object", op: "getItem", args: `{"id__path":"1","point":{"x":1,"y":2}}`,
+			wantURI: "/base/items/1?x=1&y=2"},
+		{name: "big integer kept exact", op: "getItem", args: `{"id__path":"1","limit":100}`,
+			wantURI: "/base/items/1?limit=100"},
+		{name: "json body", op: "putItem", args: `{"id":"9","name":"n","size":null}`,
+			wantURI: "/base/items/9", wantType: "application/json", wantBody: `{"name":"n","size":null}`},
+		{name: "form body", op: "postForm", args: `{"name":"a b","tags":["x","y"],"meta":{"k":"v"}}`,
+			wantURI: "/base/forms", wantType: "application/x-www-form-urlencoded",
+			wantBody: "meta%5Bk%5D=v&name=a+b&tags=x&tags=y"},
+		{name: "multipart body", op: "upload", args: `{"title":"t","file":"iVBORw=="}`,
+			wantURI: "/base/upload", wantType: "multipart/form-data; boundary=",
+			wantBodyHas: []string{`name="title"`, "\r\n\r\nt\r\n", `name="file"; filename="file"`, "Content-Type: image/png"}},
+		{name: "text body", op: "postNote", args: `{"body":"hello\nworld"}`,
+			wantURI: "/base/notes", wantType: "text/plain", wantBody: "hello\nworld"},
+		{name: "octet-stream body", op: "postBlob", args: `{"body":"AAEC"}`,
+			wantURI: "/base/blobs", wantType: "application/octet-stream", wantBody: "\x00\x01\x02"},
+		{name: "vendor json body", op: "postVendor", args: `{"body":[1,2]}`,
+			wantURI: "/base/vendor", wantType: "application/vnd.api+json", wantBody: "[1,2]"},
+		{name: "GET sends no body", op: "listThings", args: `{}`, wantURI: "/base/lists"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := bindOp(t, doc, tt.op)
+			res, err := client.Call(context.Background(), b, args(t, tt.args), Credentials{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.IsError {
+				t.Fatalf("IsError: %v", res.Content[0].(*mcp.TextContent).Text)
+			}
+			got := rec.last(t)
+			if got.RequestURI != tt.wantURI {
+				t.Errorf("RequestURI = %q, want %q", got.RequestURI, tt.wantURI)
+			}
+			if !strings.HasPrefix(got.ContentType, tt.wantType) || (tt.wantType == "" && got.ContentType != "") {
+				t.Errorf("Content-Type = %q, want %q", got.ContentType, tt.wantType)
+			}
+			if tt.wantBodyHas != nil {
+				for _, s := range tt.wantBodyHas {
+					if !strings.Contains(got.Body, s) {
+						t.Errorf("body %q lacks %q", got.Body, s)
+					}
+				}
+			} else if got.Body != tt.wantBody {
+				t.Errorf("body = %q, want %q", got.Body, tt.wantBody)
+			}
+		})
+	}
+}
+
+func TestHeaderAndCookie(t *testing.T) {
+	doc := loadTestDoc(t, "encodings.yaml")
+	rec := &recorder{}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	client, _ := NewRemote(srv.URL, nil)
+	b := bindOp(t, doc, "getItem")
+	res, _ := client.Call(context.Background(), b, args(t, `{"id__path":"1","X-Request-Tag":"t1","session":"s 1"}`), Credentials{BearerToken: "tok"})
+	if res.IsError {
+		t.Fatal(res.Content[0].(*mcp.TextContent).Text)
+	}
+	got := rec.last(t)
+	if v := got.Header.Get("X-Request-Tag"); v != "t1" {
+		t.Errorf("X-Request-Tag = %q", v)
+	}
+	if v := got.Header.Get("Cookie"); v != "session=s+1" {
+		t.Errorf("Cookie = %q", v)
+	}
+	if v := got.Header.Get("Authorization"); v != "Bearer tok" {
+		t.Errorf("Authorization = %q", v)
+	}
+}

@@ -1,0 +1,119 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// Compile compiles the input schema for Validate, once; later calls return
+// the first outcome. Bind leaves it to the caller, because a catalog binds a
+// tool again when it must shrink, and only the final binding is worth
+// compiling. Validate compiles on first use if Compile was not called.
+func (b *Binding) Compile() error {
+	b.compileOnce.Do(func() {
+		raw, err := json.Marshal(b.InputSchema)
+		if err == nil {
+			b.validator, err = compileSchema(raw)
+		}
+		if err != nil {
+			b.compileErr = fmt.Errorf("input schema does not compile: %v", err)
+		}
+	})
+	return b.compileErr
+}
+
+// compileSchema compiles a JSON Schema 2020-12 document. Nothing outside the
+// document is ever loaded.
+func compileSchema(raw []byte) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(jsonschema.SchemeURLLoader{}) // no file or network loads
+	const loc = "mcpgate:///tool.json"
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(loc)
+}
+
+// ArgumentError reports tool arguments that do not fit the tool's input schema.
+// Its message names each field and the rule it broke, so that a model can
+// correct the call.
+type ArgumentError struct {
+	Problems []string
+}
+
+func (e *ArgumentError) Error() string {
+	return "invalid arguments: " + strings.Join(e.Problems, "; ")
+}
+
+var printer = message.NewPrinter(language.English)
+
+// Validate checks decoded arguments against the input schema.
+func (b *Binding) Validate(args map[string]any) error {
+	if args == nil {
+		args = map[string]any{}
+	}
+	if err := b.Compile(); err != nil {
+		return &ArgumentError{Problems: []string{err.Error()}}
+	}
+	err := b.validator.Validate(any(args))
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return &ArgumentError{Problems: []string{err.Error()}}
+	}
+	var problems []string
+	var walk func(*jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			loc := "/" + strings.Join(e.InstanceLocation, "/")
+			if len(e.InstanceLocation) > 0 {
+				loc = e.InstanceLocation[0]
+				for _, p := range e.InstanceLocation[1:] {
+					loc += "." + p
+				}
+			} else {
+				loc = "(arguments)"
+			}
+			problems = append(problems, fmt.Sprintf("%s: %s", loc, e.ErrorKind.LocalizedString(printer)))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	if len(problems) > 10 {
+		problems = append(problems[:10], fmt.Sprintf("and %d more", len(problems)-10))
+	}
+	return &ArgumentError{Problems: problems}
+}
+
+// DecodeArguments decodes raw tool arguments, keeping numbers exact.
+func DecodeArguments(raw json.RawMessage) (map[string]any, error) {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return map[string]any{}, nil
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, &ArgumentError{Problems: []string{"arguments are not valid JSON: " + err.Error()}}
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, &ArgumentError{Problems: []string{"arguments must be a JSON object"}}
+	}
+	return m, nil
+}

@@ -1,0 +1,68 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestRejectedBeforeUpstream checks that arguments that break the schema, or
+// would smuggle a header, never reach the upstream, and that the error names
+// the field.
+func TestRejectedBeforeUpstream(t *testing.T) {
+	doc := loadTestDoc(t, "encodings.yaml")
+	rec := &recorder{}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	client, _ := NewRemote(srv.URL, nil)
+	tests := []struct {
+		name, op, args, wantInMsg string
+	}{
+		{"missing path param", "getItem", `{}`, "id__path"},
+		{"wrong type", "getItem", `{"id__path":"1","limit":"ten"}`, "limit"},
+		{"out of range", "getItem", `{"id__path":"1","limit":1000}`, "limit"},
+		{"CRLF in header", "getItem", `{"id__path":"1","X-Request-Tag":"a\r\nX-Evil: 1"}`, "X-Request-Tag"},
+		{"semicolon in cookie", "getItem", `{"id__path":"1","session":"a; admin=1"}`, "session"},
+		{"missing body field", "putItem", `{"id":"1"}`, "name"},
+		{"nested rule", "putItem", `{"id":"1","name":"x","children":[{"name":""}]}`, "children"},
+		{"not base64", "postBlob", `{"body":"%%%"}`, "body"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := rec.count()
+			res, err := client.Call(context.Background(), bindOp(t, doc, tt.op), args(t, tt.args), Credentials{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.IsError {
+				t.Fatal("want IsError")
+			}
+			msg := res.Content[0].(*mcp.TextContent).Text
+			t.Log(msg)
+			if !strings.Contains(msg, tt.wantInMsg) {
+				t.Errorf("message %q does not name %q", msg, tt.wantInMsg)
+			}
+			if rec.count() != before {
+				t.Errorf("a request reached the upstream")
+			}
+		})
+	}
+}
+
+func TestDecodeArguments(t *testing.T) {
+	for _, in := range []string{`[1]`, `"x"`, `{`, `{"a":1}x`} {
+		if _, err := DecodeArguments(json.RawMessage(in)); err == nil {
+			t.Errorf("DecodeArguments(%s): want error", in)
+		}
+	}
+	for _, in := range []string{``, `null`, ` {} `} {
+		m, err := DecodeArguments(json.RawMessage(in))
+		if err != nil || m == nil {
+			t.Errorf("DecodeArguments(%q) = %v, %v", in, m, err)
+		}
+	}
+}
