@@ -16,9 +16,11 @@ type Report struct {
 	Drift    *Drift      `json:"drift,omitempty"`
 }
 
-// NewReport lints tools and, with a lock, compares them against it.
-func NewReport(tools []ToolFacts, lock *Lock) *Report {
-	r := &Report{Tools: tools, Findings: Lint(tools)}
+// NewReport lints tools and, with a lock, compares them against it. skipped
+// are findings about selected operations that are not tools (see
+// SkippedFinding); they come first.
+func NewReport(tools []ToolFacts, lock *Lock, skipped ...Finding) *Report {
+	r := &Report{Tools: tools, Findings: append(skipped, Lint(tools)...)}
 	if r.Findings == nil {
 		r.Findings = []Finding{}
 	}

@@ -41,6 +41,10 @@ type ToolFacts struct {
 	Source   string `json:"source"`
 	Location string `json:"location"`
 	Line     int    `json:"line,omitempty"`
+	// RefusedHeaders are header parameters the operation declares that no
+	// argument may set (hop-by-hop, credentials, forwarding, method
+	// overrides): the tool does not take them.
+	RefusedHeaders []string `json:"refusedHeaders,omitempty"`
 }
 
 // Severity of a finding, as SARIF spells levels.
@@ -72,7 +76,7 @@ type Rule struct {
 	Name        string                    `json:"name"`
 	Description string                    `json:"description"`
 	Severity    Severity                  `json:"severity"`
-	check       func(t *ToolFacts) string // the finding's message, or ""
+	check       func(t *ToolFacts) string // the finding's message, or ""; nil for catalog-level rules
 }
 
 // A Finding is a rule that fired on a tool.
@@ -167,6 +171,27 @@ var LintRules = []Rule{
 			}
 			return ""
 		}},
+	{ID: "MCPG010", Name: "forbidden-header-parameter", Severity: SeverityWarning,
+		Description: "The operation declares header parameters that a model must never set (hop-by-hop, Cookie, Host, Proxy-Authorization, X-Forwarded-*, Forwarded, method overrides); the tool does not take them.",
+		check: func(t *ToolFacts) string {
+			if len(t.RefusedHeaders) > 0 {
+				return fmt.Sprintf("header parameters %s are not arguments: a model must never set them", strings.Join(t.RefusedHeaders, ", "))
+			}
+			return ""
+		}},
+	{ID: RuleOperationSkipped, Name: "operation-skipped", Severity: SeverityWarning,
+		Description: "A selected operation could not be made a tool and is not served, e.g. its path template has a placeholder no parameter declares."},
+}
+
+// RuleOperationSkipped is the ID of the finding for a selected operation that
+// is not served (see SkippedFinding).
+const RuleOperationSkipped = "MCPG011"
+
+// SkippedFinding is the finding for a selected operation that could not be
+// made a tool: method and path name it, reason says why.
+func SkippedFinding(source, location string, line int, method, path, reason string) Finding {
+	return Finding{Rule: RuleOperationSkipped, Severity: SeverityWarning, Tool: method + " " + path,
+		Message: fmt.Sprintf("%s %s is not served: %s", method, path, reason), Source: source, Location: location, Line: line}
 }
 
 func destructive(t *ToolFacts) bool {
@@ -180,6 +205,9 @@ func Lint(tools []ToolFacts) []Finding {
 	for i := range tools {
 		t := &tools[i]
 		for _, r := range LintRules {
+			if r.check == nil {
+				continue
+			}
 			if msg := r.check(t); msg != "" {
 				out = append(out, Finding{Rule: r.ID, Severity: r.Severity, Tool: t.Name,
 					Message: t.Name + ": " + msg, Source: t.Source, Location: t.Location, Line: t.Line})

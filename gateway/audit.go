@@ -8,7 +8,13 @@ import (
 	"strings"
 
 	"github.com/mcpgate/mcpgate/annotations"
+	"github.com/mcpgate/mcpgate/tagging"
 )
+
+// operationPointer is the JSON pointer of op in its document.
+func operationPointer(op tagging.Operation) string {
+	return "/paths/" + pointerEscape(op.Path) + "/" + strings.ToLower(op.Method)
+}
 
 // Facts describes every tool for the audit: its operation, hints and their
 // provenance, security, a hash of its input schema, and where the operation
@@ -33,7 +39,8 @@ func (c *Catalog) Facts() []annotations.ToolFacts {
 			Security:          []annotations.SecurityRequirement{},
 			InputSchemaSHA256: schemaHash(t.Tool.InputSchema),
 			Source:            t.Source,
-			Location:          "/paths/" + pointerEscape(op.Path) + "/" + strings.ToLower(op.Method),
+			Location:          operationPointer(op),
+			RefusedHeaders:    t.Binding.RefusedHeaders,
 		}
 		if o := op.Operation.Origin; o != nil && o.Key != nil {
 			f.Line = o.Key.Line

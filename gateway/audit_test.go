@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -214,5 +216,57 @@ func TestLock(t *testing.T) {
 	d.WriteText(&buf)
 	if !strings.Contains(buf.String(), "+ health") || !strings.Contains(buf.String(), "~ abort_process: destructiveHint true → false   [CRITICAL") {
 		t.Errorf("diff:\n%s", buf.String())
+	}
+}
+
+// TestAuditCallPathFindings: an operation whose path template has a
+// placeholder no parameter declares is skipped with a warning and an audit
+// finding naming it; header parameters a model must never set are not
+// arguments, and the audit says so.
+func TestAuditCallPathFindings(t *testing.T) {
+	doc := `openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /items/{id}/parts/{part}:
+    get:
+      operationId: get_part
+      tags: [agent-exposed]
+      parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+      responses: {"200": {description: ok}}
+  /items:
+    get:
+      operationId: list_items
+      summary: List items
+      tags: [agent-exposed]
+      parameters:
+        - {name: Cookie, in: header, schema: {type: string}}
+        - {name: X-Forwarded-For, in: header, schema: {type: string}}
+        - {name: X-Trace, in: header, schema: {type: string}}
+      responses: {"200": {description: ok}}
+`
+	cat := catalogOf(t, []byte(doc), "doc.yaml", true)
+	if len(cat.Tools) != 1 || cat.Tools[0].Tool.Name != "list_items" {
+		t.Fatalf("tools: %d, want only list_items", len(cat.Tools))
+	}
+	if !slices.ContainsFunc(cat.Warnings, func(w string) bool { return strings.Contains(w, "{part}, which no path parameter declares") }) {
+		t.Errorf("no warning names {part}: %q", cat.Warnings)
+	}
+	props := cat.Tools[0].Tool.InputSchema.(map[string]any)["properties"].(map[string]any)
+	if _, ok := props["X-Trace"]; !ok || len(props) != 1 {
+		t.Errorf("arguments %v, want only X-Trace", props)
+	}
+	report := annotations.NewReport(cat.Facts(), nil, cat.Skipped...)
+	var got []string
+	for _, f := range report.Findings {
+		if f.Rule == "MCPG010" || f.Rule == annotations.RuleOperationSkipped {
+			got = append(got, fmt.Sprintf("%s line %d: %s", f.Rule, f.Line, f.Message))
+		}
+	}
+	want := []string{
+		`MCPG011 line 5: GET /items/{id}/parts/{part} is not served: path template "/items/{id}/parts/{part}" has {part}, which no path parameter declares`,
+		`MCPG010 line 11: list_items: header parameters Cookie, X-Forwarded-For are not arguments: a model must never set them`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("findings\n got %q\nwant %q", got, want)
 	}
 }

@@ -48,6 +48,9 @@ type Tool struct {
 type Catalog struct {
 	Tools    []*Tool
 	Warnings []string
+	// Skipped are the selected operations that could not be made tools, as
+	// audit findings (each is also a warning).
+	Skipped []annotations.Finding
 	// ServeErr says why the catalog cannot be served — an upstream with no
 	// base URL — or is nil. Listing and auditing do not need to serve.
 	ServeErr error
@@ -105,7 +108,7 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 			if err != nil {
 				// One broken operation must not take the catalog down: skip
 				// it, and say so.
-				cat.Warnings = append(cat.Warnings, fmt.Sprintf("%s: %s %s: skipped: %v", u.Name, op.Method, op.Path, err))
+				cat.skip(u.Name, u.OpenAPI, op, err)
 				continue
 			}
 			t.Client = client
@@ -129,7 +132,7 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 	kept := cat.Tools[:0]
 	for _, t := range cat.Tools {
 		if err := t.Binding.Compile(); err != nil {
-			cat.Warnings = append(cat.Warnings, fmt.Sprintf("%s: %s %s: skipped: %v", t.Upstream, t.Operation.Method, t.Operation.Path, err))
+			cat.skip(t.Upstream, t.Source, t.Operation, err)
 			continue
 		}
 		kept = append(kept, t)
@@ -141,6 +144,17 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 		}
 	}
 	return cat, nil
+}
+
+// skip records that op, selected from upstream's document source, is not
+// served, and why: a start-up warning, and an audit finding.
+func (c *Catalog) skip(upstream, source string, op tagging.Operation, err error) {
+	c.Warnings = append(c.Warnings, fmt.Sprintf("%s: %s %s: skipped: %v", upstream, op.Method, op.Path, err))
+	line := 0
+	if o := op.Operation.Origin; o != nil && o.Key != nil {
+		line = o.Key.Line
+	}
+	c.Skipped = append(c.Skipped, annotations.SkippedFinding(source, operationPointer(op), line, op.Method, op.Path, err.Error()))
 }
 
 // fitBudget keeps the whole tools/list within cfg.MaxCatalogBytes by degrading

@@ -65,8 +65,13 @@ func TestCorpus(t *testing.T) {
 						t.Errorf("%s: %s schema does not compile: %v", n, kind, err)
 					}
 				}
+				// Strict clients (the TS SDK, the Inspector) reject the whole
+				// tools/list when one root schema does not say "type": "object".
 				if tool.Tool.InputSchema.(map[string]any)["type"] != "object" {
-					t.Errorf("%s: input schema is not an object", n)
+					t.Errorf("%s: input schema root is not \"type\": \"object\"", n)
+				}
+				if out, ok := tool.Tool.OutputSchema.(map[string]any); ok && out["type"] != "object" {
+					t.Errorf("%s: output schema root is not \"type\": \"object\" (type %v)", n, out["type"])
 				}
 			}
 			if total > DefaultMaxCatalogBytes {

@@ -40,8 +40,13 @@ type Binding struct {
 	// Renamed maps each argument whose name had to change to what it stands
 	// for in the API (a parameter or body property name).
 	Renamed map[string]string
+	// RefusedHeaders are header parameters the document declares but no
+	// argument may set (hop-by-hop, credentials, forwarding, method
+	// overrides): they are not arguments, and the audit lists them.
+	RefusedHeaders []string
 
 	params      []paramBinding
+	pathParts   []pathPart // the path template, parsed; see buildPath
 	body        *bodyBinding
 	wrapResult  bool  // structured output is {"result": value}
 	maxResponse int64 // BindOptions.MaxResponseBytes
@@ -76,7 +81,8 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 	}
 	b := &Binding{Method: strings.ToUpper(method), Path: path, maxResponse: o.MaxResponseBytes}
 
-	params := mergeParams(item, op)
+	params, refused := mergeParams(item, op)
+	b.RefusedHeaders = refused
 	body, bodySchema := pickBody(op)
 	if body != nil && (body.mediaType == "*/*" || body.mediaType == "application/*") {
 		// A wildcard says nothing of the encoding. kin-openapi's Swagger 2.0
@@ -165,6 +171,12 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 		}
 		b.body = body
 	}
+
+	parts, err := parsePathTemplate(path, b.params)
+	if err != nil {
+		return nil, err
+	}
+	b.pathParts = parts
 
 	if len(b.Renamed) > 0 {
 		var pairs []string
@@ -290,10 +302,7 @@ func outputSchema(op *openapi3.Operation, maxRefDepth int) (schema jsonSchema, w
 	}
 	doc := jsonSchema{"type": "object", "properties": jsonSchema{"result": out}, "required": []any{"result"}}
 	if isObject {
-		doc = out
-		if _, isRef := out["$ref"]; isRef {
-			doc = jsonSchema{"allOf": []any{out}, "type": "object"}
-		}
+		doc = objectRoot(out)
 	}
 	// Clients check structuredContent against the outputSchema and fail the
 	// call on a mismatch (the TypeScript SDK does). APIs routinely leave out
@@ -304,6 +313,26 @@ func outputSchema(op *openapi3.Operation, maxRefDepth int) (schema jsonSchema, w
 		loosen(d)
 	}
 	return conv.document(doc), !isObject
+}
+
+// objectRoot returns s as the root of an advertised schema, which must say
+// "type": "object" itself: the TypeScript SDK client and the Inspector
+// reject the whole tools/list otherwise, whatever an allOf or $ref below
+// would imply (GitHub's catalog has top-level allOf responses). A schema with
+// neither a type nor a $ref of its own gets "object" beside what it says; one
+// that is a $ref, or whose type is a list (["object", "null"]), is wrapped in
+// an allOf, so its meaning is kept and the root is still an object.
+func objectRoot(s jsonSchema) jsonSchema {
+	if s["type"] == "object" {
+		return s
+	}
+	_, hasType := s["type"]
+	_, hasRef := s["$ref"]
+	if !hasType && !hasRef {
+		s["type"] = "object"
+		return s
+	}
+	return jsonSchema{"type": "object", "allOf": []any{s}}
 }
 
 // loosen removes "required" and "additionalProperties": false throughout a

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
 )
 
 // FuzzRequest feeds arbitrary arguments to the request builder. Whatever the
@@ -73,4 +75,164 @@ func FuzzRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzPathTemplate varies the path template as well as the values: non-ASCII
+// and reserved literals, spaces, placeholders glued to literals ({a}.{b}),
+// every path style. Whatever Bind accepts, the path sent must, after RFC 3986
+// normalisation (unreserved %XX decoded, dot segments removed, §6.2.2 and
+// §5.2.4), be unchanged, keep the template's literal prefix and have the
+// template's segment count: no argument value can move a request elsewhere.
+func FuzzPathTemplate(f *testing.F) {
+	for _, seed := range []struct {
+		template string
+		style    uint8
+		v1, v2   string
+	}{
+		{"/café/{path}", 0, "../../admin", ""},
+		{"/with space/{id}/tail", 0, "..", ""},
+		{"/files/{a}.{b}", 1, ".", "."},
+		{"/{a}{b}", 2, ".", "."},
+		{"/x/{a}", 3, "%2e%2E", ""},
+		{"/reserved/a:b@c!$&'()*+,;=/{id}", 4, "..;/x", ""},
+		{"/q?x=1#f/{a}", 5, "a/b", ""},
+		{"/%2e%2e/{a}", 0, "b", ""},
+		{"/{a}/{b}/{a}", 0, "..", "."},
+	} {
+		f.Add(seed.template, seed.style, seed.v1, seed.v2)
+	}
+	base, _ := url.Parse("http://upstream.test/base")
+	styles := []string{"simple", "label", "matrix"}
+	f.Fuzz(func(t *testing.T, template string, style uint8, v1, v2 string) {
+		if !strings.HasPrefix(template, "/") {
+			return
+		}
+		op := &openapi3.Operation{Responses: openapi3.NewResponses()}
+		names := map[string]bool{}
+		rest := template
+		for {
+			i := strings.IndexByte(rest, '{')
+			j := strings.IndexByte(rest, '}')
+			if i < 0 || j < i {
+				break
+			}
+			name := rest[i+1 : j]
+			rest = rest[j+1:]
+			if names[name] {
+				continue
+			}
+			names[name] = true
+			explode := style&8 != 0
+			op.Parameters = append(op.Parameters, &openapi3.ParameterRef{Value: &openapi3.Parameter{
+				Name: name, In: openapi3.ParameterInPath, Required: true,
+				Style: styles[int(style)%len(styles)], Explode: &explode,
+				Schema: &openapi3.SchemaRef{Value: &openapi3.Schema{}},
+			}})
+			style >>= 1
+		}
+		b, err := Bind("GET", template, nil, op, nil)
+		if err != nil {
+			return
+		}
+		args := map[string]any{}
+		i := 0
+		for _, p := range b.params {
+			switch i++; i {
+			case 1:
+				args[p.arg] = v1
+			case 2:
+				args[p.arg] = v2
+			default:
+				args[p.arg] = []any{v1, v2}
+			}
+		}
+		req, err := b.Request(context.Background(), base, args)
+		if err != nil {
+			return
+		}
+		if req.URL.Host != "upstream.test" || req.URL.Scheme != "http" {
+			t.Fatalf("request left the upstream: %s", req.URL)
+		}
+		sent := req.URL.EscapedPath()
+		if req.URL.RequestURI() != sent {
+			t.Fatalf("request URI %q is not the path %q", req.URL.RequestURI(), sent)
+		}
+		prefix := "/base" + escapeLiteral(template[:strings.IndexByte(template+"{", '{')])
+		if !strings.HasPrefix(sent, prefix) {
+			t.Fatalf("path %q lost the template's literal prefix %q", sent, prefix)
+		}
+		norm := removeDotSegments(decodeUnreserved(sent))
+		if norm != decodeUnreserved(sent) {
+			t.Fatalf("path %q normalises to %q", sent, norm)
+		}
+		if got, want := strings.Count(norm, "/"), strings.Count("/base"+literals(template), "/"); got != want {
+			t.Fatalf("path %q has %d segments, template %q has %d", sent, got, template, want)
+		}
+	})
+}
+
+// literals returns template without its {placeholders}.
+func literals(template string) string {
+	var sb strings.Builder
+	for {
+		i := strings.IndexByte(template, '{')
+		if i < 0 {
+			return sb.String() + template
+		}
+		sb.WriteString(template[:i])
+		j := strings.IndexByte(template[i:], '}')
+		if j < 0 {
+			return sb.String()
+		}
+		template = template[i+j+1:]
+	}
+}
+
+// decodeUnreserved decodes the %XX escapes of unreserved characters, as
+// RFC 3986 §6.2.2.2 normalisation (and nginx, Envoy) does.
+func decodeUnreserved(p string) string {
+	var sb strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '%' && i+2 < len(p) && isHex(p[i+1]) && isHex(p[i+2]) {
+			c := unhex(p[i+1])<<4 | unhex(p[i+2])
+			if isUnreserved(c) {
+				sb.WriteByte(c)
+				i += 2
+				continue
+			}
+		}
+		sb.WriteByte(p[i])
+	}
+	return sb.String()
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+// removeDotSegments is RFC 3986 §5.2.4.
+func removeDotSegments(in string) string {
+	var out []string
+	for _, seg := range strings.Split(in, "/") {
+		switch seg {
+		case ".":
+		case "..":
+			if len(out) > 1 {
+				out = out[:len(out)-1]
+			}
+		default:
+			out = append(out, seg)
+		}
+	}
+	res := strings.Join(out, "/")
+	if s := strings.Split(in, "/"); len(s) > 0 && (s[len(s)-1] == "." || s[len(s)-1] == "..") {
+		res += "/"
+	}
+	return res
 }

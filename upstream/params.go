@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -22,9 +21,10 @@ type paramBinding struct {
 
 // mergeParams returns the operation's parameters: the path item's, overridden by
 // the operation's own with the same name and location. Header parameters that
-// OpenAPI says to ignore (Accept, Content-Type, Authorization) are left out.
-func mergeParams(item *openapi3.PathItem, op *openapi3.Operation) []*openapi3.Parameter {
-	var out []*openapi3.Parameter
+// OpenAPI says to ignore (Accept, Content-Type, Authorization) are left out, and
+// so are those a model must never set (see forbiddenHeader): their names come
+// back in refused, for the audit.
+func mergeParams(item *openapi3.PathItem, op *openapi3.Operation) (params []*openapi3.Parameter, refused []string) {
 	idx := map[string]int{}
 	add := func(list openapi3.Parameters) {
 		for _, pr := range list {
@@ -32,26 +32,78 @@ func mergeParams(item *openapi3.PathItem, op *openapi3.Operation) []*openapi3.Pa
 				continue
 			}
 			p := pr.Value
-			if p.In == openapi3.ParameterInHeader {
-				switch http.CanonicalHeaderKey(p.Name) {
-				case "Accept", "Content-Type", "Authorization":
-					continue
-				}
-			}
 			key := p.In + "\x00" + p.Name
+			if p.In == openapi3.ParameterInHeader {
+				key = p.In + "\x00" + http.CanonicalHeaderKey(p.Name)
+			}
 			if i, ok := idx[key]; ok {
-				out[i] = p
+				params[i] = p
 				continue
 			}
-			idx[key] = len(out)
-			out = append(out, p)
+			idx[key] = len(params)
+			params = append(params, p)
 		}
 	}
 	if item != nil {
 		add(item.Parameters)
 	}
 	add(op.Parameters)
-	return out
+	kept := params[:0]
+	for _, p := range params {
+		if p.In == openapi3.ParameterInHeader {
+			switch h := http.CanonicalHeaderKey(p.Name); {
+			case h == "Accept" || h == "Content-Type" || h == "Authorization":
+				continue // OpenAPI 3 §4.8.12.1: ignored
+			case forbiddenHeader(p.Name):
+				refused = append(refused, p.Name)
+				continue
+			}
+		}
+		kept = append(kept, p)
+	}
+	return kept, refused
+}
+
+// forbiddenHeaders are request headers that no tool argument may set, whatever
+// the document declares: hop-by-hop headers (RFC 9110 §7.6.1) and framing,
+// which would let a model smuggle or split requests; credentials and cookies,
+// which belong to the gateway's credential mode; the headers proxies use to
+// tell an upstream who the client is and where it came from; and method
+// overrides, which would turn a read-only tool into a write behind its
+// annotations' back.
+var forbiddenHeaders = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Te": true, "Trailer": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Content-Length": true, "Expect": true, "Host": true,
+	"Content-Encoding": true, "Accept-Encoding": true,
+	"Cookie": true, "Set-Cookie": true, "Proxy-Authorization": true, "Proxy-Authenticate": true,
+	"Forwarded": true, "Via": true, "X-Real-Ip": true, "True-Client-Ip": true, "X-Client-Ip": true,
+	"X-Original-Url": true, "X-Rewrite-Url": true, "Origin": true,
+	"X-Http-Method-Override": true, "X-Http-Method": true, "X-Method-Override": true,
+}
+
+// forbiddenHeader reports whether a header parameter named name must not become
+// a tool argument: a name in forbiddenHeaders, an X-Forwarded-* or Mcp-* header,
+// or a name that is not a valid header field name at all.
+func forbiddenHeader(name string) bool {
+	h := http.CanonicalHeaderKey(name)
+	if forbiddenHeaders[h] || strings.HasPrefix(h, "X-Forwarded-") || strings.HasPrefix(h, "Mcp-") {
+		return true
+	}
+	if name == "" {
+		return true
+	}
+	for i := 0; i < len(name); i++ {
+		if !isTokenChar(name[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// isTokenChar reports whether c may appear in an HTTP field name (RFC 9110
+// §5.6.2 tchar).
+func isTokenChar(c byte) bool {
+	return isUnreserved(c) || strings.IndexByte("!#$%&'*+^`|", c) >= 0
 }
 
 func paramSchema(conv *schemaConverter, p *openapi3.Parameter) jsonSchema {
@@ -77,47 +129,6 @@ func paramSchema(conv *schemaConverter, p *openapi3.Parameter) jsonSchema {
 		s["deprecated"] = true
 	}
 	return s
-}
-
-// pathValue encodes one path parameter value (simple style) as a single path
-// segment. Every reserved character is percent-encoded (RFC 3986 §3.3), and a
-// value of "." or ".." is encoded too, so a value can never change which path
-// the request names.
-func pathValue(p paramBinding, v any) (string, error) {
-	var s string
-	switch p.style {
-	case "label":
-		s = "." + joinValue(v, ".", p.explode)
-	case "matrix":
-		s = ";" + p.name + "=" + joinValue(v, ",", p.explode)
-	default:
-		s = joinValue(v, ",", p.explode)
-	}
-	if s == "" {
-		return "", &ArgumentError{Problems: []string{p.arg + ": path parameter must not be empty"}}
-	}
-	return escapeSegment(s), nil
-}
-
-func escapeSegment(s string) string {
-	if s == "." || s == ".." {
-		return strings.Repeat("%2E", len(s))
-	}
-	var sb strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if isUnreserved(c) || c == ',' || c == ';' || c == '=' || c == ':' || c == '@' {
-			sb.WriteByte(c)
-			continue
-		}
-		fmt.Fprintf(&sb, "%%%02X", c)
-	}
-	return sb.String()
-}
-
-func isUnreserved(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-		c == '-' || c == '.' || c == '_' || c == '~'
 }
 
 // queryPairs serializes one query parameter by its style and explode

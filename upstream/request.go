@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,7 +13,10 @@ import (
 // Request builds the HTTP request for validated arguments, against base (the
 // upstream's base URL; the operation path is appended to its path).
 func (b *Binding) Request(ctx context.Context, base *url.URL, args map[string]any) (*http.Request, error) {
-	path := b.Path
+	path, err := b.buildPath(args)
+	if err != nil {
+		return nil, err
+	}
 	var rawQuery []string // deepObject and delimited forms are written by hand
 	header := http.Header{}
 	var cookies []string
@@ -20,18 +24,9 @@ func (b *Binding) Request(ctx context.Context, base *url.URL, args map[string]an
 	for _, p := range b.params {
 		v, ok := args[p.arg]
 		if !ok || v == nil {
-			if p.in == openapi3.ParameterInPath {
-				return nil, &ArgumentError{Problems: []string{p.arg + ": missing required path parameter"}}
-			}
 			continue
 		}
 		switch p.in {
-		case openapi3.ParameterInPath:
-			seg, err := pathValue(p, v)
-			if err != nil {
-				return nil, err
-			}
-			path = strings.ReplaceAll(path, "{"+p.name+"}", seg)
 		case openapi3.ParameterInQuery:
 			rawQuery = append(rawQuery, queryPairs(p, v)...)
 		case openapi3.ParameterInHeader:
@@ -48,11 +43,19 @@ func (b *Binding) Request(ctx context.Context, base *url.URL, args map[string]an
 			cookies = append(cookies, p.name+"="+url.QueryEscape(s))
 		}
 	}
-	u := *base
-	u.RawPath = strings.TrimSuffix(base.EscapedPath(), "/") + path
-	u.Path, _ = url.PathUnescape(u.RawPath)
-	u.RawQuery = strings.Join(rawQuery, "&")
-	u.Fragment = ""
+	escaped := strings.TrimSuffix(base.EscapedPath(), "/") + path
+	u := url.URL{Scheme: base.Scheme, Host: base.Host, RawQuery: strings.Join(rawQuery, "&")}
+	u.Path, err = url.PathUnescape(escaped)
+	if err != nil {
+		return nil, fmt.Errorf("upstream: built an invalid path %q: %v", escaped, err)
+	}
+	u.RawPath = escaped
+	if u.EscapedPath() != escaped {
+		// Cannot happen: every part of the path is escaped by construction.
+		// Checked anyway, because this is what keeps a caller's token on the
+		// path the operation names.
+		return nil, fmt.Errorf("upstream: path %q would be sent as %q", escaped, u.EscapedPath())
+	}
 
 	body, ctype, err := b.encodeBody(args)
 	if err != nil {
@@ -61,6 +64,9 @@ func (b *Binding) Request(ctx context.Context, base *url.URL, args map[string]an
 	req, err := http.NewRequestWithContext(ctx, b.Method, u.String(), body)
 	if err != nil {
 		return nil, err
+	}
+	if req.URL.EscapedPath() != escaped {
+		return nil, fmt.Errorf("upstream: path %q would be sent as %q", escaped, req.URL.EscapedPath())
 	}
 	for k, v := range header {
 		req.Header[k] = v

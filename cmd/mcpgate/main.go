@@ -400,7 +400,7 @@ func audit(ctx context.Context, args []string) (int, error) {
 			return 0, err
 		}
 	}
-	report := annotations.NewReport(facts, lock)
+	report := annotations.NewReport(facts, lock, cat.Skipped...)
 	if err := report.Write(os.Stdout, *format); err != nil {
 		return 0, err
 	}

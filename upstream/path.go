@@ -1,0 +1,254 @@
+package upstream
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// A pathPart is one piece of an operation's path template, parsed once by
+// [Bind]: literal text, already percent-encoded, or a path parameter.
+//
+// Why parse at all: splicing values into the template text and letting
+// net/url re-encode it is how paths escape. url.URL keeps an escaped RawPath
+// only while it is a valid encoding of Path; a template holding a non-ASCII
+// literal (/café/{x}), a space or an undeclared {placeholder} makes it invalid,
+// url.URL then re-escapes the *decoded* path, and an argument "../../admin"
+// turns back into dot segments. Built from escaped parts, the path is valid
+// by construction, and Request checks that what goes on the wire is exactly
+// what was built.
+type pathPart struct {
+	literal string // percent-encoded template text; used when param < 0
+	param   int    // index into Binding.params, or -1
+}
+
+// parsePathTemplate splits template into literal and parameter parts. Every
+// {name} must be a declared path parameter: an undeclared one cannot be
+// filled in, and is an error naming it. A literal '.' or '..' segment is an
+// error too: no upstream means it as a name.
+func parsePathTemplate(template string, params []paramBinding) ([]pathPart, error) {
+	var parts []pathPart
+	rest := template
+	for rest != "" {
+		open := strings.IndexByte(rest, '{')
+		if close := strings.IndexByte(rest, '}'); close >= 0 && (open < 0 || close < open) {
+			return nil, fmt.Errorf("path template %q has a '}' without its '{'", template)
+		}
+		if open < 0 {
+			parts = append(parts, pathPart{literal: escapeLiteral(rest), param: -1})
+			break
+		}
+		if open > 0 {
+			parts = append(parts, pathPart{literal: escapeLiteral(rest[:open]), param: -1})
+		}
+		end := strings.IndexByte(rest[open:], '}')
+		if end < 0 {
+			return nil, fmt.Errorf("path template %q has a '{' without its '}'", template)
+		}
+		name := rest[open+1 : open+end]
+		idx := -1
+		for i, p := range params {
+			if p.in == openapi3.ParameterInPath && p.name == name {
+				idx = i
+				break
+			}
+		}
+		if idx < 0 {
+			return nil, fmt.Errorf("path template %q has {%s}, which no path parameter declares", template, name)
+		}
+		parts = append(parts, pathPart{param: idx})
+		rest = rest[open+end+1:]
+	}
+	for _, seg := range strings.Split(template, "/") {
+		if isDotSegment(seg) {
+			return nil, fmt.Errorf("path template %q has a %q segment", template, seg)
+		}
+	}
+	return parts, nil
+}
+
+// escapeLiteral percent-encodes template text for a path: RFC 3986 pchar and
+// '/' stay, a valid %XX escape stays as the document wrote it, and every other
+// byte (non-ASCII, space, '?', '#', a stray '%') is encoded.
+func escapeLiteral(s string) string {
+	var sb strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			sb.WriteByte(c)
+		case isUnreserved(c) || isSubDelim(c) || c == ':' || c == '@' || c == '/':
+			sb.WriteByte(c)
+		default:
+			fmt.Fprintf(&sb, "%%%02X", c)
+		}
+	}
+	return sb.String()
+}
+
+// buildPath expands the parsed template with the path arguments. Each value
+// is encoded so that only RFC 3986 unreserved characters stay as they are, so
+// no value can add a '/', and a segment that would read as '.' or '..' is
+// refused before anything is sent: percent-encoding the dots is not enough,
+// since normalising proxies (nginx, Envoy) decode %2E back into a dot.
+func (b *Binding) buildPath(args map[string]any) (string, error) {
+	var sb strings.Builder
+	segParams := []string{} // the arguments that wrote into the current segment
+	var problems []string
+	checkSegment := func(seg string) {
+		if len(segParams) > 0 && isDotSegment(seg) {
+			problems = append(problems, fmt.Sprintf("%s: a path value must not make the segment %q (it would change the path)", strings.Join(segParams, ", "), seg))
+		}
+	}
+	segStart := 0
+	for _, part := range b.pathParts {
+		if part.param < 0 {
+			for _, c := range []byte(part.literal) {
+				if c == '/' {
+					checkSegment(sb.String()[segStart:])
+					segParams = segParams[:0]
+					sb.WriteByte(c)
+					segStart = sb.Len()
+					continue
+				}
+				sb.WriteByte(c)
+			}
+			continue
+		}
+		p := b.params[part.param]
+		v, ok := args[p.arg]
+		if !ok || v == nil {
+			return "", &ArgumentError{Problems: []string{p.arg + ": missing required path parameter"}}
+		}
+		s := expandPath(p, v)
+		if s == "" {
+			return "", &ArgumentError{Problems: []string{p.arg + ": path parameter must not be empty"}}
+		}
+		sb.WriteString(s)
+		segParams = append(segParams, p.arg)
+	}
+	checkSegment(sb.String()[segStart:])
+	if len(problems) > 0 {
+		return "", &ArgumentError{Problems: problems}
+	}
+	return sb.String(), nil
+}
+
+// isDotSegment reports whether an escaped segment decodes to "." or "..".
+func isDotSegment(seg string) bool {
+	if d, err := url.PathUnescape(seg); err == nil {
+		seg = d
+	}
+	return seg == "." || seg == ".."
+}
+
+// expandPath serializes one path parameter value by its style, as RFC 6570
+// expands {x} (simple, the default), {.x} (label) and {;x} (matrix), with
+// explode as the OpenAPI parameter says. Values are percent-encoded to
+// unreserved characters; the separators the style adds are not.
+func expandPath(p paramBinding, v any) string {
+	esc := escapeValue
+	switch p.style {
+	case "label":
+		return "." + expandList(v, ".", ",", p.explode, "")
+	case "matrix":
+		name := esc(p.name)
+		switch val := v.(type) {
+		case []any:
+			if p.explode {
+				return ";" + expandList(v, ";", ",", true, name)
+			}
+			return ";" + name + "=" + expandList(val, ",", ",", false, "")
+		case map[string]any:
+			if p.explode {
+				return ";" + expandList(v, ";", ",", true, "")
+			}
+			return ";" + name + "=" + expandList(val, ",", ",", false, "")
+		}
+		s := esc(scalar(v))
+		if s == "" {
+			return ";" + name
+		}
+		return ";" + name + "=" + s
+	}
+	return expandList(v, ",", ",", p.explode, "")
+}
+
+// expandList renders a value for expandPath: a scalar alone; a list joined by
+// sep when exploded (each item as name=item when name is set, RFC 6570's
+// matrix form) and by "," otherwise; an object as k=v pairs joined by sep when
+// exploded, else as k,v,k,v. listSep is the separator of an unexploded list.
+func expandList(v any, sep, listSep string, explode bool, name string) string {
+	esc := escapeValue
+	switch val := v.(type) {
+	case []any:
+		parts := make([]string, len(val))
+		for i, e := range val {
+			parts[i] = esc(scalar(e))
+			if explode && name != "" {
+				parts[i] = name + "=" + parts[i]
+			}
+		}
+		if explode {
+			return strings.Join(parts, sep)
+		}
+		return strings.Join(parts, listSep)
+	case map[string]any:
+		var parts []string
+		for _, k := range sortedKeys(val) {
+			if explode {
+				parts = append(parts, esc(k)+"="+esc(scalar(val[k])))
+			} else {
+				parts = append(parts, esc(k), esc(scalar(val[k])))
+			}
+		}
+		if explode {
+			return strings.Join(parts, sep)
+		}
+		return strings.Join(parts, listSep)
+	}
+	return esc(scalar(v))
+}
+
+// escapeValue percent-encodes every byte of s but RFC 3986's unreserved
+// characters (what RFC 6570 simple expansion leaves alone).
+func escapeValue(s string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if !isUnreserved(s[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	var sb strings.Builder
+	sb.Grow(len(s) + 2*n)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; isUnreserved(c) {
+			sb.WriteByte(c)
+		} else {
+			sb.WriteByte('%')
+			sb.WriteByte(upperhex[c>>4])
+			sb.WriteByte(upperhex[c&15])
+		}
+	}
+	return sb.String()
+}
+
+const upperhex = "0123456789ABCDEF"
+
+func isUnreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+func isSubDelim(c byte) bool {
+	return strings.IndexByte("!$&'()*+,;=", c) >= 0
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
