@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -105,9 +106,8 @@ func (b *Binding) result(resp *http.Response, body []byte, truncated bool) *mcp.
 //	answer                                    result
 //	204, or an empty (blank) body             success: structuredContent {}, text "the API answered HTTP 204 No Content with no content"
 //	JSON that matches the schema              success: structuredContent the value ({"result": v} when the schema is wrapped), text the body
-//	JSON object, schema an object             (as above, when it matches)
 //	JSON null/array/scalar, schema an object  error: "the API answered HTTP 200 with JSON null where an object was declared"
-//	JSON that does not match the schema       error: "... does not match its documented schema: <field>: <rule>; ...", then the answer (up to 16 KiB)
+//	JSON that does not match the schema       error: "... does not match the API's documented schema: <field>: <rule>; ...", then the answer (up to 16 KiB)
 //	not JSON (HTML login page, text, binary)  error: "the API answered HTTP 200 with text/html where JSON was declared", then a text excerpt (up to 2 KiB)
 //	a JSON media type but malformed JSON      error: "... with application/json that is not valid JSON (<why>)", then an excerpt
 //	a body cut at the response cap            error: "... its response exceeded 4 MiB and was cut; narrow the request ...", then its beginning (up to 2 KiB)
@@ -115,9 +115,9 @@ func (b *Binding) result(resp *http.Response, body []byte, truncated bool) *mcp.
 // A body with no Content-Type, or text/plain, that parses as JSON counts as
 // JSON: some APIs mislabel their JSON, and the schema check still applies. An
 // empty answer is a success because it is one (a write that returns 204): {}
-// conforms to every advertised outputSchema, since they demand no properties
-// (see loosen, and the wrapper's "result" is not required); it is checked all
-// the same, and an error if a schema ever demands more. Every error that
+// conforms to the advertised outputSchemas, which demand no properties (see
+// loosen; the wrapper's "result" is not required either); it is checked all
+// the same, and is an error if a schema demands more (minProperties). Every error that
 // follows a request other than GET or HEAD says the API carried it out, so a
 // model does not repeat a write to see its answer.
 func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, truncated bool) *mcp.CallToolResult {
@@ -221,8 +221,8 @@ func decodeJSON(body []byte) (any, error) {
 	return v, nil
 }
 
-// schemaProblems words a validation error as "field: rule" items, at most
-// maxSchemaProblems of them; root names the value itself.
+// schemaProblems words a validation error as "field: rule" items, sorted, at
+// most maxSchemaProblems of them; root names the value itself.
 func schemaProblems(err error, root string) []string {
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
@@ -244,6 +244,9 @@ func schemaProblems(err error, root string) []string {
 		}
 	}
 	walk(ve)
+	// The validator meets properties in map order: sort, so the same
+	// answer is always worded the same.
+	sort.Strings(problems)
 	if len(problems) > maxSchemaProblems {
 		problems = append(problems[:maxSchemaProblems], fmt.Sprintf("and %d more", len(problems)-maxSchemaProblems))
 	}
