@@ -54,6 +54,12 @@ type Binding struct {
 	compileOnce sync.Once
 	validator   *jsonschema.Schema
 	compileErr  error
+
+	// The output schema, compiled on the first 2xx answer (see
+	// Binding.outputValidator).
+	outCompileOnce sync.Once
+	outValidator   *jsonschema.Schema
+	outCompileErr  error
 }
 
 // BindOptions configures [Bind]. The zero value is ready to use.
@@ -300,7 +306,7 @@ func outputSchema(op *openapi3.Operation, maxRefDepth int) (schema jsonSchema, w
 	if props, _ := objectProperties(sr.Value); len(props) > 0 {
 		isObject = true
 	}
-	doc := jsonSchema{"type": "object", "properties": jsonSchema{"result": out}, "required": []any{"result"}}
+	doc := jsonSchema{"type": "object", "properties": jsonSchema{"result": out}} // not required: see structuredResult
 	if isObject {
 		doc = objectRoot(out)
 	}

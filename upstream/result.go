@@ -3,27 +3,43 @@ package upstream
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // maxErrorBody bounds how much of a non-2xx body is quoted in the error text: a
 // model needs the API's message, not a whole HTML error page.
 const maxErrorBody = 2048
 
+// maxMismatchBody bounds how much of a 2xx JSON answer that does not match its
+// schema is quoted. It is larger than maxErrorBody because the call succeeded:
+// a write's answer (the new id, the state it reached) must reach the model
+// even though it cannot be sent as structuredContent, yet a listing that broke
+// the schema should not flood the model's context.
+const maxMismatchBody = 16 << 10
+
+// maxSchemaProblems bounds how many schema violations an error names.
+const maxSchemaProblems = 5
+
 // result maps an upstream response to a tool result:
-//   - 2xx JSON: the JSON as text, and as structuredContent (wrapped as
-//     {"result": v} when the output schema says so, or when v is not an object);
-//   - 2xx text: text content; image/* and audio/*: image and audio content;
-//     other binary: an embedded blob resource;
-//   - 204 or an empty body: success with no content;
-//   - anything else: IsError, naming the HTTP status and quoting the trimmed
-//     body. (3xx is not followed: see Client.Call.)
+//   - non-2xx: IsError, naming the HTTP status and quoting the trimmed body
+//     (3xx is not followed: see Client.Call);
+//   - 2xx, for a tool with an outputSchema: see [Binding.structuredResult];
+//   - 2xx, for a tool without one: JSON as text, and as structuredContent
+//     (wrapped as {"result": v} when v is not an object); text as text
+//     content; image/* and audio/* as image and audio content; other binary
+//     as an embedded blob resource; 204 or an empty body as success with no
+//     content; a body cut at the response cap as what was read, with a note
+//     and the "mcpgate/truncated" meta, and no structuredContent.
 func (b *Binding) result(resp *http.Response, body []byte, truncated bool) *mcp.CallToolResult {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	mt = strings.ToLower(mt)
@@ -33,6 +49,9 @@ func (b *Binding) result(resp *http.Response, body []byte, truncated bool) *mcp.
 			msg += ": " + t
 		}
 		return errorResult(msg)
+	}
+	if b.OutputSchema != nil {
+		return b.structuredResult(resp, mt, body, truncated)
 	}
 	res := &mcp.CallToolResult{Content: []mcp.Content{}}
 	if len(body) == 0 || resp.StatusCode == http.StatusNoContent {
@@ -46,11 +65,7 @@ func (b *Binding) result(resp *http.Response, body []byte, truncated bool) *mcp.
 	case isJSON(mt) || (mt == "" && json.Valid(body)):
 		var v any
 		if !truncated {
-			d := json.NewDecoder(bytes.NewReader(body))
-			d.UseNumber()
-			if err := d.Decode(&v); err != nil {
-				v = nil
-			}
+			v, _ = decodeJSON(body)
 		}
 		res.Content = append(res.Content, &mcp.TextContent{Text: string(body) + note})
 		if v != nil {
@@ -59,8 +74,7 @@ func (b *Binding) result(resp *http.Response, body []byte, truncated bool) *mcp.
 			}
 			res.StructuredContent = v
 		}
-	case strings.HasPrefix(mt, "text/") || mt == "application/xml" || strings.HasSuffix(mt, "+xml") ||
-		(mt == "" && utf8.Valid(body)):
+	case isText(mt) || (mt == "" && utf8.Valid(body)):
 		res.Content = append(res.Content, &mcp.TextContent{Text: string(body) + note})
 	case strings.HasPrefix(mt, "image/"):
 		res.Content = append(res.Content, &mcp.ImageContent{Data: body, MIMEType: mt})
@@ -80,6 +94,207 @@ func (b *Binding) result(resp *http.Response, body []byte, truncated bool) *mcp.
 		res.Meta = mcp.Meta{"mcpgate/truncated": true}
 	}
 	return res
+}
+
+// structuredResult maps a 2xx answer of a tool that advertises an
+// outputSchema. Strict clients (the official TypeScript SDK, the Inspector)
+// throw on a success without structuredContent, and on structuredContent that
+// does not validate against the outputSchema, so every answer becomes either
+// structuredContent checked here against that very schema, or an IsError
+// result that says in plain words what the API did:
+//
+//	answer                                    result
+//	204, or an empty (blank) body             success: structuredContent {}, text "the API answered HTTP 204 No Content with no content"
+//	JSON that matches the schema              success: structuredContent the value ({"result": v} when the schema is wrapped), text the body
+//	JSON null/array/scalar, schema an object  error: "the API answered HTTP 200 with JSON null where an object was declared"
+//	JSON that does not match the schema       error: "... does not match the API's documented schema: <field>: <rule>; ...", then the answer (up to 16 KiB)
+//	not JSON (HTML login page, text, binary)  error: "the API answered HTTP 200 with text/html where JSON was declared", then a text excerpt (up to 2 KiB)
+//	a JSON media type but malformed JSON      error: "... with application/json that is not valid JSON (<why>)", then an excerpt
+//	a body cut at the response cap            error: "... its response exceeded 4 MiB and was cut; narrow the request ...", then its beginning (up to 2 KiB)
+//
+// A body with no Content-Type, or text/plain, that parses as JSON counts as
+// JSON: some APIs mislabel their JSON, and the schema check still applies. An
+// empty answer is a success because it is one (a write that returns 204): {}
+// conforms to the advertised outputSchemas, which demand no properties (see
+// loosen; the wrapper's "result" is not required either); it is checked all
+// the same, and is an error if a schema demands more (minProperties). Every error that
+// follows a request other than GET or HEAD says the API carried it out, so a
+// model does not repeat a write to see its answer.
+func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, truncated bool) *mcp.CallToolResult {
+	answered := fmt.Sprintf("the API answered HTTP %d", resp.StatusCode)
+	// fail words an error: msg, the note on writes, then lead and the
+	// quoted body, trimmed to max bytes.
+	fail := func(msg, lead string, quote []byte, max int) *mcp.CallToolResult {
+		if b.Method != http.MethodGet && b.Method != http.MethodHead {
+			msg += " (the API did carry out the request: do not repeat it to see the answer)"
+		}
+		if quote != nil {
+			if t := strings.TrimSpace(trimText(quote, max)); t != "" {
+				msg += lead + t
+			}
+		}
+		res := errorResult(msg)
+		if truncated {
+			res.Meta = mcp.Meta{"mcpgate/truncated": true}
+		}
+		return res
+	}
+
+	var v any
+	text := string(body)
+	// Labelled JSON, or unlabelled (or text/plain) and parsing as JSON.
+	jsonish := isJSON(mt) || ((mt == "" || mt == "text/plain") && looksJSON(body, truncated))
+	switch {
+	case resp.StatusCode == http.StatusNoContent || len(bytes.TrimSpace(body)) == 0:
+		// {} even when the schema is wrapped: the wrapper does not require
+		// "result", and {"result": null} would break one not nullable.
+		v = map[string]any{}
+		text = answered + " " + http.StatusText(resp.StatusCode) + " with no content"
+	case !jsonish:
+		what := mt
+		if mt == "" {
+			what = "a body that is not JSON and has no Content-Type"
+		}
+		var quote []byte
+		if isText(mt) || (mt == "" && utf8.Valid(body)) {
+			quote = body
+		}
+		return fail(fmt.Sprintf("%s with %s where JSON was declared", answered, what), ": ", quote, maxErrorBody)
+	case truncated:
+		return fail(fmt.Sprintf("%s, but its response exceeded %s and was cut; narrow the request (filter, page or ask for fewer fields)",
+			answered, byteSize(len(body))), "; it began: ", body, maxErrorBody)
+	default:
+		var err error
+		if v, err = decodeJSON(body); err != nil {
+			return fail(fmt.Sprintf("%s with %s that is not valid JSON (%v)", answered, mt, err), ": ", body, maxErrorBody)
+		}
+		if b.wrapResult {
+			v = map[string]any{"result": v}
+		} else if _, isObj := v.(map[string]any); !isObj {
+			return fail(fmt.Sprintf("%s with %s where an object was declared", answered, jsonKind(v)), ": ", body, maxMismatchBody)
+		}
+	}
+
+	sch, err := b.outputValidator()
+	if err != nil {
+		// A gateway bug, not the API's: say so, and keep the answer.
+		return fail(fmt.Sprintf("%s, but the tool's output schema cannot be checked (%v)", answered, err), "; the answer was: ", body, maxMismatchBody)
+	}
+	if err := sch.Validate(v); err != nil {
+		return fail(fmt.Sprintf("%s, but its answer does not match the API's documented schema: %s",
+			answered, strings.Join(schemaProblems(err, "(answer)"), "; ")), "; the answer was: ", body, maxMismatchBody)
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: v,
+	}
+}
+
+// outputValidator compiles the advertised output schema, once: on the first
+// 2xx answer rather than at Bind, because a catalog binds a tool again when it
+// must shrink, and only the final binding answers calls.
+func (b *Binding) outputValidator() (*jsonschema.Schema, error) {
+	b.outCompileOnce.Do(func() {
+		raw, err := json.Marshal(b.OutputSchema)
+		if err == nil {
+			b.outValidator, err = compileSchema(raw)
+		}
+		if err != nil {
+			b.outCompileErr = fmt.Errorf("output schema does not compile: %v", err)
+		}
+	})
+	return b.outValidator, b.outCompileErr
+}
+
+// decodeJSON decodes one JSON value, keeping numbers exact, and refuses
+// anything after it.
+func decodeJSON(body []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("data after the JSON value")
+	}
+	return v, nil
+}
+
+// schemaProblems words a validation error as "field: rule" items, sorted, at
+// most maxSchemaProblems of them; root names the value itself.
+func schemaProblems(err error, root string) []string {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []string{err.Error()}
+	}
+	var problems []string
+	var walk func(*jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			loc := root
+			if len(e.InstanceLocation) > 0 {
+				loc = strings.Join(e.InstanceLocation, ".")
+			}
+			problems = append(problems, fmt.Sprintf("%s: %s", loc, e.ErrorKind.LocalizedString(printer)))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	// The validator meets properties in map order: sort, so the same
+	// answer is always worded the same.
+	sort.Strings(problems)
+	if len(problems) > maxSchemaProblems {
+		problems = append(problems[:maxSchemaProblems], fmt.Sprintf("and %d more", len(problems)-maxSchemaProblems))
+	}
+	return problems
+}
+
+// jsonKind names the kind of a decoded JSON value the way an error message
+// should: "JSON null", "a JSON array".
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "JSON null"
+	case []any:
+		return "a JSON array"
+	case string:
+		return "a JSON string"
+	case json.Number:
+		return "a JSON number"
+	case bool:
+		return "a JSON boolean"
+	}
+	return "a JSON object"
+}
+
+// looksJSON reports whether an unlabelled body is JSON; a body cut at the cap
+// cannot parse, and is judged by its first character.
+func looksJSON(body []byte, truncated bool) bool {
+	if truncated {
+		t := bytes.TrimLeft(body, " \t\r\n")
+		return len(t) > 0 && (t[0] == '{' || t[0] == '[')
+	}
+	return json.Valid(body)
+}
+
+// isText reports whether a media type is text a model can read.
+func isText(mt string) bool {
+	return strings.HasPrefix(mt, "text/") || mt == "application/xml" || strings.HasSuffix(mt, "+xml")
+}
+
+// byteSize words a byte count: "4 MiB", "512 KiB", "1000 bytes".
+func byteSize(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // trimText returns at most max bytes of body as valid UTF-8 text.
