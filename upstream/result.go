@@ -182,7 +182,7 @@ func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, 
 	}
 	if err := sch.Validate(v); err != nil {
 		return fail(fmt.Sprintf("%s, but its answer does not match the API's documented schema: %s",
-			answered, strings.Join(schemaProblems(err, "(answer)"), "; ")), "; the answer was: ", body, maxMismatchBody)
+			answered, strings.Join(schemaProblems(err, "(answer)", maxSchemaProblems), "; ")), "; the answer was: ", body, maxMismatchBody)
 	}
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
@@ -222,8 +222,8 @@ func decodeJSON(body []byte) (any, error) {
 }
 
 // schemaProblems words a validation error as "field: rule" items, sorted, at
-// most maxSchemaProblems of them; root names the value itself.
-func schemaProblems(err error, root string) []string {
+// most max of them; root names the value itself.
+func schemaProblems(err error, root string, max int) []string {
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
 		return []string{err.Error()}
@@ -247,8 +247,8 @@ func schemaProblems(err error, root string) []string {
 	// The validator meets properties in map order: sort, so the same
 	// answer is always worded the same.
 	sort.Strings(problems)
-	if len(problems) > maxSchemaProblems {
-		problems = append(problems[:maxSchemaProblems], fmt.Sprintf("and %d more", len(problems)-maxSchemaProblems))
+	if len(problems) > max {
+		problems = append(problems[:max], fmt.Sprintf("and %d more", len(problems)-max))
 	}
 	return problems
 }

@@ -3,7 +3,6 @@ package upstream
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -71,35 +70,7 @@ func (b *Binding) Validate(args map[string]any) error {
 	if err == nil {
 		return nil
 	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return &ArgumentError{Problems: []string{err.Error()}}
-	}
-	var problems []string
-	var walk func(*jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			loc := "/" + strings.Join(e.InstanceLocation, "/")
-			if len(e.InstanceLocation) > 0 {
-				loc = e.InstanceLocation[0]
-				for _, p := range e.InstanceLocation[1:] {
-					loc += "." + p
-				}
-			} else {
-				loc = "(arguments)"
-			}
-			problems = append(problems, fmt.Sprintf("%s: %s", loc, e.ErrorKind.LocalizedString(printer)))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	if len(problems) > 10 {
-		problems = append(problems[:10], fmt.Sprintf("and %d more", len(problems)-10))
-	}
-	return &ArgumentError{Problems: problems}
+	return &ArgumentError{Problems: schemaProblems(err, "(arguments)", 10)}
 }
 
 // DecodeArguments decodes raw tool arguments, keeping numbers exact.
