@@ -32,6 +32,9 @@ type stdioAnswer struct {
 	line string
 }
 
+// String is the line as written, for failure messages.
+func (a stdioAnswer) String() string { return a.line }
+
 func (a stdioAnswer) code() int64 {
 	if a.Error == nil {
 		return 0
