@@ -111,13 +111,17 @@ func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
 // ServeStdio serves the gateway over newline-delimited JSON-RPC on r and w
 // (stdin and stdout for `mcpgate stdio`) through a [StdioTransport], until r
 // ends or a shutdown request, having answered every call it read; then it
-// returns nil. When ctx is done first it returns ctx's error without waiting
-// for calls in flight. The calls read last get the longest upstream timeout
-// plus five seconds to be answered.
+// returns nil. The calls still running then get the longest upstream timeout
+// plus five seconds to be answered. When ctx is done first, go-sdk closes the
+// session (the calls in flight finish, unanswered) and ServeStdio returns
+// ctx's error.
 func (g *Gateway) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
-	drain := DefaultTimeout
+	var drain time.Duration
 	for _, u := range g.cfg.Upstreams {
-		drain = max(drain, u.Timeout)
+		drain = max(drain, u.Timeout) // Validate filled in the unset ones
+	}
+	if drain == 0 {
+		drain = DefaultTimeout
 	}
 	t := NewStdioTransport(r, w, &StdioOptions{Logger: g.logger, DrainTimeout: drain + 5*time.Second})
 	err := g.server.Run(ctx, t)
