@@ -108,9 +108,8 @@ func (g *Gateway) Served() int { return g.served }
 // a lock held back).
 func (g *Gateway) Catalog() *Catalog { return g.catalog }
 
-// Server returns the MCP server, e.g. to run it over stdio:
-//
-//	g.Server().Run(ctx, &mcp.StdioTransport{})
+// Server returns the MCP server, e.g. to connect it to a transport of one's
+// own. To serve stdio, use [Gateway.ServeStdio].
 func (g *Gateway) Server() *mcp.Server { return g.server }
 
 // Handler returns the gateway's HTTP routes: /mcp (Streamable HTTP) and

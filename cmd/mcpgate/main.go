@@ -29,8 +29,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/examples/orchestrator/api"
 	"github.com/mcpgate/mcpgate/gateway"
@@ -307,11 +305,12 @@ func stdio(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	err = g.Server().Run(ctx, &mcp.StdioTransport{})
-	if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF)) {
-		return nil // stdin closed or a signal: a normal end
+	// ServeStdio answers a bad line and goes on, and ends (nil) when stdin
+	// closes or a shutdown request comes, once the calls read are answered.
+	if err := g.ServeStdio(ctx, os.Stdin, os.Stdout); err != nil && ctx.Err() == nil {
+		return err
 	}
-	return err
+	return nil // stdin closed, shutdown, or a signal: a normal end
 }
 
 func tools(ctx context.Context, args []string) error {
