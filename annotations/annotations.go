@@ -202,6 +202,8 @@ func Derive(in Input, rules *Rules) (Derived, error) {
 	switch {
 	case cfg.title != "":
 		title, p.Title = cfg.title, "config"
+	case titleExt(in.Extensions) != "":
+		title, p.Title = titleExt(in.Extensions), TitleExtension
 	case ext.title != "":
 		title, p.Title = ext.title, Extension
 	case in.OperationID != "":
@@ -269,19 +271,70 @@ func parseExtension(v any) (hintSet, string, error) {
 	}
 }
 
-// Title turns an operationId into a title the way orchestrator-core does:
-// "_" becomes a space, then Python's str.title(): in every run of cased
-// letters the first is upper-cased (title-cased) and the rest lower-cased;
-// digits, spaces and other uncased characters end a run.
+// TitleExtension is the operation extension that names a tool's title; it
+// wins over a title inside x-mcp-annotations, and loses only to the
+// configuration.
+const TitleExtension = "x-mcp-title"
+
+// titleExt returns a non-empty string x-mcp-title, or "".
+func titleExt(ext map[string]any) string {
+	s, _ := ext[TitleExtension].(string)
+	return strings.TrimSpace(s)
+}
+
+// Title turns an operationId into a title. For orchestrator-core's snake_case
+// ids it is exactly orchestrator-core's rule: "_" becomes a space, then
+// Python's str.title() — in every run of cased letters the first is
+// upper-cased (title-cased) and the rest lower-cased; digits, spaces and other
+// uncased characters end a run. So that camelCase and path-like ids read as
+// words too, the separators "/", "." and "-" become spaces as "_" does, and a
+// word boundary is cut where a lower-case letter or digit meets an upper-case
+// one (getPetById), and before the last capital of a run of three or more
+// followed by a lower-case letter (HTTPServer → HTTP Server); a run of two is
+// kept whole, so OAuth stays one word.
 //
-//	get_workflow_by_id  → "Get Workflow By Id"
-//	list_OAuth_clients  → "List Oauth Clients"
-//	v2items             → "V2Items"
+//	get_workflow_by_id       → "Get Workflow By Id"
+//	list_OAuth_clients       → "List Oauth Clients"
+//	getPetById               → "Get Pet By Id"
+//	repos/get                → "Repos Get"
+//	listCoreV1NamespacedPod  → "List Core V1 Namespaced Pod"
+//	v2items                  → "V2Items"
 //
 // Go's deprecated strings.Title differs: it splits only on spaces and
 // punctuation, and never lower-cases.
 func Title(operationID string) string {
-	src := strings.ReplaceAll(operationID, "_", " ")
+	return pythonTitle(splitWords(operationID))
+}
+
+// splitWords turns separators into spaces and cuts camelCase words apart,
+// as Title describes.
+func splitWords(id string) string {
+	rs := []rune(id)
+	var sb strings.Builder
+	sb.Grow(len(id) + 8)
+	for i, r := range rs {
+		switch r {
+		case '_', '/', '.', '-':
+			sb.WriteByte(' ')
+			continue
+		}
+		if i > 0 && unicode.IsUpper(r) {
+			prev := rs[i-1]
+			switch {
+			case unicode.IsLower(prev) || unicode.IsDigit(prev):
+				sb.WriteByte(' ')
+			case unicode.IsUpper(prev) && i+1 < len(rs) && unicode.IsLower(rs[i+1]) &&
+				i >= 2 && unicode.IsUpper(rs[i-2]):
+				sb.WriteByte(' ')
+			}
+		}
+		sb.WriteRune(r)
+	}
+	return sb.String()
+}
+
+// pythonTitle is CPython's str.title().
+func pythonTitle(src string) string {
 	var sb strings.Builder
 	sb.Grow(len(src))
 	// Python lower-cases a run with the full Unicode mappings and in context

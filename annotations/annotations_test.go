@@ -229,6 +229,17 @@ func TestDerive(t *testing.T) {
 		{name: "title from operationId", in: annotations.Input{Method: "GET", OperationID: "get_workflow_by_id"},
 			want: hints{true, false, true, false}, title: "Get Workflow By Id",
 			prov: func() annotations.Provenance { p := byMethod("GET", true); p.Title = "operationId"; return p }()},
+		{name: "camelCase operationId reads as words", in: annotations.Input{Method: "GET", OperationID: "getPetById"},
+			want: hints{true, false, true, false}, title: "Get Pet By Id",
+			prov: func() annotations.Provenance { p := byMethod("GET", true); p.Title = "operationId"; return p }()},
+		{name: "x-mcp-title wins over x-mcp-annotations", in: annotations.Input{Method: "GET", OperationID: "list_pets",
+			Extensions: map[string]any{annotations.TitleExtension: " Pets ", ext: map[string]any{"title": "List the pets"}}},
+			want: hints{true, false, true, false}, title: "Pets",
+			prov: func() annotations.Provenance { p := byMethod("GET", true); p.Title = annotations.TitleExtension; return p }()},
+		{name: "config title wins over x-mcp-title", in: annotations.Input{Method: "GET", OperationID: "list_pets",
+			Extensions: map[string]any{annotations.TitleExtension: "Pets"}, Override: &annotations.Override{Title: "Config pets"}},
+			want: hints{true, false, true, false}, title: "Config pets",
+			prov: func() annotations.Provenance { p := byMethod("GET", true); p.Title = "config"; return p }()},
 		{name: "no title without operationId", in: annotations.Input{Method: "GET"},
 			want: hints{true, false, true, false}, title: "", prov: byMethod("GET", true)},
 	}
@@ -494,8 +505,9 @@ paths:
 }
 
 func TestTitle(t *testing.T) {
-	// Expectations computed with CPython 3.11:
-	//   python3 -c 'print(s.replace("_", " ").title())'
+	// Expectations computed with CPython 3.11 on the words Title cuts
+	// (separators and camelCase boundaries become spaces, see splitWords):
+	//   python3 -c 'print(words.title())'
 	tests := []struct {
 		in, want string
 	}{
@@ -503,9 +515,16 @@ func TestTitle(t *testing.T) {
 		{in: "list_OAuth_clients", want: "List Oauth Clients"},
 		{in: "v2items", want: "V2Items"},
 		{in: "get_2fa_codes", want: "Get 2Fa Codes"},
-		{in: "HTTPServer", want: "Httpserver"},
-		{in: "getUserByID", want: "Getuserbyid"},
-		{in: "repos/list-for-org", want: "Repos/List-For-Org"},
+		{in: "HTTPServer", want: "Http Server"},
+		{in: "getUserByID", want: "Get User By Id"},
+		{in: "repos/list-for-org", want: "Repos List For Org"},
+		{in: "getPetById", want: "Get Pet By Id"},
+		{in: "repos/get", want: "Repos Get"},
+		{in: "listCoreV1NamespacedPod", want: "List Core V1 Namespaced Pod"},
+		{in: "OAuthToken", want: "Oauth Token"},
+		{in: "getAPIKey", want: "Get Api Key"},
+		{in: "IOError", want: "Io Error"},
+		{in: "get_v1_API_keys_v2", want: "Get V1 Api Keys V2"},
 		{in: "élan_vital", want: "Élan Vital"},
 		{in: "straße", want: "Straße"},
 		{in: "数据_export", want: "数据 Export"},
@@ -530,8 +549,8 @@ func TestTitle(t *testing.T) {
 		{in: "1st_place", want: "1St Place"},
 		{in: "o'neil_test", want: "O'Neil Test"},
 		{in: "don't", want: "Don'T"},
-		{in: "files.get.v2", want: "Files.Get.V2"},
-		{in: "user-id", want: "User-Id"},
+		{in: "files.get.v2", want: "Files Get V2"},
+		{in: "user-id", want: "User Id"},
 		{in: "tab\tseparated", want: "Tab\tSeparated"},
 		{in: "Ünïcödé_ÄÖÜ", want: "Ünïcödé Äöü"},
 		{in: "σοφία", want: "Σοφία"},
@@ -549,7 +568,7 @@ func TestTitle(t *testing.T) {
 		{in: "ﬁle_name", want: "File Name"},
 		{in: "ﬀ", want: "Ff"},
 		{in: "ΟΔΟΣ_test", want: "Οδος Test"},
-		{in: "aİb", want: "Ai\u0307b"},
+		{in: "aİb", want: "A İb"},
 		{in: "ʰello", want: "ʰello"},
 		{in: "ªb", want: "ªb"},
 	}
