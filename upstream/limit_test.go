@@ -34,7 +34,7 @@ func hugeBinding(t testing.TB) *Binding {
 	return b
 }
 
-func resultText(res *mcp.CallToolResult) string {
+func firstText(res *mcp.CallToolResult) string {
 	if len(res.Content) == 0 {
 		return ""
 	}
@@ -143,7 +143,7 @@ func TestMaxConcurrent(t *testing.T) {
 			}
 			var ok, busy, cancelled int
 			tally := func(o outcome) {
-				text := resultText(o.res)
+				text := firstText(o.res)
 				switch {
 				case !o.res.IsError:
 					ok++
@@ -274,7 +274,7 @@ func TestResponseBudget(t *testing.T) {
 			for range calls {
 				wg.Go(func() {
 					res, _ := c.Call(context.Background(), b, map[string]any{}, Credentials{})
-					text := resultText(res)
+					text := firstText(res)
 					switch {
 					case !res.IsError && res.StructuredContent != nil && len(text) == answer:
 						ok.Add(1)
@@ -427,7 +427,7 @@ func TestLyingContentLength(t *testing.T) {
 	// declaresLess rewrites a real answer's length to 10 bytes, as a faulty
 	// proxy or RoundTripper could: the body goes on past it.
 	declaresLess := func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return rewriteTransport(func(r *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(r)
 			if err == nil {
 				resp.ContentLength = 10
@@ -444,9 +444,9 @@ func TestLyingContentLength(t *testing.T) {
 		maxPeak   int64
 	}{
 		{name: "claims 1 GiB, sends 7 bytes", handler: raw("Content-Length: 1073741824\r\n", []byte(`{"a":1}`)),
-			wantError: "unexpected EOF", maxPeak: firstChunk},
+			wantError: "upstream answer ended early (502 Bad Gateway)", maxPeak: firstChunk},
 		{name: "claims 100 bytes, sends 7", handler: raw("Content-Length: 100\r\n", []byte(`{"a":1}`)),
-			wantError: "unexpected EOF", maxPeak: 100},
+			wantError: "upstream answer ended early (502 Bad Gateway)", maxPeak: 100},
 		{name: "claims 10 bytes, sends 1 MiB", handler: raw("Content-Length: 10\r\n", mib),
 			wantText: -1, maxPeak: 10},
 		{name: "claims 5 MiB over the 4 MiB cap, sends 5 MiB", handler: raw("Content-Length: 5242880\r\n", hugeJSON(5<<20)),
@@ -470,7 +470,7 @@ func TestLyingContentLength(t *testing.T) {
 			}
 			c, _ := NewRemote(srv.URL, opts)
 			res, _ := c.Call(context.Background(), b, map[string]any{}, Credentials{})
-			text := resultText(res)
+			text := firstText(res)
 			switch {
 			case tt.wantError != "":
 				if !res.IsError || !strings.Contains(text, tt.wantError) {
@@ -492,6 +492,6 @@ func TestLyingContentLength(t *testing.T) {
 	}
 }
 
-type roundTripFunc func(*http.Request) (*http.Response, error)
+type rewriteTransport func(*http.Request) (*http.Response, error)
 
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+func (f rewriteTransport) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

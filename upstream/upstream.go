@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -50,8 +51,9 @@ type ClientOptions struct {
 	// QueueTimeout, and is then refused without sending anything.
 	MaxConcurrent int
 	// QueueTimeout bounds how long a call waits for a slot (MaxConcurrent)
-	// or for room in the ResponseBudget. It adds to Timeout, which starts
-	// when the call has its slot. Zero means DefaultQueueTimeout.
+	// or for room in the ResponseBudget. The wait for a slot comes before
+	// Timeout starts, so the upstream gets all of it; a wait for room comes
+	// within it. Zero means DefaultQueueTimeout.
 	QueueTimeout time.Duration
 	// ResponseBudget, shared by every Client of one gateway, bounds the
 	// bytes of answers held in memory across all their calls; answers are
@@ -270,6 +272,10 @@ func transportMessage(ctx context.Context, err error) string {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return "upstream timed out (504 Gateway Timeout)"
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		// The connection closed before the declared length or the last chunk.
+		return "upstream answer ended early (502 Bad Gateway): unexpected EOF"
 	}
 	// Keep the detail, but not the request URL that url.Error adds.
 	var ue *url.Error
