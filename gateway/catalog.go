@@ -79,6 +79,8 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 		style = tagging.SpecNames
 	}
 	namer := tagging.NewNamer(style)
+	// One budget for the answers of every upstream of this catalog.
+	budget := upstream.NewResponseBudget(cfg.MaxResponseMemory)
 	cat := &Catalog{}
 	for i := range cfg.Upstreams {
 		u := &cfg.Upstreams[i]
@@ -86,7 +88,7 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 		if err != nil {
 			return nil, fmt.Errorf("load openapi %s: %v", u.OpenAPI, err)
 		}
-		client, err := newClient(u, doc)
+		client, err := newClient(u, doc, budget)
 		if err != nil && cat.ServeErr == nil {
 			// Listing and auditing need no client: only serving fails.
 			cat.ServeErr = fmt.Errorf("upstream %s: %v", u.Name, err)
@@ -335,8 +337,14 @@ func loadUpstreamDocument(ctx context.Context, u *Upstream, lo *upstream.LoadOpt
 	return upstream.LoadDocument(ctx, u.OpenAPI, lo)
 }
 
-func newClient(u *Upstream, doc *upstream.Document) (*upstream.Client, error) {
-	opts := &upstream.ClientOptions{Timeout: u.Timeout}
+func newClient(u *Upstream, doc *upstream.Document, budget *upstream.ResponseBudget) (*upstream.Client, error) {
+	opts := &upstream.ClientOptions{
+		Timeout:        u.Timeout,
+		Name:           u.Name,
+		MaxConcurrent:  u.MaxConcurrent,
+		QueueTimeout:   u.QueueTimeout,
+		ResponseBudget: budget,
+	}
 	if u.Handler != nil {
 		return upstream.NewInProcess(u.Handler, opts), nil
 	}

@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/mcpgate/mcpgate/annotations"
+	"github.com/mcpgate/mcpgate/upstream"
 )
 
 // Defaults applied by [Config.Validate].
@@ -46,6 +47,12 @@ type Config struct {
 	// tools are cut first (see MaxToolBytes). Default DefaultMaxCatalogBytes;
 	// negative: no bound.
 	MaxCatalogBytes int `yaml:"max_catalog_bytes"`
+	// MaxResponseMemory bounds the bytes of upstream answers held in memory
+	// at once, across all calls to all upstreams; answers are cut at it.
+	// Default upstream.DefaultMaxResponseMemory (64 MiB): 32 concurrent 4 MiB
+	// answers cannot take hundreds of MB. A call that finds no room waits up
+	// to its upstream's queue_timeout, then gets an error result.
+	MaxResponseMemory int64 `yaml:"max_response_memory"`
 	// Upstreams are the APIs served. At least one.
 	Upstreams []Upstream `yaml:"upstreams"`
 }
@@ -100,6 +107,14 @@ type Upstream struct {
 	// schemas become permissive stubs that say so. Default
 	// DefaultMaxToolBytes; negative: no bound.
 	MaxToolBytes int `yaml:"max_tool_bytes"`
+	// MaxConcurrent bounds the calls in flight to this upstream. Default
+	// upstream.DefaultMaxConcurrent (64): one batch must not open thousands
+	// of connections.
+	MaxConcurrent int `yaml:"max_concurrent"`
+	// QueueTimeout is how long a call over max_concurrent (or over
+	// max_response_memory) waits before it gets an error result saying the
+	// upstream is busy. Default upstream.DefaultQueueTimeout (5s).
+	QueueTimeout time.Duration `yaml:"queue_timeout"`
 
 	// Handler, when set, serves this upstream's calls in-process instead of
 	// over the network. Code only; not settable from YAML.
@@ -241,6 +256,12 @@ func (c *Config) Validate() error {
 	if c.MaxCatalogBytes == 0 {
 		c.MaxCatalogBytes = DefaultMaxCatalogBytes
 	}
+	if c.MaxResponseMemory < 0 {
+		return errors.New("max_response_memory: must not be negative")
+	}
+	if c.MaxResponseMemory == 0 {
+		c.MaxResponseMemory = upstream.DefaultMaxResponseMemory
+	}
 	if len(c.Upstreams) == 0 {
 		return errors.New("upstreams: at least one upstream is needed")
 	}
@@ -271,6 +292,18 @@ func (c *Config) Validate() error {
 		}
 		if u.LargeResultBytes <= 0 {
 			u.LargeResultBytes = DefaultLargeResultBytes
+		}
+		if u.MaxConcurrent < 0 {
+			return fmt.Errorf("upstreams[%d] (%s): max_concurrent must not be negative", i, u.Name)
+		}
+		if u.MaxConcurrent == 0 {
+			u.MaxConcurrent = upstream.DefaultMaxConcurrent
+		}
+		if u.QueueTimeout < 0 {
+			return fmt.Errorf("upstreams[%d] (%s): queue_timeout must not be negative", i, u.Name)
+		}
+		if u.QueueTimeout == 0 {
+			u.QueueTimeout = upstream.DefaultQueueTimeout
 		}
 		if u.ExposeAll && len(u.ExposeTags) > 0 {
 			return fmt.Errorf("upstreams[%d] (%s): expose_all and expose_tags exclude each other", i, u.Name)

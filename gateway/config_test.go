@@ -5,17 +5,22 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/upstream"
 )
 
 func TestParseConfig(t *testing.T) {
 	good := `
 listen: 127.0.0.1:9999
+max_response_memory: 33554432
 upstreams:
   - name: orchestrator
     openapi: ./openapi.json
     base_url: http://127.0.0.1:9000
     expose_tags: [agent-exposed, mcp]
     timeout: 5s
+    max_concurrent: 8
+    queue_timeout: 2s
   - openapi: https://example.com/openapi.yaml
     expose_all: true
 `
@@ -36,6 +41,15 @@ upstreams:
 	if u2 := cfg.Upstreams[1]; u2.Name != "api2" || u2.Timeout != DefaultTimeout || !u2.ExposeAll {
 		t.Errorf("defaults not applied: %+v", u2)
 	}
+	if cfg.MaxResponseMemory != 32<<20 || u.MaxConcurrent != 8 || u.QueueTimeout != 2*time.Second {
+		t.Errorf("limits: max_response_memory %d, max_concurrent %d, queue_timeout %s", cfg.MaxResponseMemory, u.MaxConcurrent, u.QueueTimeout)
+	}
+	if u2 := cfg.Upstreams[1]; u2.MaxConcurrent != upstream.DefaultMaxConcurrent || u2.QueueTimeout != upstream.DefaultQueueTimeout {
+		t.Errorf("limit defaults not applied: max_concurrent %d, queue_timeout %s", u2.MaxConcurrent, u2.QueueTimeout)
+	}
+	if def := (&Config{Upstreams: []Upstream{{OpenAPI: "a"}}}); def.Validate() != nil || def.MaxResponseMemory != upstream.DefaultMaxResponseMemory {
+		t.Errorf("max_response_memory default not applied: %d", def.MaxResponseMemory)
+	}
 }
 
 func TestConfigErrors(t *testing.T) {
@@ -52,6 +66,10 @@ func TestConfigErrors(t *testing.T) {
 		{"bad listen", "listen: nowhere\nupstreams:\n  - openapi: a\n", "not HOST:PORT"},
 		{"duplicate name", "upstreams:\n  - {name: a, openapi: x}\n  - {name: a, openapi: y}\n", `name "a" is used twice`},
 		{"both gates", "upstreams:\n  - {openapi: x, expose_all: true, expose_tags: [t]}\n", "exclude each other"},
+		{"negative max_concurrent", "upstreams:\n  - {openapi: a, max_concurrent: -1}\n", "upstreams[0] (api): max_concurrent must not be negative"},
+		{"negative queue_timeout", "upstreams:\n  - {openapi: a, queue_timeout: -1s}\n", "upstreams[0] (api): queue_timeout must not be negative"},
+		{"bad queue_timeout", "upstreams:\n  - openapi: a\n    queue_timeout: later\n", "line 3: upstreams[0].queue_timeout: later is not a duration"},
+		{"negative max_response_memory", "max_response_memory: -1\nupstreams:\n  - openapi: a\n", "max_response_memory: must not be negative"},
 		{"bad name style", "name_style: loose\nupstreams:\n  - openapi: a\n", "name_style"},
 	}
 	for _, tt := range tests {

@@ -6,6 +6,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,6 +41,25 @@ type ClientOptions struct {
 	UserAgent string
 	// Logger receives one debug record per call. Nil means no logging.
 	Logger *slog.Logger
+
+	// Name names the upstream in messages and logs. Empty means the base
+	// URL's host ("in-process" for an in-process client).
+	Name string
+	// MaxConcurrent bounds the calls in flight to this upstream, from
+	// sending the request to reading the whole answer. Zero means
+	// DefaultMaxConcurrent. A call over it waits for a slot, up to
+	// QueueTimeout, and is then refused without sending anything.
+	MaxConcurrent int
+	// QueueTimeout bounds how long a call waits for a slot (MaxConcurrent)
+	// or for room in the ResponseBudget. The wait for a slot comes before
+	// Timeout starts, so the upstream gets all of it; a wait for room comes
+	// within it. Zero means DefaultQueueTimeout.
+	QueueTimeout time.Duration
+	// ResponseBudget, shared by every Client of one gateway, bounds the
+	// bytes of answers held in memory across all their calls; answers are
+	// cut at its size. Nil means no shared bound, only MaxResponseBytes per
+	// call.
+	ResponseBudget *ResponseBudget
 }
 
 // A Client calls one upstream API. It is safe for concurrent use.
@@ -51,6 +70,7 @@ type Client struct {
 	logger  *slog.Logger
 	inproc  bool
 	timeout time.Duration
+	slots   slots
 }
 
 // NewTransport returns the http.Transport the gateway uses for one remote
@@ -121,6 +141,20 @@ func newClient(base *url.URL, opts *ClientOptions) *Client {
 	if c.opts.UserAgent == "" {
 		c.opts.UserAgent = "mcpgate"
 	}
+	if c.opts.Name == "" {
+		c.opts.Name = base.Host
+	}
+	if c.opts.MaxConcurrent <= 0 {
+		c.opts.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if c.opts.QueueTimeout <= 0 {
+		c.opts.QueueTimeout = DefaultQueueTimeout
+	}
+	if b := c.opts.ResponseBudget; b != nil && c.opts.MaxResponseBytes > b.size {
+		// An answer larger than the whole budget could never be held.
+		c.opts.MaxResponseBytes = b.size
+	}
+	c.slots = make(slots, c.opts.MaxConcurrent)
 	c.rt = c.opts.Transport
 	c.logger = c.opts.Logger
 	if c.logger == nil {
@@ -147,8 +181,18 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 	if err := b.Validate(args); err != nil {
 		return errorResult(err.Error()), nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-	defer cancel()
+	limit := c.opts.MaxResponseBytes
+	if b.maxResponse > 0 && b.maxResponse < limit {
+		limit = b.maxResponse
+	}
+	// The call's share of the response budget: taken as the answer is read
+	// (by the in-process writer, which buffers it, or by readBody), given
+	// back when the result is made.
+	res := &reservation{budget: c.opts.ResponseBudget, wait: c.opts.QueueTimeout, limit: limit}
+	defer res.release()
+	if c.inproc {
+		ctx = withReservation(ctx, res)
+	}
 	req, err := b.Request(ctx, c.base, args)
 	if err != nil {
 		var ae *ArgumentError
@@ -157,6 +201,18 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 		}
 		return errorResult("cannot build the upstream request: " + err.Error()), nil
 	}
+	// Wait for a slot before the timeout starts: the upstream gets its whole
+	// Timeout, and a refused call has sent nothing.
+	releaseSlot, err := c.slots.acquire(ctx, c.opts.Name, c.opts.QueueTimeout)
+	if err != nil {
+		c.logger.LogAttrs(ctx, slog.LevelWarn, "upstream call refused",
+			slog.String("upstream", c.opts.Name), slog.String("method", b.Method), slog.String("path", b.Path), slog.String("error", err.Error()))
+		return errorResult(c.failureMessage(ctx, err)), nil
+	}
+	defer releaseSlot()
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	req = req.WithContext(ctx)
 	req.Header.Set("User-Agent", c.opts.UserAgent)
 	req.Header.Set("Accept", "application/json, */*;q=0.5")
 	// The request URL is always the configured base plus the operation path
@@ -171,21 +227,37 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 	if err != nil {
 		c.logger.LogAttrs(ctx, slog.LevelWarn, "upstream call failed",
 			slog.String("method", b.Method), slog.String("path", b.Path), slog.String("error", err.Error()))
-		return errorResult(transportMessage(ctx, err)), nil
+		return errorResult(c.failureMessage(ctx, err)), nil
 	}
 	defer resp.Body.Close()
-	limit := c.opts.MaxResponseBytes
-	if b.maxResponse > 0 && b.maxResponse < limit {
-		limit = b.maxResponse
+	var (
+		body      []byte
+		truncated bool
+	)
+	if held, ok := resp.Body.(*heldBody); ok {
+		// In-process: the writer kept at most limit bytes, counted already.
+		body, truncated = held.data, held.cut
+	} else {
+		body, truncated, err = readBody(ctx, resp.Body, limit, resp.ContentLength, res)
 	}
-	body, truncated, err := readBody(resp.Body, limit)
 	if err != nil {
-		return errorResult(transportMessage(ctx, err)), nil
+		return errorResult(c.failureMessage(ctx, err)), nil
 	}
+	// The upstream is done with: free the slot while the result is made.
+	releaseSlot()
 	c.logger.LogAttrs(ctx, slog.LevelDebug, "upstream call",
 		slog.String("method", b.Method), slog.String("path", b.Path),
 		slog.Int("status", resp.StatusCode), slog.Duration("elapsed", time.Since(start)))
 	return b.result(resp, body, truncated), nil
+}
+
+// failureMessage words a call that got no answer: refused by a bound of the
+// gateway's own, or a failed round trip.
+func (c *Client) failureMessage(ctx context.Context, err error) string {
+	if msg := limitMessage(err); msg != "" {
+		return msg
+	}
+	return transportMessage(ctx, err)
 }
 
 // transportMessage words a failed round trip the way a reverse proxy would
@@ -201,23 +273,16 @@ func transportMessage(ctx context.Context, err error) string {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return "upstream timed out (504 Gateway Timeout)"
 	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		// The connection closed before the declared length or the last chunk.
+		return "upstream answer ended early (502 Bad Gateway): unexpected EOF"
+	}
 	// Keep the detail, but not the request URL that url.Error adds.
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
 	return "upstream unreachable (502 Bad Gateway): " + err.Error()
-}
-
-func readBody(r io.Reader, max int64) ([]byte, bool, error) {
-	data, err := io.ReadAll(io.LimitReader(r, max+1))
-	if err != nil {
-		return nil, false, err
-	}
-	if int64(len(data)) > max {
-		return data[:max], true, nil
-	}
-	return data, false, nil
 }
 
 func errorResult(msg string) *mcp.CallToolResult {
@@ -228,15 +293,16 @@ func errorResult(msg string) *mcp.CallToolResult {
 }
 
 // HandlerTransport returns a RoundTripper that serves every request with h, in
-// this process.
+// this process. It keeps at most one byte more than MaxDocumentBytes of an
+// answer, so a reader can tell an oversized document.
 func HandlerTransport(h http.Handler) http.RoundTripper {
-	return handlerTransport{h: h, max: MaxDocumentBytes}
+	return handlerTransport{h: h, max: MaxDocumentBytes + 1}
 }
 
 // handlerTransport serves requests with an http.Handler in this process.
 type handlerTransport struct {
 	h   http.Handler
-	max int64
+	max int64 // bytes of an answer kept
 }
 
 func (t handlerTransport) RoundTrip(req *http.Request) (resp *http.Response, err error) {
@@ -248,7 +314,12 @@ func (t handlerTransport) RoundTrip(req *http.Request) (resp *http.Response, err
 	if r.Body == nil {
 		r.Body = http.NoBody
 	}
-	w := &bufferedResponse{header: http.Header{}, max: t.max}
+	w := &bufferedResponse{header: http.Header{}, max: t.max, ctx: req.Context()}
+	if res := reservationFrom(req.Context()); res != nil {
+		// A Client call: keep no more than the call reads, and count it.
+		w.res = res
+		w.max = min(w.max, res.limit)
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -259,6 +330,9 @@ func (t handlerTransport) RoundTrip(req *http.Request) (resp *http.Response, err
 		}
 	}()
 	t.h.ServeHTTP(w, r)
+	if w.err != nil {
+		return nil, w.err
+	}
 	if err := req.Context().Err(); err != nil {
 		return nil, err
 	}
@@ -272,20 +346,39 @@ func (t handlerTransport) RoundTrip(req *http.Request) (resp *http.Response, err
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        w.header,
-		Body:          io.NopCloser(strings.NewReader(w.buf.String())),
-		ContentLength: int64(w.buf.Len()),
+		Body:          &heldBody{Reader: bytes.NewReader(w.buf), data: w.buf, cut: w.cut},
+		ContentLength: int64(len(w.buf)),
 		Request:       req,
 	}, nil
 }
 
+// heldBody is the body of an in-process answer, already in memory; Client.Call
+// uses data as is rather than copying it.
+type heldBody struct {
+	*bytes.Reader
+	data []byte
+	cut  bool // the handler wrote more than was kept
+}
+
+func (*heldBody) Close() error { return nil }
+
 // bufferedResponse is the http.ResponseWriter of an in-process call. It keeps at
-// most max+1 bytes, so a runaway handler cannot exhaust memory; the caller sees
-// the body as truncated.
+// most max bytes, so a runaway handler cannot exhaust memory; the caller sees
+// the body as truncated. For a Client call, its buffer grows only with room
+// reserved from the call's ResponseBudget share first, so in-process answers
+// count against the same bound as remote ones; when there is no room, Write
+// fails and the call is refused with the budget's message. (What the handler
+// allocates to make its answer is its own, and not counted.)
 type bufferedResponse struct {
 	header http.Header
 	code   int
-	buf    strings.Builder
+	buf    []byte
 	max    int64
+	cut    bool
+
+	ctx context.Context // the request's, for waiting on the budget
+	res *reservation    // nil: not a Client call
+	err error           // why the buffer could not grow; Write fails from then on
 }
 
 func (w *bufferedResponse) Header() http.Header { return w.header }
@@ -300,12 +393,24 @@ func (w *bufferedResponse) Write(p []byte) (int, error) {
 	if w.code == 0 {
 		w.code = http.StatusOK
 	}
-	if room := w.max + 1 - int64(w.buf.Len()); room > 0 {
-		if int64(len(p)) > room {
-			w.buf.Write(p[:room])
-		} else {
-			w.buf.Write(p)
-		}
+	if w.err != nil {
+		return 0, w.err
 	}
-	return len(p), nil
+	n := len(p)
+	if room := w.max - int64(len(w.buf)); int64(len(p)) > room {
+		w.cut = true
+		p = p[:room]
+	}
+	if need := len(w.buf) + len(p); need > cap(w.buf) {
+		size := min(max(2*int64(cap(w.buf)), int64(need), firstChunk), w.max)
+		if err := w.res.grow(w.ctx, size, w.max); err != nil {
+			w.err = err
+			return 0, err
+		}
+		nb := make([]byte, len(w.buf), size)
+		copy(nb, w.buf)
+		w.buf = nb
+	}
+	w.buf = append(w.buf, p...)
+	return n, nil
 }

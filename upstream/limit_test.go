@@ -1,0 +1,497 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// hugeDoc declares one operation answering JSON, the shape of get_huge.
+const hugeDoc = `{"openapi":"3.0.3","info":{"title":"huge","version":"1"},
+ "paths":{"/huge":{"get":{"operationId":"getHuge","responses":{"200":{"description":"ok",
+  "content":{"application/json":{"schema":{"type":"object"}}}}}}}}}`
+
+func hugeBinding(t testing.TB) *Binding {
+	t.Helper()
+	doc, err := ParseDocument(context.Background(), []byte(hugeDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := doc.T.Paths.Value("/huge")
+	b, err := Bind("GET", "/huge", item, item.Get, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func firstText(res *mcp.CallToolResult) string {
+	if len(res.Content) == 0 {
+		return ""
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+		return tc.Text
+	}
+	return ""
+}
+
+// TestMaxConcurrent sends many calls at once to an upstream that counts what
+// it has in flight: it must never see more than MaxConcurrent; a call over
+// the limit waits for a slot, is refused after QueueTimeout with nothing
+// sent, or stops waiting when its ctx is cancelled.
+func TestMaxConcurrent(t *testing.T) {
+	tests := []struct {
+		name        string
+		max         int
+		queue       time.Duration
+		hold        bool          // the upstream answers only when released
+		delay       time.Duration // else it answers after delay
+		calls       int           // besides the max calls that take every slot first when hold
+		cancelAfter time.Duration // the waiting calls' ctx is cancelled after this
+		wantOK      int
+		wantBusy    int
+		wantCancel  int
+		wantSent    int
+	}{
+		{name: "excess refused after the queue timeout", max: 4, queue: 300 * time.Millisecond, hold: true,
+			calls: 96, wantOK: 4, wantBusy: 96, wantSent: 4},
+		{name: "excess waits for a slot", max: 4, queue: 20 * time.Second, delay: 10 * time.Millisecond,
+			calls: 100, wantOK: 100, wantSent: 100},
+		{name: "cancelled ctx stops the wait", max: 2, queue: 20 * time.Second, hold: true,
+			calls: 20, cancelAfter: 50 * time.Millisecond, wantOK: 2, wantCancel: 20, wantSent: 2},
+	}
+	b := hugeBinding(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var inflight, maxSeen, sent atomic.Int64
+			release := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				sent.Add(1)
+				n := inflight.Add(1)
+				defer inflight.Add(-1)
+				for m := maxSeen.Load(); n > m && !maxSeen.CompareAndSwap(m, n); m = maxSeen.Load() {
+				}
+				if tt.hold {
+					select {
+					case <-release:
+					case <-r.Context().Done():
+						return
+					}
+				} else {
+					time.Sleep(tt.delay)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, `{"ok":true}`)
+			}))
+			defer srv.Close()
+			defer func() {
+				select {
+				case <-release:
+				default:
+					close(release)
+				}
+			}()
+			c, err := NewRemote(srv.URL, &ClientOptions{Name: "orchestrator", MaxConcurrent: tt.max, QueueTimeout: tt.queue})
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			type outcome struct {
+				res     *mcp.CallToolResult
+				elapsed time.Duration
+			}
+			call := func(ctx context.Context, out chan<- outcome) {
+				start := time.Now()
+				res, err := c.Call(ctx, b, map[string]any{}, Credentials{})
+				if err != nil {
+					t.Error(err)
+				}
+				out <- outcome{res, time.Since(start)}
+			}
+			holders := make(chan outcome, tt.max)
+			if tt.hold {
+				// Take every slot first, and wait until the upstream holds them.
+				for range tt.max {
+					go call(context.Background(), holders)
+				}
+				deadline := time.Now().Add(10 * time.Second)
+				for inflight.Load() < int64(tt.max) {
+					if time.Now().After(deadline) {
+						t.Fatalf("the upstream holds %d calls, want %d", inflight.Load(), tt.max)
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			waiting := make(chan outcome, tt.calls)
+			for range tt.calls {
+				ctx := context.Background()
+				if tt.cancelAfter > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithCancel(ctx)
+					time.AfterFunc(tt.cancelAfter, cancel)
+				}
+				go call(ctx, waiting)
+			}
+			var ok, busy, cancelled int
+			tally := func(o outcome) {
+				text := firstText(o.res)
+				switch {
+				case !o.res.IsError:
+					ok++
+				case strings.Contains(text, fmt.Sprintf("upstream orchestrator is busy: %d calls in flight, none finished within %s; try again", tt.max, tt.queue)):
+					busy++
+					if o.elapsed < tt.queue {
+						t.Errorf("refused after %s, before the %s queue timeout", o.elapsed, tt.queue)
+					}
+				case strings.Contains(text, "cancelled"):
+					cancelled++
+					if o.elapsed > 5*time.Second {
+						t.Errorf("a cancelled wait took %s", o.elapsed)
+					}
+				default:
+					t.Errorf("unexpected result: %s", text)
+				}
+			}
+			timeout := time.After(30 * time.Second)
+			for range tt.calls {
+				select {
+				case o := <-waiting:
+					tally(o)
+				case <-timeout:
+					t.Fatal("calls hang")
+				}
+			}
+			close(release)
+			if tt.hold {
+				for range tt.max {
+					tally(<-holders)
+				}
+			}
+			if ok != tt.wantOK || busy != tt.wantBusy || cancelled != tt.wantCancel {
+				t.Errorf("ok %d busy %d cancelled %d, want %d %d %d", ok, busy, cancelled, tt.wantOK, tt.wantBusy, tt.wantCancel)
+			}
+			if got := maxSeen.Load(); got > int64(tt.max) {
+				t.Errorf("the upstream saw %d calls at once, over the limit of %d", got, tt.max)
+			}
+			if got := sent.Load(); got != int64(tt.wantSent) {
+				t.Errorf("the upstream received %d requests, want %d", got, tt.wantSent)
+			}
+		})
+	}
+}
+
+// hugeJSON is a JSON object of n bytes.
+func hugeJSON(n int) []byte {
+	const head, tail = `{"data":"`, `"}`
+	return []byte(head + strings.Repeat("x", n-len(head)-len(tail)) + tail)
+}
+
+// TestResponseBudget answers 32 concurrent calls with 4 MiB of JSON each,
+// against a 16 MiB budget: the bytes held never exceed the budget, every call
+// ends as a success or as the budget's isError, and nothing hangs.
+func TestResponseBudget(t *testing.T) {
+	const (
+		calls  = 32
+		answer = 4<<20 - 1024
+		budget = 16 << 20
+	)
+	payload := hugeJSON(answer)
+	serve := func(contentLength bool) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if contentLength {
+				w.Header().Set("Content-Length", fmt.Sprint(len(payload)))
+				w.Write(payload)
+				return
+			}
+			// Chunked, in pieces, the way a streaming encoder answers.
+			for p := payload; len(p) > 0; {
+				n := min(len(p), 32<<10)
+				w.Write(p[:n])
+				w.(http.Flusher).Flush()
+				p = p[n:]
+			}
+		}
+	}
+	tests := []struct {
+		name      string
+		client    func(t *testing.T, opts *ClientOptions) *Client
+		wantAllOK bool // no call needs to wait on another's partial answer
+	}{
+		{name: "content-length", wantAllOK: true, client: func(t *testing.T, opts *ClientOptions) *Client {
+			srv := httptest.NewServer(serve(true))
+			t.Cleanup(srv.Close)
+			c, _ := NewRemote(srv.URL, opts)
+			return c
+		}},
+		{name: "chunked", wantAllOK: true, client: func(t *testing.T, opts *ClientOptions) *Client {
+			srv := httptest.NewServer(serve(false))
+			t.Cleanup(srv.Close)
+			c, _ := NewRemote(srv.URL, opts)
+			return c
+		}},
+		{name: "in-process", wantAllOK: true, client: func(t *testing.T, opts *ClientOptions) *Client {
+			return NewInProcess(serve(true), opts)
+		}},
+	}
+	b := hugeBinding(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rb := NewResponseBudget(budget)
+			c := tt.client(t, &ClientOptions{ResponseBudget: rb, QueueTimeout: 20 * time.Second})
+
+			runtime.GC()
+			var base runtime.MemStats
+			runtime.ReadMemStats(&base)
+			var heapPeak atomic.Uint64
+			stop := make(chan struct{})
+			sampled := make(chan struct{})
+			go func() {
+				defer close(sampled)
+				var ms runtime.MemStats
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(5 * time.Millisecond):
+					}
+					runtime.ReadMemStats(&ms)
+					heapPeak.Store(max(heapPeak.Load(), ms.HeapInuse))
+				}
+			}()
+
+			var wg sync.WaitGroup
+			var ok, refused atomic.Int64
+			for range calls {
+				wg.Go(func() {
+					res, _ := c.Call(context.Background(), b, map[string]any{}, Credentials{})
+					text := firstText(res)
+					switch {
+					case !res.IsError && res.StructuredContent != nil && len(text) == answer:
+						ok.Add(1)
+					case res.IsError && strings.Contains(text, "the gateway is holding 16 MiB of upstream answers, its limit") && strings.HasSuffix(text, "; try again"):
+						refused.Add(1)
+					default:
+						t.Errorf("unexpected result: error %v, %.200s", res.IsError, text)
+					}
+				})
+			}
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(60 * time.Second):
+				t.Fatal("calls hang")
+			}
+			close(stop)
+			<-sampled
+
+			used, peak, refusals := rb.stats()
+			t.Logf("%d ok, %d refused (%d to break a wait on each other); budget peak %.1f MiB; heap in use peak %.1f MiB over a %.1f MiB base",
+				ok.Load(), refused.Load(), refusals, float64(peak)/(1<<20), float64(heapPeak.Load()-min(heapPeak.Load(), base.HeapInuse))/(1<<20), float64(base.HeapInuse)/(1<<20))
+			if peak > budget {
+				t.Errorf("budget peak %d bytes, over the %d budget", peak, budget)
+			}
+			if peak < answer {
+				t.Errorf("budget peak %d bytes: the answers were not counted", peak)
+			}
+			if used != 0 {
+				t.Errorf("%d bytes still held after every call returned", used)
+			}
+			if ok.Load() == 0 {
+				t.Error("no call succeeded")
+			}
+			if tt.wantAllOK && refused.Load() != 0 {
+				t.Errorf("%d calls refused, want none", refused.Load())
+			}
+		})
+	}
+}
+
+// TestResponseBudgetWaits drives a budget directly: calls that hold part of
+// it and all wait for more are not left to time out together; a call that
+// waits while another still reads is refused at the queue timeout; a
+// cancelled ctx stops the wait.
+func TestResponseBudgetWaits(t *testing.T) {
+	ctx := context.Background()
+	long := 20 * time.Second
+
+	t.Run("holders waiting on each other", func(t *testing.T) {
+		rb := NewResponseBudget(100)
+		a := &reservation{budget: rb, wait: long}
+		bb := &reservation{budget: rb, wait: long}
+		if err := a.grow(ctx, 60, 60); err != nil {
+			t.Fatal(err)
+		}
+		if err := bb.grow(ctx, 40, 40); err != nil {
+			t.Fatal(err)
+		}
+		aDone := make(chan error, 1)
+		go func() { aDone <- a.grow(ctx, 90, 90) }()
+		waitFor(t, func() bool { rb.mu.Lock(); defer rb.mu.Unlock(); return rb.blocked == 1 })
+		start := time.Now()
+		err := bb.grow(ctx, 50, 50) // both wait now: b, the last, is refused at once
+		if err == nil || !strings.Contains(err.Error(), "every call holding part of it is waiting for more; try again") {
+			t.Fatalf("b: %v", err)
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Errorf("refused after %s", time.Since(start))
+		}
+		bb.release()
+		if err := <-aDone; err != nil {
+			t.Fatalf("a, after b let go: %v", err)
+		}
+		a.release()
+		if used, peak, _ := rb.stats(); used != 0 || peak > 100 {
+			t.Errorf("used %d, peak %d", used, peak)
+		}
+	})
+
+	for _, tt := range []struct {
+		name   string
+		wait   time.Duration
+		cancel bool
+		want   string
+	}{
+		{name: "queue timeout", wait: 100 * time.Millisecond, want: "the gateway is holding 100 bytes of upstream answers, its limit, and none was released within 100ms; try again"},
+		{name: "cancelled", wait: long, cancel: true, want: context.Canceled.Error()},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rb := NewResponseBudget(100)
+			reader := &reservation{budget: rb, wait: long} // holds room, still reading
+			if err := reader.grow(ctx, 80, 80); err != nil {
+				t.Fatal(err)
+			}
+			wctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			if tt.cancel {
+				time.AfterFunc(50*time.Millisecond, cancel)
+			}
+			waiter := &reservation{budget: rb, wait: tt.wait}
+			start := time.Now()
+			err := waiter.grow(wctx, 30, 30)
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+			if time.Since(start) > 5*time.Second {
+				t.Errorf("waited %s", time.Since(start))
+			}
+			reader.release()
+			waiter.release()
+			// The budget is whole again: a new call gets all of it at once.
+			if err := (&reservation{budget: rb, wait: tt.wait}).grow(ctx, 100, 100); err != nil {
+				t.Errorf("after release: %v", err)
+			}
+		})
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+	}
+}
+
+// TestLyingContentLength answers with a Content-Length that is not the body's
+// length: the call reserves no more than its cap whatever is declared, never
+// more than it reads past a short declaration, and gives it all back.
+func TestLyingContentLength(t *testing.T) {
+	const limit = 4 << 20
+	mib := hugeJSON(1<<20 - 100)
+	raw := func(header string, body []byte) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			conn, bufrw, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close()
+			conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			fmt.Fprintf(bufrw, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n%s\r\n", header)
+			bufrw.Write(body)
+			bufrw.Flush()
+		}
+	}
+	// declaresLess rewrites a real answer's length to 10 bytes, as a faulty
+	// proxy or RoundTripper could: the body goes on past it.
+	declaresLess := func(rt http.RoundTripper) http.RoundTripper {
+		return rewriteTransport(func(r *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(r)
+			if err == nil {
+				resp.ContentLength = 10
+			}
+			return resp, err
+		})
+	}
+	tests := []struct {
+		name      string
+		handler   http.HandlerFunc
+		transport func(http.RoundTripper) http.RoundTripper
+		wantError string // substring of the isError text; "" means success
+		wantText  int    // length of the text content on success; -1: not checked
+		maxPeak   int64
+	}{
+		{name: "claims 1 GiB, sends 7 bytes", handler: raw("Content-Length: 1073741824\r\n", []byte(`{"a":1}`)),
+			wantError: "upstream answer ended early (502 Bad Gateway)", maxPeak: firstChunk},
+		{name: "claims 100 bytes, sends 7", handler: raw("Content-Length: 100\r\n", []byte(`{"a":1}`)),
+			wantError: "upstream answer ended early (502 Bad Gateway)", maxPeak: 100},
+		{name: "claims 10 bytes, sends 1 MiB", handler: raw("Content-Length: 10\r\n", mib),
+			wantText: -1, maxPeak: 10},
+		{name: "claims 5 MiB over the 4 MiB cap, sends 5 MiB", handler: raw("Content-Length: 5242880\r\n", hugeJSON(5<<20)),
+			wantText: -1, maxPeak: limit},
+		{name: "length rewritten below a 1 MiB body", transport: declaresLess,
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Write(mib)
+			},
+			wantText: len(mib), maxPeak: 1 << 20},
+	}
+	b := hugeBinding(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(tt.handler)
+			defer srv.Close()
+			rb := NewResponseBudget(16 << 20)
+			opts := &ClientOptions{ResponseBudget: rb, MaxResponseBytes: limit, Timeout: 10 * time.Second}
+			if tt.transport != nil {
+				opts.Transport = tt.transport(NewTransport())
+			}
+			c, _ := NewRemote(srv.URL, opts)
+			res, _ := c.Call(context.Background(), b, map[string]any{}, Credentials{})
+			text := firstText(res)
+			switch {
+			case tt.wantError != "":
+				if !res.IsError || !strings.Contains(text, tt.wantError) {
+					t.Errorf("got error %v %q, want an error with %q", res.IsError, text, tt.wantError)
+				}
+			case res.IsError && tt.wantText >= 0:
+				t.Errorf("got error %q", text)
+			case tt.wantText >= 0 && len(text) != tt.wantText:
+				t.Errorf("text is %d bytes, want %d", len(text), tt.wantText)
+			}
+			used, peak, _ := rb.stats()
+			if peak > tt.maxPeak {
+				t.Errorf("budget peak %d bytes, want at most %d", peak, tt.maxPeak)
+			}
+			if used != 0 {
+				t.Errorf("%d bytes still held after the call", used)
+			}
+		})
+	}
+}
+
+type rewriteTransport func(*http.Request) (*http.Response, error)
+
+func (f rewriteTransport) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
