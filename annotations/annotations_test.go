@@ -235,7 +235,11 @@ func TestDerive(t *testing.T) {
 		{name: "x-mcp-title wins over x-mcp-annotations", in: annotations.Input{Method: "GET", OperationID: "list_pets",
 			Extensions: map[string]any{annotations.TitleExtension: " Pets ", ext: map[string]any{"title": "List the pets"}}},
 			want: hints{true, false, true, false}, title: "Pets",
-			prov: func() annotations.Provenance { p := byMethod("GET", true); p.Title = annotations.TitleExtension; return p }()},
+			prov: func() annotations.Provenance {
+				p := byMethod("GET", true)
+				p.Title = annotations.TitleExtension
+				return p
+			}()},
 		{name: "config title wins over x-mcp-title", in: annotations.Input{Method: "GET", OperationID: "list_pets",
 			Extensions: map[string]any{annotations.TitleExtension: "Pets"}, Override: &annotations.Override{Title: "Config pets"}},
 			want: hints{true, false, true, false}, title: "Config pets",
