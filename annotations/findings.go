@@ -158,7 +158,9 @@ var LintRules = []Rule{
 			if destructive(t) || t.Annotations.ReadOnlyHint {
 				return ""
 			}
-			if m := destructiveWords.FindStringSubmatch(t.OperationID + " " + t.Path + " " + t.Name); m != nil {
+			// Cut camelCase apart first (processDelete, orderCancel), as
+			// titles are.
+			if m := destructiveWords.FindStringSubmatch(splitWords(t.OperationID) + " " + t.Path + " " + splitWords(t.Name)); m != nil {
 				return fmt.Sprintf("%q suggests it is destructive, but destructiveHint is false (from %s)", strings.ToLower(m[2]), t.Provenance.Destructive)
 			}
 			return ""

@@ -38,6 +38,9 @@ func TestLintRules(t *testing.T) {
 		{"looks destructive", facts("cancel_order", "POST", "/orders/{id}/cancel", false, false, provMethod), []string{"MCPG008"}},
 		{"destructive word as a prefix", facts("bulk_deletes", "POST", "/x", false, false, provMethod), []string{"MCPG008"}},
 		{"not a destructive word", facts("predelete_check", "POST", "/checks", false, false, provMethod), nil},
+		{"camelCase destructive verb last", facts("processDelete", "POST", "/p", false, false, provMethod), []string{"MCPG008"}},
+		{"camelCase destructive verb", facts("orderCancel", "POST", "/o", false, false, provMethod), []string{"MCPG008"}},
+		{"camelCase, not a destructive word", facts("getPredeleteState", "POST", "/p", false, false, provMethod), nil},
 	}
 	noDesc := facts("x", "PUT", "/x", false, false, provMethod)
 	noDesc.Description = " "
