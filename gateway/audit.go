@@ -1,9 +1,6 @@
 package gateway
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"sort"
 	"strings"
 
@@ -37,7 +34,7 @@ func (c *Catalog) Facts() []annotations.ToolFacts {
 			Provenance:        t.Derived.Provenance,
 			Large:             t.Derived.Large,
 			Security:          []annotations.SecurityRequirement{},
-			InputSchemaSHA256: schemaHash(t.Tool.InputSchema),
+			InputSchemaSHA256: t.Binding.DeclaredInputSHA256,
 			Source:            t.Source,
 			Location:          operationPointer(op),
 			RefusedHeaders:    t.Binding.RefusedHeaders,
@@ -63,14 +60,6 @@ func (c *Catalog) Facts() []annotations.ToolFacts {
 		out = append(out, f)
 	}
 	return out
-}
-
-// schemaHash is the hex SHA-256 of a schema's JSON (encoding/json sorts map
-// keys, so equal schemas hash equal).
-func schemaHash(schema any) string {
-	raw, _ := json.Marshal(schema)
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:])
 }
 
 // pointerEscape escapes a JSON pointer token (RFC 6901).

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -269,4 +270,74 @@ paths:
 	if !slices.Equal(got, want) {
 		t.Errorf("findings\n got %q\nwant %q", got, want)
 	}
+}
+
+// TestLockStableUnderUnrelatedChanges: removing operations from Stripe's
+// document changes how much room the catalog budget leaves the others, and
+// so which tools are cut to fit, but never another tool's lock entry, which
+// records what its own operation declares.
+func TestLockStableUnderUnrelatedChanges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Stripe's catalog twice")
+	}
+	data, err := os.ReadFile(filepath.Join(corpusDir, "stripe-spec3-2022.json"))
+	if err != nil {
+		t.Skipf("corpus document not found (%v): the shared corpus is not beside this clone", err)
+	}
+	build := func(doc []byte) (*annotations.Lock, *Catalog) {
+		cfg := &Config{Upstreams: []Upstream{{OpenAPI: "stripe.json", Document: doc, ExposeAll: true, BaseURL: "http://127.0.0.1:1"}}}
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		cat, err := BuildCatalog(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return annotations.NewLock(cat.Facts()), cat
+	}
+	before, cat := build(data)
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	paths := doc["paths"].(map[string]any)
+	removed := 0
+	for _, p := range slices.Sorted(maps.Keys(paths)) {
+		if strings.HasPrefix(p, "/v1/issuing/") || strings.HasPrefix(p, "/v1/terminal/") || strings.HasPrefix(p, "/v1/accounts") || strings.HasPrefix(p, "/v1/quotes") {
+			delete(paths, p)
+			removed++
+		}
+	}
+	if removed < 40 {
+		t.Fatalf("removed %d paths, want at least 40", removed)
+	}
+	edited, _ := json.Marshal(doc)
+	after, cat2 := build(edited)
+	t.Logf("%d paths removed; %d → %d tools; %d degraded before, %d after", removed, len(cat.Tools), len(cat2.Tools), countDegraded(cat), countDegraded(cat2))
+	entries := map[string]annotations.LockedTool{}
+	for _, e := range before.Tools {
+		entries[e.Name] = e
+	}
+	same := 0
+	for _, e := range after.Tools {
+		if b, ok := entries[e.Name]; ok {
+			same++
+			if b != e {
+				t.Errorf("%s: lock entry changed\nbefore %+v\nafter  %+v", e.Name, b, e)
+			}
+		}
+	}
+	if same == 0 {
+		t.Fatal("no tool in common")
+	}
+}
+
+func countDegraded(c *Catalog) int {
+	n := 0
+	for _, t := range c.Tools {
+		if len(t.Binding.Degraded) > 0 {
+			n++
+		}
+	}
+	return n
 }

@@ -1,6 +1,9 @@
 package upstream
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -40,6 +43,10 @@ type Binding struct {
 	// Renamed maps each argument whose name had to change to what it stands
 	// for in the API (a parameter or body property name).
 	Renamed map[string]string
+	// DeclaredInputSHA256 is the hex SHA-256 of the input schema as the
+	// operation declares it, before size budgets cut it (InputSchema is what
+	// is served). The lockfile records it.
+	DeclaredInputSHA256 string
 	// RefusedHeaders are header parameters the document declares but no
 	// argument may set (hop-by-hop, credentials, forwarding, method
 	// overrides): they are not arguments, and the audit lists them.
@@ -193,6 +200,11 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 	}
 
 	in := inputSchema(args, 0)
+	// The lockfile's hash is of the schema the operation declares, taken
+	// before any size budget cuts it: a tool's entry must change only when
+	// its own operation does, not when unrelated operations change how much
+	// room the catalog budget leaves it.
+	b.DeclaredInputSHA256 = schemaSHA256(in)
 	var out jsonSchema
 	if !o.NoOutputSchema {
 		out, b.wrapResult = outputSchema(op, 0)
@@ -319,6 +331,14 @@ func outputSchema(op *openapi3.Operation, maxRefDepth int) (schema jsonSchema, w
 		loosen(d)
 	}
 	return conv.document(doc), !isObject
+}
+
+// schemaSHA256 is the hex SHA-256 of s as JSON (encoding/json sorts map
+// keys, so equal schemas hash alike).
+func schemaSHA256(s jsonSchema) string {
+	raw, _ := json.Marshal(s)
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
 }
 
 // objectRoot returns s as the root of an advertised schema, which must say
