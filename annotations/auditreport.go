@@ -107,24 +107,33 @@ func (f Finding) where() string {
 	return f.Location
 }
 
-// auth renders the security alternatives: "oauth2[read:x write:x] | apiKey".
+// auth renders the security alternatives so that AND and OR cannot be
+// confused: "(apiKey AND oauth2[read]) OR anonymous".
 func auth(t *ToolFacts) string {
 	if len(t.Security) == 0 {
 		return "none declared"
 	}
-	var alts []string
-	for _, s := range t.Security {
-		if s.Scheme == "" {
+	alts := make([]string, 0, len(t.Security))
+	for _, alt := range t.Security {
+		if len(alt) == 0 {
 			alts = append(alts, "anonymous")
 			continue
 		}
-		alt := s.Scheme
-		if len(s.Scopes) > 0 {
-			alt += "[" + strings.Join(s.Scopes, " ") + "]"
+		schemes := make([]string, 0, len(alt))
+		for _, s := range alt {
+			scheme := s.Scheme
+			if len(s.Scopes) > 0 {
+				scheme += "[" + strings.Join(s.Scopes, " ") + "]"
+			}
+			schemes = append(schemes, scheme)
 		}
-		alts = append(alts, alt)
+		all := strings.Join(schemes, " AND ")
+		if len(schemes) > 1 && len(t.Security) > 1 {
+			all = "(" + all + ")"
+		}
+		alts = append(alts, all)
 	}
-	return strings.Join(alts, " | ")
+	return strings.Join(alts, " OR ")
 }
 
 func (r *Report) writeTable(w io.Writer) error {

@@ -9,12 +9,17 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// SecurityRequirement is one way an operation may be authorized: a security
-// scheme of the document and the scopes it needs.
+// SecurityRequirement is one security scheme of the document and the scopes
+// an operation needs of it.
 type SecurityRequirement struct {
 	Scheme string   `json:"scheme"`
 	Scopes []string `json:"scopes,omitempty"`
 }
+
+// SecurityAlternative is one way an operation may be authorized: every scheme
+// in it at once (AND), as one entry of an OpenAPI security list. Empty means
+// anonymous access.
+type SecurityAlternative []SecurityRequirement
 
 // ToolFacts is what the audit knows of one tool: where it comes from, what it
 // calls, the hints it claims and why.
@@ -31,9 +36,10 @@ type ToolFacts struct {
 	Annotations *mcp.ToolAnnotations `json:"annotations"`
 	Provenance  Provenance           `json:"provenance"`
 	Large       bool                 `json:"large,omitempty"`
-	// Security lists the alternatives that authorize the operation; empty
-	// when the document declares none.
-	Security []SecurityRequirement `json:"security"`
+	// Security lists the alternatives that authorize the operation (any one
+	// suffices: OR), each a set of schemes needed together (AND); empty when
+	// the document declares none.
+	Security []SecurityAlternative `json:"security"`
 	// InputSchemaSHA256 is the hex SHA-256 of the input schema's JSON.
 	InputSchemaSHA256 string `json:"inputSchemaSha256"`
 	// Source is the document, Location the operation's JSON pointer in it,

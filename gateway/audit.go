@@ -1,7 +1,8 @@
 package gateway
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/mcpgate/mcpgate/annotations"
@@ -33,7 +34,7 @@ func (c *Catalog) Facts() []annotations.ToolFacts {
 			Annotations:       t.Tool.Annotations,
 			Provenance:        t.Derived.Provenance,
 			Large:             t.Derived.Large,
-			Security:          []annotations.SecurityRequirement{},
+			Security:          []annotations.SecurityAlternative{},
 			InputSchemaSHA256: t.Binding.DeclaredInputSHA256,
 			Source:            t.Source,
 			Location:          operationPointer(op),
@@ -43,19 +44,11 @@ func (c *Catalog) Facts() []annotations.ToolFacts {
 			f.Line = o.Key.Line
 		}
 		for _, req := range t.Security {
-			if len(req) == 0 {
-				// {} in a security list: anonymous access is one option.
-				f.Security = append(f.Security, annotations.SecurityRequirement{})
-				continue
+			alt := annotations.SecurityAlternative{}
+			for _, name := range slices.Sorted(maps.Keys(req)) {
+				alt = append(alt, annotations.SecurityRequirement{Scheme: name, Scopes: req[name]})
 			}
-			schemes := make([]string, 0, len(req))
-			for name := range req {
-				schemes = append(schemes, name)
-			}
-			sort.Strings(schemes)
-			for _, name := range schemes {
-				f.Security = append(f.Security, annotations.SecurityRequirement{Scheme: name, Scopes: req[name]})
-			}
+			f.Security = append(f.Security, alt)
 		}
 		out = append(out, f)
 	}

@@ -341,3 +341,58 @@ func countDegraded(c *Catalog) int {
 	}
 	return n
 }
+
+// TestAuditSecurityAndOr: an operation that needs two schemes at once and
+// one that accepts either must not read alike in any audit format.
+func TestAuditSecurityAndOr(t *testing.T) {
+	doc := `openapi: 3.0.3
+info: {title: t, version: "1"}
+components:
+  securitySchemes:
+    api_key: {type: apiKey, in: header, name: X-Key}
+    oauth: {type: oauth2, flows: {clientCredentials: {tokenUrl: "https://idp.test/token", scopes: {read: r}}}}
+paths:
+  /both:
+    get:
+      operationId: both
+      tags: [agent-exposed]
+      security: [{api_key: [], oauth: [read]}]
+      responses: {"200": {description: ok}}
+  /either:
+    get:
+      operationId: either
+      tags: [agent-exposed]
+      security: [{api_key: []}, {oauth: [read]}]
+      responses: {"200": {description: ok}}
+  /optional:
+    get:
+      operationId: optional
+      tags: [agent-exposed]
+      security: [{}, {api_key: [], oauth: [read]}]
+      responses: {"200": {description: ok}}
+`
+	report := annotations.NewReport(catalogOf(t, []byte(doc), "doc.yaml", false).Facts(), nil)
+	for _, tt := range []struct{ format, both, either, optional string }{
+		{"table", "api_key AND oauth[read]", "api_key OR oauth[read]", "anonymous OR (api_key AND oauth[read])"},
+		{"markdown", "api_key AND oauth[read]", "api_key OR oauth[read]", "anonymous OR (api_key AND oauth[read])"},
+		{"json",
+			`"security": [[{"scheme": "api_key"},{"scheme": "oauth","scopes": ["read"]}]]`,
+			`"security": [[{"scheme": "api_key"}],[{"scheme": "oauth","scopes": ["read"]}]]`,
+			`"security": [[],[{"scheme": "api_key"},{"scheme": "oauth","scopes": ["read"]}]]`},
+	} {
+		var buf bytes.Buffer
+		if err := report.Write(&buf, tt.format); err != nil {
+			t.Fatal(err)
+		}
+		out := buf.String()
+		if tt.format == "json" {
+			out = strings.Join(strings.Fields(out), " ")
+			out = strings.NewReplacer("[ ", "[", " ]", "]", "{ ", "{", " }", "}", ", ", ",").Replace(out)
+		}
+		for _, want := range []string{tt.both, tt.either, tt.optional} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: no %q in\n%s", tt.format, want, out)
+			}
+		}
+	}
+}
