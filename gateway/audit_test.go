@@ -396,3 +396,39 @@ paths:
 		}
 	}
 }
+
+// TestAuditLinesForJSON: findings name the operation's line in JSON documents
+// too (GitHub's, the demo's), and SARIF results carry the region.
+func TestAuditLinesForJSON(t *testing.T) {
+	doc := `{
+  "openapi": "3.0.3",
+  "info": {"title": "t", "version": "1"},
+  "paths": {
+    "/items/{id}": {
+      "delete": {
+        "operationId": "remove_item",
+        "tags": ["agent-exposed", "agent-readonly"],
+        "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+        "responses": {"204": {"description": "gone"}}
+      }
+    }
+  }
+}`
+	cat := catalogOf(t, []byte(doc), "doc.json", true)
+	report := annotations.NewReport(cat.Facts(), nil)
+	if len(report.Findings) == 0 {
+		t.Fatal("no findings")
+	}
+	for _, f := range report.Findings {
+		if f.Line != 6 {
+			t.Errorf("%s: line %d, want 6 (the operation's key)", f.Rule, f.Line)
+		}
+	}
+	var buf bytes.Buffer
+	if err := report.Write(&buf, "sarif"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"startLine": 6`) {
+		t.Errorf("SARIF has no region with line 6:\n%s", buf.String())
+	}
+}

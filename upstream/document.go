@@ -172,6 +172,13 @@ func parseDocument(ctx context.Context, data []byte, includeOrigin bool) (*Docum
 		if includeOrigin && !rewritten {
 			// Lines must be the source's, not those of its JSON form.
 			loader.IncludeOrigin, src = true, data
+			if t := bytes.TrimSpace(data); t[0] == '{' {
+				// kin-openapi tracks origins only on its YAML path, which it
+				// takes when the input is not JSON. JSON is YAML: a trailing
+				// YAML comment makes the JSON parse fail and leaves every
+				// line where it was, so JSON documents get lines too.
+				src = append(bytes.Clone(data), "\n# mcpgate: read as YAML for line numbers\n"...)
+			}
 		}
 		doc, err = loadV3(loader, src)
 	case head.Swagger != nil:
