@@ -229,10 +229,7 @@ func buildTool(namer *tagging.Namer, u *Upstream, op tagging.Operation, rules *a
 	if d.Annotations.Title == "" {
 		d.Annotations.Title = annotations.Title(name)
 	}
-	desc := strings.TrimSpace(o.Description)
-	if desc == "" {
-		desc = strings.TrimSpace(o.Summary)
-	}
+	desc := toolDescription(o.Summary, o.Description)
 	if desc == "" {
 		desc = op.Method + " " + op.Path
 	}
@@ -261,6 +258,23 @@ func buildTool(namer *tagging.Namer, u *Upstream, op tagging.Operation, rules *a
 		return nil, err
 	}
 	return t, nil
+}
+
+// toolDescription is what a model reads of an operation: the summary first,
+// then the description (unless it already starts with the summary), each as
+// CommonMark (see upstream.DescriptionMarkdown: HTML descriptions, Stripe's
+// and Asana's, are converted).
+func toolDescription(summary, description string) string {
+	summary, description = upstream.DescriptionMarkdown(summary), upstream.DescriptionMarkdown(description)
+	switch {
+	case summary == "":
+		return description
+	case description == "":
+		return summary
+	case strings.HasPrefix(description, strings.TrimSuffix(summary, ".")):
+		return description
+	}
+	return summary + "\n\n" + description
 }
 
 // bind builds t's Binding within budget bytes for the whole tool (no bound

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -102,4 +104,64 @@ func compiles(schema any) error {
 	}
 	_, err = c.Compile("mem:///s.json")
 	return err
+}
+
+// htmlTag finds the HTML elements Stripe and Asana write in descriptions.
+var htmlTag = regexp.MustCompile(`(?i)</?(p|a|b|strong|em|i|code|pre|ul|ol|li|table|tr|td|th|br|div|span|h[1-6])(\s[^>]*)?/?>`)
+
+// TestCorpusDescriptions: the descriptions a model reads — the tool's and
+// every one inside its schemas — carry no HTML (Stripe and Asana write
+// theirs in HTML), and an operation's summary is not lost beside its
+// description.
+func TestCorpusDescriptions(t *testing.T) {
+	for _, name := range []string{"stripe-spec3-2022.json", "asana-3.0.yaml"} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(corpusDir, name)
+			if _, err := os.Stat(path); err != nil {
+				t.Skipf("corpus document not found (%v): the shared corpus is not beside this clone", err)
+			}
+			cfg := &Config{Upstreams: []Upstream{{OpenAPI: path, ExposeAll: true, BaseURL: "http://127.0.0.1:1"}}}
+			if err := cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			cat, err := BuildCatalog(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var walk func(tool string, v any)
+			bad := 0
+			walk = func(tool string, v any) {
+				switch x := v.(type) {
+				case map[string]any:
+					if d, ok := x["description"].(string); ok && htmlTag.MatchString(d) && bad < 5 {
+						bad++
+						t.Errorf("%s: HTML in a schema description: %.200q", tool, d)
+					}
+					for _, e := range x {
+						walk(tool, e)
+					}
+				case []any:
+					for _, e := range x {
+						walk(tool, e)
+					}
+				}
+			}
+			summaries := 0
+			for _, tool := range cat.Tools {
+				if htmlTag.MatchString(tool.Tool.Description) && bad < 5 {
+					bad++
+					t.Errorf("%s: HTML in the description: %.200q", tool.Tool.Name, tool.Tool.Description)
+				}
+				if s := strings.TrimSpace(tool.Operation.Operation.Summary); s != "" {
+					summaries++
+					if !strings.HasPrefix(tool.Tool.Description, upstream.DescriptionMarkdown(s)) {
+						t.Errorf("%s: description does not lead with the summary %q", tool.Tool.Name, s)
+					}
+				}
+				walk(tool.Tool.Name, tool.Tool.InputSchema)
+				walk(tool.Tool.Name, tool.Tool.OutputSchema)
+			}
+			t.Logf("%d tools, %d with a summary", len(cat.Tools), summaries)
+		})
+	}
 }

@@ -161,7 +161,7 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 					s = c.convert(ref)
 				}
 				if s["description"] == nil && desc != "" {
-					s["description"] = desc
+					s["description"] = DescriptionMarkdown(desc)
 				}
 				return s
 			}})

@@ -123,7 +123,7 @@ func paramSchema(conv *schemaConverter, p *openapi3.Parameter) jsonSchema {
 		s = jsonSchema{"type": "string"}
 	}
 	if p.Description != "" {
-		s["description"] = p.Description
+		s["description"] = DescriptionMarkdown(p.Description)
 	}
 	if p.Deprecated {
 		s["deprecated"] = true

@@ -141,7 +141,7 @@ func (c *schemaConverter) convertValue(s *openapi3.Schema, depth, refDepth int) 
 		}
 	}
 	setString(out, "title", s.Title)
-	setString(out, "description", s.Description)
+	setString(out, "description", DescriptionMarkdown(s.Description))
 	setString(out, "format", s.Format)
 	if len(s.Enum) > 0 {
 		enum := append([]any(nil), s.Enum...)
