@@ -22,7 +22,7 @@ import (
 )
 
 // binaries are built once per test binary run.
-type binaries struct{ mcpgate, orchestrator string }
+type binaries struct{ mcpgate, orchestrator, embedded string }
 
 func setup(t *testing.T) binaries {
 	t.Helper()
@@ -47,12 +47,12 @@ func requireNode(t *testing.T) {
 	}
 }
 
-// build compiles the two binaries into a temporary folder.
+// build compiles the binaries into a temporary folder.
 func build(t *testing.T) binaries {
 	t.Helper()
 	dir := t.TempDir()
-	b := binaries{filepath.Join(dir, "mcpgate"), filepath.Join(dir, "orchestrator")}
-	for bin, pkg := range map[string]string{b.mcpgate: "./cmd/mcpgate", b.orchestrator: "./examples/orchestrator"} {
+	b := binaries{filepath.Join(dir, "mcpgate"), filepath.Join(dir, "orchestrator"), filepath.Join(dir, "embedded")}
+	for bin, pkg := range map[string]string{b.mcpgate: "./cmd/mcpgate", b.orchestrator: "./examples/orchestrator", b.embedded: "./examples/embedded"} {
 		cmd := exec.Command("go", "build", "-o", bin, pkg)
 		cmd.Dir = "../.."
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -118,14 +118,14 @@ func TestToolsCommand(t *testing.T) {
 }
 
 // TestClient runs the TypeScript SDK client tests: remote (stateless and
-// stateful), stdio, and the built-in demo.
+// stateful), stdio, the built-in demo, and the embedded (in-process) example.
 func TestClient(t *testing.T) {
 	b := setup(t)
 	files, _ := filepath.Glob("*.test.mjs")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", append([]string{"--test", "--test-reporter=spec", "--test-concurrency=1"}, files...)...)
-	cmd.Env = append(os.Environ(), "MCPGATE_BIN="+b.mcpgate, "ORCHESTRATOR_BIN="+b.orchestrator)
+	cmd.Env = append(os.Environ(), "MCPGATE_BIN="+b.mcpgate, "ORCHESTRATOR_BIN="+b.orchestrator, "EMBEDDED_BIN="+b.embedded)
 	out, err := cmd.CombinedOutput()
 	if err != nil || testing.Verbose() {
 		t.Logf("node --test output:\n%s", out)
