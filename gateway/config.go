@@ -27,6 +27,12 @@ const (
 	DefaultMaxToolBytes     = 32 << 10
 	DefaultLargeResultBytes = 256 << 10
 	DefaultMaxCatalogBytes  = 2 << 20
+
+	// Bounds of the HTTP front door at /mcp (see Config).
+	DefaultMaxBodyBytes   = 4 << 20 // go-sdk's DefaultMaxRequestBodyBytes
+	DefaultBodyTimeout    = 10 * time.Second
+	DefaultSessionTimeout = 10 * time.Minute
+	DefaultMaxSessions    = 1000
 )
 
 // Config is the gateway's whole configuration: one plain struct, read from YAML
@@ -53,6 +59,27 @@ type Config struct {
 	// answers cannot take hundreds of MB. A call that finds no room waits up
 	// to its upstream's queue_timeout, then gets an error result.
 	MaxResponseMemory int64 `yaml:"max_response_memory"`
+
+	// MaxBodyBytes bounds one HTTP request body to /mcp; a larger one is
+	// answered 413 before it is parsed. One MCP message rarely needs more
+	// than a few KiB. Default DefaultMaxBodyBytes (4 MiB); must not be
+	// negative.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// BodyTimeout bounds the time to receive one request body, from the end
+	// of its headers, so that a client trickling its body cannot hold a
+	// connection (answered 408). It is set per request and lifted once the
+	// body is in, so long SSE answers are not cut. Default
+	// DefaultBodyTimeout (10s); must not be negative.
+	BodyTimeout time.Duration `yaml:"body_timeout"`
+	// SessionTimeout closes a stateful session that received no request
+	// for this long. Default DefaultSessionTimeout (10m); must not be
+	// negative.
+	SessionTimeout time.Duration `yaml:"session_timeout"`
+	// MaxSessions bounds the stateful sessions open at once; an initialize
+	// over it is answered 503. A session holds about 14 KB at rest. Default
+	// DefaultMaxSessions (1000); must not be negative.
+	MaxSessions int `yaml:"max_sessions"`
+
 	// Upstreams are the APIs served. At least one.
 	Upstreams []Upstream `yaml:"upstreams"`
 }
@@ -262,6 +289,9 @@ func (c *Config) Validate() error {
 	if c.MaxResponseMemory == 0 {
 		c.MaxResponseMemory = upstream.DefaultMaxResponseMemory
 	}
+	if err := c.applyFrontDoorDefaults(); err != nil {
+		return err
+	}
 	if len(c.Upstreams) == 0 {
 		return errors.New("upstreams: at least one upstream is needed")
 	}
@@ -313,6 +343,34 @@ func (c *Config) Validate() error {
 				return fmt.Errorf("upstreams[%d] (%s): expose_tags has an empty tag", i, u.Name)
 			}
 		}
+	}
+	return nil
+}
+
+// applyFrontDoorDefaults checks the front door's bounds and fills in their
+// defaults. Zero means the default; there is no "unbounded".
+func (c *Config) applyFrontDoorDefaults() error {
+	switch {
+	case c.MaxBodyBytes < 0:
+		return fmt.Errorf("max_body_bytes: %d must not be negative", c.MaxBodyBytes)
+	case c.BodyTimeout < 0:
+		return fmt.Errorf("body_timeout: %s must not be negative", c.BodyTimeout)
+	case c.SessionTimeout < 0:
+		return fmt.Errorf("session_timeout: %s must not be negative", c.SessionTimeout)
+	case c.MaxSessions < 0:
+		return fmt.Errorf("max_sessions: %d must not be negative", c.MaxSessions)
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.BodyTimeout == 0 {
+		c.BodyTimeout = DefaultBodyTimeout
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = DefaultSessionTimeout
+	}
+	if c.MaxSessions == 0 {
+		c.MaxSessions = DefaultMaxSessions
 	}
 	return nil
 }

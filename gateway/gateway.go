@@ -50,7 +50,8 @@ type Gateway struct {
 	catalog *Catalog
 	server  *mcp.Server
 	drift   *annotations.Drift
-	served  int // tools registered: the catalog less what the lock held back
+	served  int           // tools registered: the catalog less what the lock held back
+	calls   *callContexts // the POSTs being served, for the tool handlers (see frontDoor)
 }
 
 // New validates cfg, loads every upstream's document and builds the catalog and
@@ -59,7 +60,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	g := &Gateway{cfg: cfg}
+	g := &Gateway{cfg: cfg, calls: &callContexts{}}
 	if opts != nil {
 		g.opts = *opts
 	}
@@ -76,7 +77,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	}
 	g.catalog = cat
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "mcpgate", Title: "mcpgate", Version: Version}, &mcp.ServerOptions{
-		Logger:       g.logger,
+		Logger:       g.sdkLogger(),
 		Instructions: "Tools generated from REST APIs' OpenAPI documents. Each tool's annotations say whether it reads or writes.",
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:   &mcp.ToolCapabilities{ListChanged: true},
@@ -112,23 +113,70 @@ func (g *Gateway) Catalog() *Catalog { return g.catalog }
 // own. To serve stdio, use [Gateway.ServeStdio].
 func (g *Gateway) Server() *mcp.Server { return g.server }
 
-// Handler returns the gateway's HTTP routes: /mcp (Streamable HTTP) and
-// /healthz.
+// Handler returns the gateway's HTTP routes: /mcp (Streamable HTTP, behind
+// the front door) and /healthz.
 func (g *Gateway) Handler() http.Handler {
 	return g.newMux()
 }
 
 func (g *Gateway) newMux() *mux.Router {
 	r := mux.NewRouter()
-	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
 		&mcp.StreamableHTTPOptions{
-			Stateless: !g.cfg.Stateful,
-			Logger:    g.logger,
+			Stateless:           !g.cfg.Stateful,
+			Logger:              g.sdkLogger(),
+			SessionTimeout:      g.cfg.SessionTimeout,
+			MaxRequestBodyBytes: g.cfg.MaxBodyBytes,
+			// Ties handlers to the POST for 2026-07-28 requests; the front
+			// door does it for every protocol version (see frontDoor).
+			PropagateRequestCancellation: true,
 		})
-	r.Handle("/mcp", mcpHandler)
+	fd := &frontDoor{
+		next:        sdk,
+		maxBody:     g.cfg.MaxBodyBytes,
+		bodyTimeout: g.cfg.BodyTimeout,
+		calls:       g.calls,
+	}
+	if g.cfg.Stateful {
+		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions)
+	}
+	r.Handle("/mcp", fd)
 	r.HandleFunc("/healthz", g.serveHealth).Methods(http.MethodGet, http.MethodHead)
 	r.Use(g.accessLog)
 	return r
+}
+
+// sdkLogger is the logger handed to go-sdk: the gateway's, less everything
+// below warn. go-sdk logs session ids at info ("server session connected",
+// "session_id"), and a session id is a bearer credential for its session; at
+// warn and error (v1.8.0) it logs none.
+func (g *Gateway) sdkLogger() *slog.Logger {
+	return slog.New(minLevel{g.logger.Handler(), slog.LevelWarn})
+}
+
+// minLevel drops records below min.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < h.min {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
 }
 
 func (g *Gateway) serveHealth(w http.ResponseWriter, _ *http.Request) {
@@ -189,6 +237,13 @@ func (g *Gateway) toolHandler(t *Tool) mcp.ToolHandler {
 			res := &mcp.CallToolResult{}
 			res.SetError(err)
 			return res, nil
+		}
+		// Cancel the upstream call when the client's POST ends: go-sdk does
+		// not (see frontDoor).
+		if req.Extra != nil {
+			var cancel context.CancelFunc
+			ctx, cancel = g.calls.join(ctx, req.Extra.Header)
+			defer cancel()
 		}
 		return t.Client.Call(ctx, t.Binding, args, g.credentials(req))
 	}

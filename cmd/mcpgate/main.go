@@ -251,10 +251,15 @@ func serve(ctx context.Context, args []string) error {
 	}
 	fmt.Fprint(os.Stderr, snippets(url))
 
+	// No server-wide ReadTimeout or WriteTimeout: they run from the start of
+	// a request to the end of its answer, so they would cut SSE streams and
+	// long tool calls. A slow body is cut by the front door's per-request
+	// body deadline (body_timeout) instead; slow headers by ReadHeaderTimeout.
 	srv := &http.Server{
 		Handler:           g.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		IdleTimeout:       120 * time.Second, // keep-alive connections between requests
+		MaxHeaderBytes:    64 << 10,          // a bearer token fits many times over
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

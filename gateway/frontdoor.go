@@ -1,0 +1,424 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// frontDoor is the gateway's HTTP layer at /mcp, ahead of go-sdk's
+// StreamableHTTPHandler. It reads each request body once, under a size cap and
+// a read deadline, refuses what go-sdk would mishandle (JSON-RPC batches,
+// which go-sdk runs all at once for protocol 2025-03-26; malformed JSON, which
+// it answers as text/plain), ties every tool call to the lifetime of the POST
+// that carried it, and in stateful mode bounds and guards the sessions. It
+// then hands the request, body restored, to go-sdk unchanged.
+//
+// It is the place where the hot methods (tools/list, tools/call) will later be
+// answered without go-sdk: the body is already in hand, checked to be one
+// JSON object.
+//
+// What ties a call to its POST, mode by mode (go-sdk v1.8.0):
+//   - go-sdk derives a tool handler's context from its connection's context
+//     wrapped so that it is never done (jsonrpc2's notDone): a client that
+//     hangs up does not cancel the handler. In stateless mode the connection
+//     is the POST's; in stateful mode it is the initialize POST's.
+//   - StreamableHTTPOptions.PropagateRequestCancellation fixes that for
+//     2026-07-28 requests (stateless) only.
+//   - What does work in every mode is the header: RequestExtra.Header is the
+//     header of the very POST that carried the call. So the front door puts
+//     its own random id in [requestIDHeader] and keeps the POST's context
+//     under it while the POST is served; the tool handler joins the two
+//     contexts (see callContexts.join), and the upstream request, built with
+//     http.NewRequestWithContext, is cancelled when the client hangs up.
+//   - notifications/cancelled still works in stateful mode, through go-sdk.
+//   - stdio has no POST: calls there end with the session or a
+//     notifications/cancelled.
+type frontDoor struct {
+	next        http.Handler // go-sdk's StreamableHTTPHandler
+	maxBody     int64
+	bodyTimeout time.Duration
+	calls       *callContexts
+	sessions    *sessionBook // nil when stateless
+}
+
+// requestIDHeader carries the front door's id of one POST to the tool
+// handlers of the calls in it. An inbound value is always stripped, so a
+// client cannot tie its call to someone else's request.
+const requestIDHeader = "Mcpgate-Request-Id"
+
+// sessionIDHeader is the Streamable HTTP session header (MCP 2025-03-26 on).
+const sessionIDHeader = "Mcp-Session-Id"
+
+func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r.Header.Del(requestIDHeader)
+	var body []byte
+	if r.Body != nil && r.Body != http.NoBody {
+		var ok bool
+		if body, ok = f.readBody(w, r); !ok {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	if r.Method == http.MethodPost && isJSON(r.Header.Get("Content-Type")) {
+		if e := checkMessage(body); e != nil {
+			writeRPCError(w, http.StatusBadRequest, e)
+			return
+		}
+	}
+	if f.sessions != nil {
+		sw, ok := f.guardSession(w, r)
+		if !ok {
+			return
+		}
+		if sw != nil {
+			defer sw.finish()
+			w = sw
+		}
+	}
+	if r.Method == http.MethodPost {
+		id, done := f.calls.add(r.Context())
+		defer done()
+		r.Header.Set(requestIDHeader, id)
+	}
+	f.next.ServeHTTP(w, r)
+}
+
+// readBody reads the whole body, at most f.maxBody bytes, within
+// f.bodyTimeout. The deadline is per request and cleared once the body is in,
+// so it bounds a client that trickles its body without cutting the long SSE
+// answer that may follow. (net/http clears it too when the body hits EOF and
+// it starts watching for a hang-up; clearing here does not depend on that.)
+// On failure it has answered and returns false.
+func (f *frontDoor) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if r.ContentLength > f.maxBody {
+		f.tooLarge(w)
+		return nil, false
+	}
+	if f.bodyTimeout > 0 {
+		// Not every ResponseWriter supports deadlines (HTTP/1 and HTTP/2 in
+		// net/http do); without one, the server's own timeouts apply.
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(f.bodyTimeout)) == nil {
+			defer rc.SetReadDeadline(time.Time{})
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.maxBody))
+	if err == nil {
+		return body, true
+	}
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		f.tooLarge(w)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close")
+		writeRPCError(w, http.StatusRequestTimeout, &jsonrpc.Error{
+			Code:    jsonrpc.CodeInvalidRequest,
+			Message: fmt.Sprintf("the request body did not arrive within %s (body_timeout)", f.bodyTimeout),
+		})
+	default:
+		// The client went away or broke the framing: nobody to answer.
+		w.Header().Set("Connection", "close")
+		writeRPCError(w, http.StatusBadRequest, &jsonrpc.Error{
+			Code:    jsonrpc.CodeInvalidRequest,
+			Message: "the request body could not be read",
+		})
+	}
+	return nil, false
+}
+
+func (f *frontDoor) tooLarge(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	writeRPCError(w, http.StatusRequestEntityTooLarge, &jsonrpc.Error{
+		Code:    jsonrpc.CodeInvalidRequest,
+		Message: fmt.Sprintf("the request body exceeds %d bytes (max_body_bytes)", f.maxBody),
+	})
+}
+
+// isJSON reports whether a Content-Type is application/json. Other types are
+// left to go-sdk, which answers 415.
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
+}
+
+// checkMessage accepts exactly one JSON-RPC message: a JSON object. It
+// returns the error to answer otherwise.
+func checkMessage(body []byte) *jsonrpc.Error {
+	var raw json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return &jsonrpc.Error{
+			Code:    jsonrpc.CodeParseError,
+			Message: "the request body is not valid JSON",
+			Data:    jsonString(describeJSONError(body, err)),
+		}
+	}
+	switch raw[0] { // json.Unmarshal trims surrounding space
+	case '{':
+		return nil
+	case '[':
+		return &jsonrpc.Error{
+			Code:    jsonrpc.CodeInvalidRequest,
+			Message: "JSON-RPC batches are not accepted: MCP removed batching in protocol 2025-06-18; send one message per POST",
+		}
+	default:
+		return &jsonrpc.Error{
+			Code:    jsonrpc.CodeInvalidRequest,
+			Message: "a JSON-RPC message must be a JSON object",
+		}
+	}
+}
+
+// describeJSONError names a JSON syntax problem and where it is.
+func describeJSONError(body []byte, err error) string {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return "the body is empty"
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		if se.Offset >= int64(len(body)) {
+			return fmt.Sprintf("%v (the body ends after %d bytes)", se, len(body))
+		}
+		return fmt.Sprintf("%v at offset %d", se, se.Offset-1) // Offset counts the bad byte
+	}
+	return err.Error()
+}
+
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// writeRPCError answers a JSON-RPC error with id null: the front door answers
+// before it knows, or can trust, the message's id (JSON-RPC 2.0 §5).
+func writeRPCError(w http.ResponseWriter, status int, e *jsonrpc.Error) {
+	body, _ := json.Marshal(struct {
+		JSONRPC string         `json:"jsonrpc"`
+		ID      any            `json:"id"`
+		Error   *jsonrpc.Error `json:"error"`
+	}{"2.0", nil, e})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
+}
+
+// callContexts holds the context of every POST being served, under the
+// front door's id for it. Safe for concurrent use.
+type callContexts struct{ m sync.Map }
+
+// add registers ctx under a new random id; done removes it.
+func (c *callContexts) add(ctx context.Context) (id string, done func()) {
+	id = rand.Text()
+	c.m.Store(id, ctx)
+	return id, func() { c.m.Delete(id) }
+}
+
+// errClientGone is the cause of a call cancelled because its POST ended.
+var errClientGone = errors.New("gateway: the client's HTTP request ended")
+
+// join returns ctx, also cancelled when the POST that carried the call (named
+// by [requestIDHeader] in h) ends. When h names a POST that has already ended
+// (the client hung up before the handler started), the answer can no longer
+// be delivered (go-sdk keeps no event store here), so the result is cancelled
+// at once. Without the header (stdio), ctx is returned as is.
+func (c *callContexts) join(ctx context.Context, h http.Header) (context.Context, context.CancelFunc) {
+	id := h.Get(requestIDHeader)
+	if id == "" {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	v, ok := c.m.Load(id)
+	if !ok {
+		cancel(errClientGone)
+		return ctx, func() {}
+	}
+	stop := context.AfterFunc(v.(context.Context), func() { cancel(errClientGone) })
+	return ctx, func() { stop(); cancel(nil) }
+}
+
+// sessionBook bounds and guards stateful sessions: at most max at once, each
+// bound to the Authorization header of its initialize POST. Safe for
+// concurrent use.
+//
+// go-sdk creates a session for a POST without Mcp-Session-Id and sends its id
+// only in that POST's answer; the book learns the id there, before the client
+// does. go-sdk closes sessions on its own (idle timeout, DELETE): the book
+// forgets an id when go-sdk answers 404 or 204 for it, and prunes against
+// (*mcp.Server).Sessions whenever a session is about to be created.
+type sessionBook struct {
+	server *mcp.Server
+	max    int
+
+	mu      sync.Mutex
+	owners  map[string][sha256.Size]byte // session id → SHA-256 of Authorization
+	pending int                          // session-creating POSTs in flight
+}
+
+func newSessionBook(server *mcp.Server, max int) *sessionBook {
+	return &sessionBook{server: server, max: max, owners: map[string][sha256.Size]byte{}}
+}
+
+// owner is what a session is bound to: a hash of the request's Authorization
+// header (all values), so the book holds no token.
+func owner(r *http.Request) [sha256.Size]byte {
+	return sha256.Sum256([]byte(strings.Join(r.Header.Values("Authorization"), "\n")))
+}
+
+// reserve takes a slot for a session about to be created. It returns false
+// at the cap. The count is go-sdk's own (every live session, including one
+// whose initialize POST was cut off before its id went out, which the book
+// never learns) plus the slots taken by POSTs still in flight; a POST whose
+// session is already connected counts twice until it answers, which errs on
+// the side of refusing.
+func (b *sessionBook) reserve() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	live := make(map[string]bool, len(b.owners))
+	for ss := range b.server.Sessions() {
+		live[ss.ID()] = true
+	}
+	for id := range b.owners {
+		if !live[id] {
+			delete(b.owners, id) // closed by go-sdk: idle timeout, or a DELETE
+		}
+	}
+	if len(live)+b.pending >= b.max {
+		return false
+	}
+	b.pending++
+	return true
+}
+
+// bind turns a reservation into a bound session.
+func (b *sessionBook) bind(id string, who [sha256.Size]byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.pending--
+	b.owners[id] = who
+}
+
+// release returns a reservation that created no session.
+func (b *sessionBook) release() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.pending--
+}
+
+// owns reports whether session id exists and is bound to who.
+func (b *sessionBook) owns(id string, who [sha256.Size]byte) bool {
+	b.mu.Lock()
+	got, ok := b.owners[id]
+	b.mu.Unlock()
+	return ok && subtle.ConstantTimeCompare(got[:], who[:]) == 1
+}
+
+func (b *sessionBook) forget(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.owners, id)
+}
+
+// guardSession applies the session cap and binding. A request naming a
+// session that does not exist, or that another Authorization opened, gets
+// exactly go-sdk's own 404, so that holding someone's Mcp-Session-Id reveals
+// nothing and allows nothing. It returns a writer to hand go-sdk instead of w
+// (nil: w will do; call its finish when go-sdk is done), and false when it has
+// answered.
+func (f *frontDoor) guardSession(w http.ResponseWriter, r *http.Request) (*sessionWriter, bool) {
+	b := f.sessions
+	who := owner(r)
+	if id := r.Header.Get(sessionIDHeader); id != "" {
+		if !b.owns(id, who) {
+			http.Error(w, "session not found", http.StatusNotFound) // go-sdk's words
+			return nil, false
+		}
+		return &sessionWriter{ResponseWriter: w, onHeader: func(status int, _ http.Header) {
+			if status == http.StatusNotFound || (r.Method == http.MethodDelete && status == http.StatusNoContent) {
+				b.forget(id)
+			}
+		}}, true
+	}
+	if r.Method != http.MethodPost {
+		return nil, true // go-sdk answers GET and DELETE without a session id: 400
+	}
+	if !b.reserve() {
+		w.Header().Set("Retry-After", "60")
+		writeRPCError(w, http.StatusServiceUnavailable, &jsonrpc.Error{
+			Code:    jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("the gateway is at its session limit (%d, max_sessions); retry later or close an unused session", b.max),
+		})
+		return nil, false
+	}
+	sw := &sessionWriter{ResponseWriter: w}
+	sw.onHeader = func(_ int, h http.Header) {
+		if id := h.Get(sessionIDHeader); id != "" && sw.bound.CompareAndSwap(false, true) {
+			b.bind(id, who)
+		}
+	}
+	// The reservation outlives this function: finish releases it when go-sdk
+	// is done with the request, unless the answer bound it to a session
+	// (go-sdk writes the answer's header before it returns).
+	sw.release = b.release
+	return sw, true
+}
+
+// sessionWriter watches the status and header of go-sdk's answer.
+type sessionWriter struct {
+	http.ResponseWriter
+	onHeader func(status int, h http.Header)
+	release  func() // called by finish when no session was bound
+	wrote    bool
+	bound    atomic.Bool // the answer named the session: the reservation is spent
+}
+
+func (w *sessionWriter) WriteHeader(status int) {
+	if !w.wrote && status >= 200 {
+		w.wrote = true
+		w.onHeader(status, w.Header())
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *sessionWriter) Write(p []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush lets SSE answers through.
+func (w *sessionWriter) Flush() {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController (go-sdk flushes with it) reach the
+// underlying writer.
+func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// finish returns an unused reservation.
+func (w *sessionWriter) finish() {
+	if w.release != nil && !w.bound.Load() {
+		w.release()
+	}
+}

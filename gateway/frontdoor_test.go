@@ -1,0 +1,574 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/upstream"
+)
+
+// frontDoc is the API behind the front-door tests: a quick read, a call that
+// waits until its request is cancelled, and one that takes 600 ms.
+const frontDoc = `{
+  "openapi": "3.0.3",
+  "info": {"title": "t", "version": "1"},
+  "paths": {
+    "/things/{id}": {"get": {"operationId": "get_thing", "tags": ["agent-exposed"],
+      "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+      "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object"}}}}}}},
+    "/wait": {"get": {"operationId": "wait", "tags": ["agent-exposed"],
+      "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object"}}}}}}},
+    "/nap": {"get": {"operationId": "nap", "tags": ["agent-exposed"],
+      "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object"}}}}}}}
+  }
+}`
+
+// recorder is a real upstream API that records every request, fails the test
+// on one it was not told to expect, and tracks the /wait calls still open.
+type recorder struct {
+	t       *testing.T
+	allowed atomic.Bool
+
+	mu      sync.Mutex
+	auth    []string      // Authorization of each request
+	started int           // /wait calls that arrived
+	open    int           // /wait calls whose context is not done yet
+	ended   chan struct{} // one send per /wait call whose context ended
+}
+
+func newRecorder(t *testing.T) (*recorder, string) {
+	rec := &recorder{t: t, ended: make(chan struct{}, 1000)}
+	rec.allowed.Store(true)
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	return rec, srv.URL
+}
+
+func (u *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !u.allowed.Load() {
+		u.t.Errorf("unexpected upstream request: %s %s", r.Method, r.URL.Path)
+		http.Error(w, "unexpected", http.StatusTeapot)
+		return
+	}
+	u.mu.Lock()
+	u.auth = append(u.auth, r.Header.Get("Authorization"))
+	u.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	switch r.URL.Path {
+	case "/wait":
+		u.mu.Lock()
+		u.started++
+		u.open++
+		u.mu.Unlock()
+		<-r.Context().Done()
+		u.mu.Lock()
+		u.open--
+		u.mu.Unlock()
+		u.ended <- struct{}{}
+		return
+	case "/nap":
+		time.Sleep(600 * time.Millisecond)
+	}
+	io.WriteString(w, `{"ok":true}`)
+}
+
+func (u *recorder) counts() (requests, started, open int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.auth), u.started, u.open
+}
+
+// startGateway serves frontDoc, calls going to the recorder, with cfg's
+// front-door settings.
+func startGateway(t *testing.T, cfg Config) (*recorder, string) {
+	return startGatewayWith(t, cfg, nil)
+}
+
+func startGatewayWith(t *testing.T, cfg Config, opts *Options) (*recorder, string) {
+	t.Helper()
+	rec, base := newRecorder(t)
+	cfg.Upstreams = []Upstream{{Name: "api", OpenAPI: "front.json", Document: []byte(frontDoc), BaseURL: base, Timeout: time.Minute}}
+	g, err := New(context.Background(), &cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(gw.Close)
+	return rec, gw.URL + "/mcp"
+}
+
+func call(id int, tool string, args string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, tool, args)
+}
+
+const initialize = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// post sends one MCP POST and returns the answer, body read.
+func post(t *testing.T, url, body string, h http.Header) (*http.Response, string) {
+	t.Helper()
+	return do(t, http.MethodPost, url, strings.NewReader(body), h)
+}
+
+func do(t *testing.T, method, url string, body io.Reader, h http.Header) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// rpcError is a JSON-RPC error answer, id kept raw to tell null from absent.
+type rpcError struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Data    any    `json:"data"`
+	} `json:"error"`
+}
+
+func decodeRPCError(t *testing.T, resp *http.Response, body string) rpcError {
+	t.Helper()
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type = %q, want application/json", ct)
+	}
+	var e rpcError
+	if err := json.Unmarshal([]byte(body), &e); err != nil {
+		t.Fatalf("answer is not a JSON-RPC error: %v: %s", err, body)
+	}
+	if e.JSONRPC != "2.0" || string(e.ID) != "null" {
+		t.Errorf("jsonrpc = %q, id = %s; want 2.0 and null", e.JSONRPC, e.ID)
+	}
+	return e
+}
+
+// openSession initializes a stateful session with the given Authorization
+// and returns its id.
+func openSession(t *testing.T, url, authorization string) string {
+	t.Helper()
+	h := http.Header{}
+	if authorization != "" {
+		h.Set("Authorization", authorization)
+	}
+	resp, body := post(t, url, initialize, h)
+	id := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || id == "" {
+		t.Fatalf("initialize: %d, session %q: %s", resp.StatusCode, id, body)
+	}
+	h.Set("Mcp-Session-Id", id)
+	h.Set("Mcp-Protocol-Version", "2025-06-18")
+	if resp, body := post(t, url, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, h); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("initialized: %d %s", resp.StatusCode, body)
+	}
+	return id
+}
+
+func sessionHeader(id, authorization string) http.Header {
+	h := http.Header{"Mcp-Session-Id": {id}, "Mcp-Protocol-Version": {"2025-06-18"}}
+	if authorization != "" {
+		h.Set("Authorization", authorization)
+	}
+	return h
+}
+
+// TestFrontDoorRefuses checks what the front door answers itself, in both
+// modes: nothing it refuses reaches the upstream.
+func TestFrontDoorRefuses(t *testing.T) {
+	batch := "[" + call(1, "get_thing", `{"id":"a"}`) + "," + call(2, "get_thing", `{"id":"b"}`) + "]"
+	big := call(1, "get_thing", `{"id":"`+strings.Repeat("x", 2000)+`"}`)
+	tests := []struct {
+		name    string
+		body    string
+		chunked bool // no Content-Length: the cap must hold while reading
+		header  http.Header
+		status  int
+		code    int
+		want    string // in message or data
+	}{
+		{name: "batch", body: batch, status: 400, code: -32600, want: "2025-06-18",
+			// go-sdk accepts (and runs at once) batches for this version.
+			header: http.Header{"Mcp-Protocol-Version": {"2025-03-26"}}},
+		{name: "batch after space", body: " \n\t" + batch, status: 400, code: -32600, want: "one message per POST"},
+		{name: "malformed", body: `{"jsonrpc":"2.0","id":1,"method":`, status: 400, code: -32700, want: "unexpected end of JSON input"},
+		{name: "malformed mid-way", body: `{"jsonrpc":"2.0" "id":1}`, status: 400, code: -32700, want: "at offset 17"},
+		{name: "trailing garbage", body: call(1, "get_thing", `{"id":"a"}`) + "x", status: 400, code: -32700, want: "invalid character 'x'"},
+		{name: "empty", body: "", status: 400, code: -32700, want: "empty"},
+		{name: "not an object", body: `"tools/list"`, status: 400, code: -32600, want: "JSON object"},
+		{name: "over max_body_bytes", body: big, status: 413, code: -32600, want: "1024 bytes (max_body_bytes)"},
+		{name: "over max_body_bytes, chunked", body: big, chunked: true, status: 413, code: -32600, want: "1024 bytes"},
+	}
+	for _, stateful := range []bool{false, true} {
+		rec, url := startGateway(t, Config{Stateful: stateful, MaxBodyBytes: 1024})
+		var sid string
+		if stateful {
+			sid = openSession(t, url, "")
+		}
+		rec.allowed.Store(false)
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("stateful=%v/%s", stateful, tt.name), func(t *testing.T) {
+				h := http.Header{}
+				for k, v := range tt.header {
+					h[k] = v
+				}
+				if sid != "" {
+					h = sessionHeader(sid, "")
+				}
+				var body io.Reader = strings.NewReader(tt.body)
+				if tt.chunked {
+					body = io.MultiReader(body) // hides the length from net/http
+				}
+				resp, got := do(t, http.MethodPost, url, body, h)
+				if resp.StatusCode != tt.status {
+					t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, got)
+				}
+				e := decodeRPCError(t, resp, got)
+				if e.Error.Code != tt.code {
+					t.Errorf("code %d, want %d", e.Error.Code, tt.code)
+				}
+				if text := fmt.Sprint(e.Error.Message, " ", e.Error.Data); !strings.Contains(text, tt.want) {
+					t.Errorf("error %q does not say %q", text, tt.want)
+				}
+				if tt.code == -32700 && e.Error.Data == nil {
+					t.Error("a parse error must name the problem in data")
+				}
+			})
+		}
+		// The control: the same gateway forwards a good call.
+		rec.allowed.Store(true)
+		h := http.Header{}
+		if sid != "" {
+			h = sessionHeader(sid, "")
+		}
+		if resp, got := post(t, url, call(9, "get_thing", `{"id":"a"}`), h); resp.StatusCode != 200 || !strings.Contains(got, `\"ok\":true`) {
+			t.Errorf("stateful=%v: a good call: %d %s", stateful, resp.StatusCode, got)
+		}
+		if n, _, _ := rec.counts(); n != 1 {
+			t.Errorf("stateful=%v: upstream saw %d requests, want 1", stateful, n)
+		}
+	}
+}
+
+// rawPOST opens a connection and writes an MCP POST's head, and the body
+// unless trickle is set. The caller closes the connection.
+func rawPOST(t *testing.T, url, body string, h http.Header, trickle bool) net.Conn {
+	t.Helper()
+	host := strings.TrimPrefix(strings.TrimSuffix(url, "/mcp"), "http://")
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n", host, len(body))
+	h.Write(&b)
+	b.WriteString("\r\n")
+	if !trickle {
+		b.WriteString(body)
+	}
+	if _, err := conn.Write(b.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// TestFrontDoorTricklingBody checks that a body sent a byte at a time is cut
+// at body_timeout, and that the deadline does not outlive the body: an answer
+// that takes longer than body_timeout still arrives.
+func TestFrontDoorTricklingBody(t *testing.T) {
+	for _, stateful := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stateful=%v", stateful), func(t *testing.T) {
+			rec, url := startGateway(t, Config{Stateful: stateful, BodyTimeout: 300 * time.Millisecond})
+			h := http.Header{}
+			if stateful {
+				h = sessionHeader(openSession(t, url, ""), "")
+			}
+			rec.allowed.Store(false)
+			body := call(1, "get_thing", `{"id":"a"}`)
+			conn := rawPOST(t, url, body, h, true)
+			defer conn.Close()
+			start := time.Now()
+			go func() {
+				for i := range len(body) {
+					if _, err := conn.Write([]byte{body[i]}); err != nil {
+						return // cut
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}()
+			conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer to a trickling body: %v", err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			elapsed := time.Since(start)
+			if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(got), "body_timeout") {
+				t.Errorf("status %d: %s; want 408 naming body_timeout", resp.StatusCode, got)
+			}
+			if elapsed > 2*time.Second {
+				t.Errorf("cut after %v, want about 300ms", elapsed)
+			}
+			t.Logf("trickling body cut after %v", elapsed.Round(time.Millisecond))
+
+			rec.allowed.Store(true)
+			resp2, got2 := post(t, url, call(2, "nap", `{}`), h)
+			if resp2.StatusCode != 200 || !strings.Contains(got2, `\"ok\":true`) {
+				t.Errorf("a 600ms call behind a 300ms body_timeout: %d %s", resp2.StatusCode, got2)
+			}
+		})
+	}
+}
+
+// TestFrontDoorHangUpCancels checks that a client that hangs up cancels its
+// upstream call within a second, in both modes, one call at a time and 300
+// at once, whether the client leaves before or after the call reached the
+// upstream.
+func TestFrontDoorHangUpCancels(t *testing.T) {
+	for _, stateful := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stateful=%v/one", stateful), func(t *testing.T) {
+			rec, url := startGateway(t, Config{Stateful: stateful})
+			h := http.Header{"Authorization": {"Bearer tok"}}
+			if stateful {
+				h = sessionHeader(openSession(t, url, "Bearer tok"), "Bearer tok")
+			}
+			conn := rawPOST(t, url, call(1, "wait", `{}`), h, false)
+			waitFor(t, "the call to reach the upstream", func() bool { _, s, _ := rec.counts(); return s == 1 })
+			conn.Close()
+			start := time.Now()
+			select {
+			case <-rec.ended:
+				t.Logf("upstream call cancelled %v after the hang-up", time.Since(start).Round(time.Millisecond))
+			case <-time.After(time.Second):
+				t.Fatal("the upstream call was not cancelled within 1s of the hang-up")
+			}
+		})
+		for _, when := range []string{"after the upstream saw it", "at once"} {
+			t.Run(fmt.Sprintf("stateful=%v/300 %s", stateful, when), func(t *testing.T) {
+				const n = 300
+				rec, url := startGateway(t, Config{Stateful: stateful})
+				var h http.Header
+				if stateful {
+					h = sessionHeader(openSession(t, url, ""), "")
+				} else {
+					h = http.Header{}
+				}
+				conns := make([]net.Conn, n)
+				for i := range conns {
+					conns[i] = rawPOST(t, url, call(i+1, "wait", `{}`), h, false)
+					if when == "at once" {
+						conns[i].Close()
+					}
+				}
+				if when != "at once" {
+					// The upstream sees max_concurrent of them (64 by default);
+					// the rest wait for a slot, and must stop waiting too.
+					waitFor(t, "the calls to reach the upstream", func() bool { _, s, _ := rec.counts(); return s == upstream.DefaultMaxConcurrent })
+					for _, c := range conns {
+						c.Close()
+					}
+				}
+				time.Sleep(2 * time.Second)
+				_, started, open := rec.counts()
+				t.Logf("%d of %d calls reached the upstream; %d still open 2s after the hang-up", started, n, open)
+				if open != 0 {
+					t.Errorf("%d upstream calls still open 2s after their clients hung up", open)
+				}
+			})
+		}
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestFrontDoorSessionCap checks max_sessions: an initialize over it gets
+// 503 with a JSON-RPC error, and a closed session frees its slot.
+func TestFrontDoorSessionCap(t *testing.T) {
+	_, url := startGateway(t, Config{Stateful: true, MaxSessions: 2})
+	a := openSession(t, url, "Bearer a")
+	openSession(t, url, "Bearer b")
+	resp, body := post(t, url, initialize, http.Header{"Authorization": {"Bearer c"}})
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("third session: %d %s, want 503", resp.StatusCode, body)
+	}
+	if e := decodeRPCError(t, resp, body); !strings.Contains(e.Error.Message, "session limit (2, max_sessions)") {
+		t.Errorf("message %q does not name the limit", e.Error.Message)
+	}
+	if resp.Header.Get("Mcp-Session-Id") != "" {
+		t.Error("a refused initialize got a session id")
+	}
+	if resp, body := do(t, http.MethodDelete, url, nil, sessionHeader(a, "Bearer a")); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %d %s", resp.StatusCode, body)
+	}
+	openSession(t, url, "Bearer c")
+}
+
+// TestFrontDoorSessionExpiry checks session_timeout: an idle session is
+// closed, answers 404, and no longer counts against max_sessions.
+func TestFrontDoorSessionExpiry(t *testing.T) {
+	rec, url := startGateway(t, Config{Stateful: true, MaxSessions: 1, SessionTimeout: 300 * time.Millisecond})
+	id := openSession(t, url, "")
+	// Requests keep it alive.
+	for range 3 {
+		time.Sleep(150 * time.Millisecond)
+		if resp, body := post(t, url, call(1, "get_thing", `{"id":"a"}`), sessionHeader(id, "")); resp.StatusCode != 200 {
+			t.Fatalf("a call on a live session: %d %s", resp.StatusCode, body)
+		}
+	}
+	time.Sleep(600 * time.Millisecond)
+	rec.allowed.Store(false)
+	if resp, body := post(t, url, call(2, "get_thing", `{"id":"a"}`), sessionHeader(id, "")); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a call on an expired session: %d %s, want 404", resp.StatusCode, body)
+	}
+	openSession(t, url, "") // the expired session's slot is free again
+}
+
+// TestFrontDoorSessionOwner checks that a session answers only to the
+// Authorization that opened it: anyone else gets go-sdk's own 404, cannot
+// DELETE it, and the owner keeps using it.
+func TestFrontDoorSessionOwner(t *testing.T) {
+	rec, url := startGateway(t, Config{Stateful: true})
+	id := openSession(t, url, "Bearer alice")
+	_, notFound := do(t, http.MethodDelete, url, nil, sessionHeader("no-such-session", "Bearer alice"))
+
+	rec.allowed.Store(false)
+	for _, tt := range []struct {
+		name, method, auth, body string
+	}{
+		{"DELETE by another", http.MethodDelete, "Bearer mallory", ""},
+		{"DELETE without Authorization", http.MethodDelete, "", ""},
+		{"DELETE with the scheme only changed", http.MethodDelete, "bearer alice", ""},
+		{"GET by another", http.MethodGet, "Bearer mallory", ""},
+		{"POST by another", http.MethodPost, "Bearer mallory", call(1, "get_thing", `{"id":"a"}`)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := do(t, tt.method, url, strings.NewReader(tt.body), sessionHeader(id, tt.auth))
+			if resp.StatusCode != http.StatusNotFound {
+				t.Fatalf("status %d, want 404: %s", resp.StatusCode, body)
+			}
+			if body != notFound {
+				t.Errorf("answer %q differs from an unknown session's %q", body, notFound)
+			}
+		})
+	}
+	rec.allowed.Store(true)
+	resp, body := post(t, url, call(2, "get_thing", `{"id":"a"}`), sessionHeader(id, "Bearer alice"))
+	if resp.StatusCode != 200 || !strings.Contains(body, `\"ok\":true`) {
+		t.Fatalf("the owner's call after the refused DELETEs: %d %s", resp.StatusCode, body)
+	}
+	if n, _, _ := rec.counts(); n != 1 || rec.auth[0] != "Bearer alice" {
+		t.Errorf("upstream saw %d requests with %q, want 1 with the owner's token", n, rec.auth)
+	}
+	if resp, body := do(t, http.MethodDelete, url, nil, sessionHeader(id, "Bearer alice")); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("the owner's DELETE: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := post(t, url, call(3, "get_thing", `{"id":"a"}`), sessionHeader(id, "Bearer alice")); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a call on a deleted session: %d, want 404", resp.StatusCode)
+	}
+}
+
+// TestFrontDoorLogsNoSessionID runs a session's whole life with the gateway
+// logging at debug, and checks its id appears in no log line.
+func TestFrontDoorLogsNoSessionID(t *testing.T) {
+	var buf syncBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	_, url := startGatewayWith(t, Config{Stateful: true}, &Options{Logger: logger})
+	id := openSession(t, url, "")
+	post(t, url, call(1, "get_thing", `{"id":"a"}`), sessionHeader(id, ""))
+	post(t, url, `{"jsonrpc":"2.0","id":2,"method":"no/such/method"}`, sessionHeader(id, ""))
+	do(t, http.MethodDelete, url, nil, sessionHeader(id, ""))
+	time.Sleep(50 * time.Millisecond) // the session's close is logged as it ends
+	logs := buf.String()
+	if !strings.Contains(logs, "http request") {
+		t.Fatalf("the debug logger logged nothing; the test proves nothing:\n%s", logs)
+	}
+	if strings.Contains(logs, id) {
+		t.Errorf("the session id was logged:\n%s", logs)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestFrontDoorConfig checks the front door's keys: defaults applied, and a
+// negative value refused with its key named.
+func TestFrontDoorConfig(t *testing.T) {
+	cfg, err := ParseConfig([]byte("upstreams:\n  - openapi: a\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MaxBodyBytes != 4<<20 || cfg.BodyTimeout != 10*time.Second || cfg.SessionTimeout != 10*time.Minute || cfg.MaxSessions != 1000 {
+		t.Errorf("defaults: %d %v %v %d", cfg.MaxBodyBytes, cfg.BodyTimeout, cfg.SessionTimeout, cfg.MaxSessions)
+	}
+	for _, tt := range []struct{ yaml, want string }{
+		{"max_body_bytes: -1", "max_body_bytes: -1 must not be negative"},
+		{"body_timeout: -1s", "body_timeout: -1s must not be negative"},
+		{"session_timeout: -5m", "session_timeout: -5m0s must not be negative"},
+		{"max_sessions: -3", "max_sessions: -3 must not be negative"},
+		{"body_timeout: soon", `line 1: body_timeout: soon is not a duration such as "30s"`},
+	} {
+		t.Run(tt.yaml, func(t *testing.T) {
+			cfg, err := ParseConfig([]byte(tt.yaml + "\nupstreams:\n  - openapi: a\n"))
+			if err == nil {
+				err = cfg.Validate()
+			}
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+	cfg = &Config{MaxBodyBytes: 100, BodyTimeout: time.Second, SessionTimeout: time.Hour, MaxSessions: 5, Upstreams: []Upstream{{OpenAPI: "a"}}}
+	if err := cfg.Validate(); err != nil || cfg.MaxBodyBytes != 100 || cfg.BodyTimeout != time.Second || cfg.SessionTimeout != time.Hour || cfg.MaxSessions != 5 {
+		t.Errorf("set values not kept: %v %+v", err, cfg)
+	}
+}
