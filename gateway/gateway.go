@@ -80,7 +80,11 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		Logger:       g.sdkLogger(),
 		Instructions: "Tools generated from REST APIs' OpenAPI documents. Each tool's annotations say whether it reads or writes.",
 		Capabilities: &mcp.ServerCapabilities{
-			Tools:   &mcp.ToolCapabilities{ListChanged: true},
+			// listChanged is not advertised: a stateless POST has no
+			// stream to notify on, and in stateful mode the catalog is
+			// fixed for the life of the process (there is no reload yet),
+			// so no notification would ever come.
+			Tools:   &mcp.ToolCapabilities{ListChanged: false},
 			Logging: &mcp.LoggingCapabilities{},
 		},
 	})
@@ -236,6 +240,7 @@ func (g *Gateway) toolHandler(t *Tool) mcp.ToolHandler {
 		if err != nil {
 			res := &mcp.CallToolResult{}
 			res.SetError(err)
+			g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeInvalidArguments, Cause: err})
 			return res, nil
 		}
 		// Cancel the upstream call when the client's POST ends: go-sdk does
@@ -245,8 +250,39 @@ func (g *Gateway) toolHandler(t *Tool) mcp.ToolHandler {
 			ctx, cancel = g.calls.join(ctx, req.Extra.Header)
 			defer cancel()
 		}
-		return t.Client.Call(ctx, t.Binding, args, g.credentials(req))
+		res, rep := t.Client.Call(ctx, t.Binding, args, g.credentials(req))
+		g.logCall(ctx, t, req, rep)
+		return res, nil
 	}
+}
+
+// logCall writes the one line a tool call leaves: tool, upstream, HTTP status,
+// duration, outcome and the front door's request id; a call that failed on
+// the upstream's side or the gateway's is a warning, with its cause. Never
+// the arguments, tokens, cookies or session ids: the cause is a transport or
+// mapping error, which holds none of them.
+func (g *Gateway) logCall(ctx context.Context, t *Tool, req *mcp.CallToolRequest, rep upstream.Report) {
+	level := slog.LevelInfo
+	if rep.Failed() {
+		level = slog.LevelWarn
+	}
+	if !g.logger.Enabled(ctx, level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 7)
+	attrs = append(attrs,
+		slog.String("tool", t.Tool.Name), slog.String("upstream", t.Upstream),
+		slog.Int("status", rep.Status), slog.Duration("elapsed", rep.Elapsed),
+		slog.String("outcome", string(rep.Outcome)))
+	if req.Extra != nil && req.Extra.Header != nil {
+		if id := req.Extra.Header.Get(requestIDHeader); id != "" {
+			attrs = append(attrs, slog.String("request_id", id))
+		}
+	}
+	if rep.Failed() && rep.Cause != nil {
+		attrs = append(attrs, slog.String("cause", rep.Cause.Error()))
+	}
+	g.logger.LogAttrs(ctx, level, "tool call", attrs...)
 }
 
 // credentials picks what the upstream is shown: the caller's own bearer token

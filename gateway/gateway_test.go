@@ -290,3 +290,24 @@ func TestBearerToken(t *testing.T) {
 		}
 	}
 }
+
+// TestCapabilities: the gateway advertises only what it does. No
+// tools.listChanged: a stateless POST has no stream to notify on, and the
+// catalog never changes while serving.
+func TestCapabilities(t *testing.T) {
+	for _, stateful := range []bool{false, true} {
+		cfg := &Config{Stateful: stateful, Upstreams: []Upstream{{OpenAPI: "things.json", Document: []byte(testDoc), Handler: &upstreamLog{}}}}
+		g, err := New(context.Background(), cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(g.Handler())
+		session := connect(t, srv.URL+"/mcp", nil)
+		caps := session.InitializeResult().Capabilities
+		if caps.Tools == nil || caps.Tools.ListChanged {
+			t.Errorf("stateful=%v: tools capability %+v, want listChanged false", stateful, caps.Tools)
+		}
+		session.Close() // before the server: a stateful session holds a GET stream open
+		srv.Close()
+	}
+}

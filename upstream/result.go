@@ -40,7 +40,11 @@ const maxSchemaProblems = 5
 //     as an embedded blob resource; 204 or an empty body as success with no
 //     content; a body cut at the response cap as what was read, with a note
 //     and the "mcpgate/truncated" meta, and no structuredContent.
-func (b *Binding) result(resp *http.Response, body []byte, truncated bool) *mcp.CallToolResult {
+//
+// For a 2xx answer that is not what the operation declares, the error is what
+// went wrong, without the answer's content: for the log, where an answer's
+// data does not belong.
+func (b *Binding) result(resp *http.Response, body []byte, truncated bool) (*mcp.CallToolResult, error) {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	mt = strings.ToLower(mt)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -48,14 +52,14 @@ func (b *Binding) result(resp *http.Response, body []byte, truncated bool) *mcp.
 		if t := strings.TrimSpace(trimText(body, maxErrorBody)); t != "" {
 			msg += ": " + t
 		}
-		return errorResult(msg)
+		return errorResult(msg), nil
 	}
 	if b.OutputSchema != nil {
 		return b.structuredResult(resp, mt, body, truncated)
 	}
 	res := &mcp.CallToolResult{Content: []mcp.Content{}}
 	if len(body) == 0 || resp.StatusCode == http.StatusNoContent {
-		return res
+		return res, nil
 	}
 	note := ""
 	if truncated {
@@ -93,7 +97,7 @@ func (b *Binding) result(resp *http.Response, body []byte, truncated bool) *mcp.
 	if truncated {
 		res.Meta = mcp.Meta{"mcpgate/truncated": true}
 	}
-	return res
+	return res, nil
 }
 
 // structuredResult maps a 2xx answer of a tool that advertises an
@@ -120,11 +124,12 @@ func (b *Binding) result(resp *http.Response, body []byte, truncated bool) *mcp.
 // the same, and is an error if a schema demands more (minProperties). Every error that
 // follows a request other than GET or HEAD says the API carried it out, so a
 // model does not repeat a write to see its answer.
-func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, truncated bool) *mcp.CallToolResult {
+func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, truncated bool) (*mcp.CallToolResult, error) {
 	answered := fmt.Sprintf("the API answered HTTP %d", resp.StatusCode)
 	// fail words an error: msg, the note on writes, then lead and the
-	// quoted body, trimmed to max bytes.
-	fail := func(msg, lead string, quote []byte, max int) *mcp.CallToolResult {
+	// quoted body, trimmed to max bytes; msg alone is the error for the log.
+	fail := func(msg, lead string, quote []byte, max int) (*mcp.CallToolResult, error) {
+		cause := errors.New(msg)
 		if b.Method != http.MethodGet && b.Method != http.MethodHead {
 			msg += " (the API did carry out the request: do not repeat it to see the answer)"
 		}
@@ -137,7 +142,7 @@ func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, 
 		if truncated {
 			res.Meta = mcp.Meta{"mcpgate/truncated": true}
 		}
-		return res
+		return res, cause
 	}
 
 	var v any
@@ -187,7 +192,7 @@ func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, 
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
 		StructuredContent: v,
-	}
+	}, nil
 }
 
 // outputValidator compiles the advertised output schema, once: on the first

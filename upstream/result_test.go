@@ -64,10 +64,7 @@ func TestResultMapping(t *testing.T) {
 			if tt.noSchema {
 				b = bindWith(t, doc, tt.op, &BindOptions{NoOutputSchema: true})
 			}
-			res, err := c.Call(context.Background(), b, args(t, a), Credentials{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			res, _ := c.Call(context.Background(), b, args(t, a), Credentials{})
 			if res.IsError != tt.wantError {
 				t.Fatalf("IsError = %v, content %v", res.IsError, res.Content)
 			}
@@ -126,18 +123,27 @@ func TestTimeoutAndUnreachable(t *testing.T) {
 	}))
 	defer slow.Close()
 	c, _ := NewRemote(slow.URL, &ClientOptions{Timeout: 50 * time.Millisecond})
-	res, _ := c.Call(context.Background(), b, map[string]any{}, Credentials{})
-	if !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "timed out") {
+	res, rep := c.Call(context.Background(), b, map[string]any{}, Credentials{})
+	if !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "did not answer within 50ms") {
 		t.Errorf("timeout: %v", res.Content[0])
+	}
+	if rep.Outcome != OutcomeTimeout || !rep.Failed() {
+		t.Errorf("timeout report: %+v", rep)
 	}
 
 	dead := httptest.NewServer(http.NotFoundHandler())
 	url := dead.URL
 	dead.Close()
 	c, _ = NewRemote(url, nil)
-	res, _ = c.Call(context.Background(), b, map[string]any{}, Credentials{})
-	if !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "unreachable") {
-		t.Errorf("unreachable: %v", res.Content[0])
+	res, rep = c.Call(context.Background(), b, map[string]any{}, Credentials{})
+	text := res.Content[0].(*mcp.TextContent).Text
+	if !res.IsError || text != "the upstream could not be reached (502 Bad Gateway)" {
+		t.Errorf("unreachable: %q", text)
+	}
+	// The model is not shown what was dialed; the log gets it.
+	host := strings.TrimPrefix(url, "http://")
+	if rep.Outcome != OutcomeUnreachable || rep.Cause == nil || !strings.Contains(rep.Cause.Error(), host) {
+		t.Errorf("unreachable report: %+v, want the cause naming %s", rep, host)
 	}
 }
 
@@ -163,9 +169,12 @@ func TestInProcess(t *testing.T) {
 	}
 
 	panicky := NewInProcess(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }), nil)
-	res, _ = panicky.Call(context.Background(), bindOp(t, doc, "listThings"), map[string]any{}, Credentials{})
-	if !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "panicked") {
+	res, rep := panicky.Call(context.Background(), bindOp(t, doc, "listThings"), map[string]any{}, Credentials{})
+	if !res.IsError || strings.Contains(res.Content[0].(*mcp.TextContent).Text, "boom") {
 		t.Errorf("panic: %v", res.Content[0])
+	}
+	if rep.Cause == nil || !strings.Contains(rep.Cause.Error(), "panicked: boom") {
+		t.Errorf("panic report: %+v", rep)
 	}
 }
 
@@ -378,10 +387,7 @@ func TestStructuredResults(t *testing.T) {
 				if v.b.Method == "GET" && v.b.Path == "/things/{id}" {
 					a = args(t, `{"id":7}`)
 				}
-				res, err := c.Call(context.Background(), v.b, a, Credentials{})
-				if err != nil {
-					t.Fatal(err)
-				}
+				res, _ := c.Call(context.Background(), v.b, a, Credentials{})
 				text := ""
 				if len(res.Content) > 0 {
 					if tc, ok := res.Content[0].(*mcp.TextContent); ok {

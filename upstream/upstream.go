@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -39,11 +38,10 @@ type ClientOptions struct {
 	Transport http.RoundTripper
 	// UserAgent is sent upstream. Empty means "mcpgate".
 	UserAgent string
-	// Logger receives one debug record per call. Nil means no logging.
-	Logger *slog.Logger
 
-	// Name names the upstream in messages and logs. Empty means the base
-	// URL's host ("in-process" for an in-process client).
+	// Name names the upstream in the messages a model reads ("upstream
+	// billing is busy"). Empty means "api": not the base URL's host, which
+	// may be an internal address.
 	Name string
 	// MaxConcurrent bounds the calls in flight to this upstream, from
 	// sending the request to reading the whole answer. Zero means
@@ -67,7 +65,6 @@ type Client struct {
 	base    *url.URL
 	rt      http.RoundTripper
 	opts    ClientOptions
-	logger  *slog.Logger
 	inproc  bool
 	timeout time.Duration
 	slots   slots
@@ -142,7 +139,7 @@ func newClient(base *url.URL, opts *ClientOptions) *Client {
 		c.opts.UserAgent = "mcpgate"
 	}
 	if c.opts.Name == "" {
-		c.opts.Name = base.Host
+		c.opts.Name = "api"
 	}
 	if c.opts.MaxConcurrent <= 0 {
 		c.opts.MaxConcurrent = DefaultMaxConcurrent
@@ -156,10 +153,6 @@ func newClient(base *url.URL, opts *ClientOptions) *Client {
 	}
 	c.slots = make(slots, c.opts.MaxConcurrent)
 	c.rt = c.opts.Transport
-	c.logger = c.opts.Logger
-	if c.logger == nil {
-		c.logger = slog.New(slog.DiscardHandler)
-	}
 	return c
 }
 
@@ -173,13 +166,51 @@ type Credentials struct {
 	BearerToken string
 }
 
+// Outcome says how a call ended, in a word fit for a log attribute or a
+// metric label.
+type Outcome string
+
+// The outcomes of [Client.Call].
+const (
+	OutcomeOK               Outcome = "ok"                // a 2xx answer, mapped
+	OutcomeInvalidArguments Outcome = "invalid_arguments" // refused before anything was sent
+	OutcomeHTTPError        Outcome = "http_error"        // the API answered non-2xx
+	OutcomeBadAnswer        Outcome = "bad_answer"        // a 2xx answer that is not what the operation declares
+	OutcomeBusy             Outcome = "busy"              // refused by the gateway's own bounds (concurrency, memory)
+	OutcomeTimeout          Outcome = "timeout"           // no answer within the upstream's timeout
+	OutcomeCancelled        Outcome = "cancelled"         // the caller went away first
+	OutcomeUnreachable      Outcome = "unreachable"       // no answer: connection refused, reset, cut short
+)
+
+// A Report says what became of one call, for the gateway's log line and
+// metrics. Cause holds the detail of a failure (a dial error, with the
+// address it dialed) that the model is not shown.
+type Report struct {
+	Outcome Outcome
+	Status  int           // the upstream's HTTP status; 0 when there was no answer
+	Elapsed time.Duration // from sending the request to reading the answer
+	Cause   error
+}
+
+// Failed reports whether the call failed on the upstream's side or the
+// gateway's (not the caller's arguments, not a 4xx the API chose).
+func (r Report) Failed() bool {
+	switch r.Outcome {
+	case OutcomeBadAnswer, OutcomeBusy, OutcomeTimeout, OutcomeUnreachable:
+		return true
+	case OutcomeHTTPError:
+		return r.Status >= 500
+	}
+	return false
+}
+
 // Call validates args against b's input schema, sends the request and maps the
 // response to a tool result. Invalid arguments, upstream failures and non-2xx
-// answers all come back as a result with IsError set; the error return is for
-// none of these (it is always nil today, and kept for protocol-level failures).
-func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred Credentials) (*mcp.CallToolResult, error) {
+// answers all come back as a result with IsError set, worded for the model;
+// the Report says what happened, with the detail for logs.
+func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred Credentials) (*mcp.CallToolResult, Report) {
 	if err := b.Validate(args); err != nil {
-		return errorResult(err.Error()), nil
+		return errorResult(err.Error()), Report{Outcome: OutcomeInvalidArguments, Cause: err}
 	}
 	limit := c.opts.MaxResponseBytes
 	if b.maxResponse > 0 && b.maxResponse < limit {
@@ -197,17 +228,16 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 	if err != nil {
 		var ae *ArgumentError
 		if errors.As(err, &ae) {
-			return errorResult(ae.Error()), nil
+			return errorResult(ae.Error()), Report{Outcome: OutcomeInvalidArguments, Cause: err}
 		}
-		return errorResult("cannot build the upstream request: " + err.Error()), nil
+		// Request checks the path it built; this is the gateway's fault.
+		return errorResult("the gateway could not build the upstream request"), Report{Outcome: OutcomeBadAnswer, Cause: err}
 	}
 	// Wait for a slot before the timeout starts: the upstream gets its whole
 	// Timeout, and a refused call has sent nothing.
 	releaseSlot, err := c.slots.acquire(ctx, c.opts.Name, c.opts.QueueTimeout)
 	if err != nil {
-		c.logger.LogAttrs(ctx, slog.LevelWarn, "upstream call refused",
-			slog.String("upstream", c.opts.Name), slog.String("method", b.Method), slog.String("path", b.Path), slog.String("error", err.Error()))
-		return errorResult(c.failureMessage(ctx, err)), nil
+		return c.failure(ctx, err, 0)
 	}
 	defer releaseSlot()
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
@@ -225,9 +255,7 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 	start := time.Now()
 	resp, err := c.rt.RoundTrip(req)
 	if err != nil {
-		c.logger.LogAttrs(ctx, slog.LevelWarn, "upstream call failed",
-			slog.String("method", b.Method), slog.String("path", b.Path), slog.String("error", err.Error()))
-		return errorResult(c.failureMessage(ctx, err)), nil
+		return c.failure(ctx, err, time.Since(start))
 	}
 	defer resp.Body.Close()
 	var (
@@ -241,48 +269,47 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 		body, truncated, err = readBody(ctx, resp.Body, limit, resp.ContentLength, res)
 	}
 	if err != nil {
-		return errorResult(c.failureMessage(ctx, err)), nil
+		r, rep := c.failure(ctx, err, time.Since(start))
+		rep.Status = resp.StatusCode
+		return r, rep
 	}
 	// The upstream is done with: free the slot while the result is made.
 	releaseSlot()
-	c.logger.LogAttrs(ctx, slog.LevelDebug, "upstream call",
-		slog.String("method", b.Method), slog.String("path", b.Path),
-		slog.Int("status", resp.StatusCode), slog.Duration("elapsed", time.Since(start)))
-	return b.result(resp, body, truncated), nil
-}
-
-// failureMessage words a call that got no answer: refused by a bound of the
-// gateway's own, or a failed round trip.
-func (c *Client) failureMessage(ctx context.Context, err error) string {
-	if msg := limitMessage(err); msg != "" {
-		return msg
-	}
-	return transportMessage(ctx, err)
-}
-
-// transportMessage words a failed round trip the way a reverse proxy would
-// (cf. caddy's 502/504 mapping): timeout, cancellation, or unreachable.
-func transportMessage(ctx context.Context, err error) string {
+	rep := Report{Outcome: OutcomeOK, Status: resp.StatusCode, Elapsed: time.Since(start)}
+	result, bad := b.result(resp, body, truncated)
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
-		return "upstream timed out (504 Gateway Timeout)"
-	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled):
-		return "call cancelled before the upstream answered (499)"
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		rep.Outcome = OutcomeHTTPError
+	case bad != nil:
+		rep.Outcome, rep.Cause = OutcomeBadAnswer, bad
 	}
+	return result, rep
+}
+
+// failure maps a call that got no answer — refused by a bound of the
+// gateway's own, or a failed round trip — to a clean result for the model
+// and a Report that keeps the detail. The words are a reverse proxy's (cf.
+// caddy's 502/504 mapping); what was dialed, and why it failed, stays in
+// Cause: a model has no use for internal addresses.
+func (c *Client) failure(ctx context.Context, err error, elapsed time.Duration) (*mcp.CallToolResult, Report) {
+	rep := Report{Elapsed: elapsed, Cause: err}
+	var msg string
 	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return "upstream timed out (504 Gateway Timeout)"
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
+	switch {
+	case limitMessage(err) != "":
+		rep.Outcome, msg = OutcomeBusy, limitMessage(err)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.As(err, &ne) && ne.Timeout():
+		rep.Outcome, msg = OutcomeTimeout, fmt.Sprintf("the upstream did not answer within %s (504 Gateway Timeout)", c.opts.Timeout)
+	case errors.Is(ctx.Err(), context.Canceled) || errors.Is(err, context.Canceled):
+		rep.Outcome, msg = OutcomeCancelled, "call cancelled before the upstream answered (499)"
+	case errors.Is(err, io.ErrUnexpectedEOF):
 		// The connection closed before the declared length or the last chunk.
-		return "upstream answer ended early (502 Bad Gateway): unexpected EOF"
+		rep.Outcome, msg = OutcomeUnreachable, "the upstream's answer ended early (502 Bad Gateway)"
+	default:
+		rep.Outcome, msg = OutcomeUnreachable, "the upstream could not be reached (502 Bad Gateway)"
 	}
-	// Keep the detail, but not the request URL that url.Error adds.
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	return "upstream unreachable (502 Bad Gateway): " + err.Error()
+	return errorResult(msg), rep
 }
 
 func errorResult(msg string) *mcp.CallToolResult {

@@ -1,0 +1,99 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// records returns every JSON log record written so far.
+func (s *syncBuffer) records(t *testing.T) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(s.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line is not JSON: %q", line)
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+// TestCallLogs: every tool call leaves exactly one log line — info when it
+// went through, warn with the cause when the upstream failed — with the
+// tool, upstream, status, duration, outcome and request id; the model is
+// not shown the cause's internal address; a stateless request leaves no
+// session lines; and no token, cookie or argument value is logged, even at
+// debug level.
+func TestCallLogs(t *testing.T) {
+	const token, cookie, secretArg = "tok-must-not-log", "cookie-must-not-log", "arg-must-not-log"
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	_, base := newRecorder(t)
+	var logs syncBuffer
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg := &Config{Upstreams: []Upstream{
+		{Name: "live", OpenAPI: "front.json", Document: []byte(frontDoc), BaseURL: base, ToolPrefix: "live_"},
+		{Name: "down", OpenAPI: "front.json", Document: []byte(frontDoc), BaseURL: deadURL, ToolPrefix: "down_"},
+	}}
+	g, err := New(context.Background(), cfg, &Options{Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	defer gw.Close()
+	h := http.Header{"Authorization": {"Bearer " + token}, "Cookie": {"c=" + cookie}}
+
+	for _, tt := range []struct {
+		tool, level, outcome string
+		status               float64
+		wantText             string
+	}{
+		{"live_get_thing", "INFO", "ok", 200, ""},
+		{"down_get_thing", "WARN", "unreachable", 0, "the upstream could not be reached (502 Bad Gateway)"},
+	} {
+		t.Run(tt.tool, func(t *testing.T) {
+			before := len(logs.records(t))
+			_, body := post(t, gw.URL+"/mcp", call(1, tt.tool, `{"id":"`+secretArg+`"}`), h)
+			if tt.wantText != "" && (!strings.Contains(body, tt.wantText) || strings.Contains(body, "127.0.0.1")) {
+				t.Errorf("the model sees %s, want %q and no address", body, tt.wantText)
+			}
+			var calls []map[string]any
+			for _, r := range logs.records(t)[before:] {
+				if r["msg"] == "tool call" {
+					calls = append(calls, r)
+				}
+			}
+			if len(calls) != 1 {
+				t.Fatalf("%d tool call lines, want 1: %v", len(calls), calls)
+			}
+			c := calls[0]
+			if c["level"] != tt.level || c["tool"] != tt.tool || c["outcome"] != tt.outcome || c["status"] != tt.status ||
+				c["request_id"] == nil || c["elapsed"] == nil {
+				t.Errorf("log line %v", c)
+			}
+			if tt.level == "WARN" && !strings.Contains(c["cause"].(string), "connection refused") {
+				t.Errorf("cause %v, want the dial error", c["cause"])
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond) // let go-sdk finish its per-request session
+	for _, r := range logs.records(t) {
+		line, _ := json.Marshal(r)
+		for _, secret := range []string{token, cookie, secretArg, "session"} {
+			if strings.Contains(strings.ToLower(string(line)), strings.ToLower(secret)) {
+				t.Errorf("log line holds %q: %s", secret, line)
+			}
+		}
+	}
+}
