@@ -26,8 +26,8 @@ func TestEncodings(t *testing.T) {
 		wantBody          string // exact, unless wantBodyHas is set
 		wantBodyHas       []string
 	}{
-		{name: "path segment escaping", op: "getItem", args: `{"id__path":"a/../b c"}`,
-			wantURI: "/base/items/a%2F..%2Fb%20c"},
+		{name: "path segment escaping", op: "getItem", args: `{"id__path":"a/b c?d#e"}`,
+			wantURI: "/base/items/a%2Fb%20c%3Fd%23e"},
 		{name: "same name in path and query", op: "getItem", args: `{"id__path":"7","id__query":"q"}`,
 			wantURI: "/base/items/7?id=q"},
 		{name: "form explode array", op: "getItem", args: `{"id__path":"1","tags":["a","b c"]}`,

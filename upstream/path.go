@@ -90,16 +90,17 @@ func escapeLiteral(s string) string {
 
 // buildPath expands the parsed template with the path arguments. Each value
 // is encoded so that only RFC 3986 unreserved characters stay as they are, so
-// no value can add a '/', and a segment that would read as '.' or '..' is
-// refused before anything is sent: percent-encoding the dots is not enough,
-// since normalising proxies (nginx, Envoy) decode %2E back into a dot.
+// no value can add a '/', and a segment that would read as '.' or '..', or
+// hold one once %2F and %5C are decoded, is refused before anything is sent:
+// percent-encoding is not enough, since normalising proxies (nginx, Envoy)
+// decode it.
 func (b *Binding) buildPath(args map[string]any) (string, error) {
 	var sb strings.Builder
 	segParams := []string{} // the arguments that wrote into the current segment
 	var problems []string
 	checkSegment := func(seg string) {
 		if len(segParams) > 0 && isDotSegment(seg) {
-			problems = append(problems, fmt.Sprintf("%s: a path value must not make the segment %q (it would change the path)", strings.Join(segParams, ", "), seg))
+			problems = append(problems, fmt.Sprintf("%s: a path value must not make a '.' or '..' segment, even through an encoded '/' or '\\' (it would change the path)", strings.Join(segParams, ", ")))
 		}
 	}
 	segStart := 0
@@ -136,10 +137,19 @@ func (b *Binding) buildPath(args map[string]any) (string, error) {
 	return sb.String(), nil
 }
 
-// isDotSegment reports whether an escaped segment decodes to "." or "..".
+// isDotSegment reports whether an escaped segment, decoded, is or holds a
+// "." or ".." segment. Decoded means fully: %2E is a dot, and %2F and %5C are
+// separators, because servers and proxies decode them (nginx with a path in
+// proxy_pass decodes %2F, then removes dot segments; IIS and many frameworks
+// read \ as /), so "..%2F..%2Fadmin" must be refused, not sent.
 func isDotSegment(seg string) bool {
 	if d, err := url.PathUnescape(seg); err == nil {
 		seg = d
+	}
+	for _, part := range strings.FieldsFunc(seg, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if part == "." || part == ".." {
+			return true
+		}
 	}
 	return seg == "." || seg == ".."
 }

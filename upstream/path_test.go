@@ -48,9 +48,10 @@ func TestPathBuilding(t *testing.T) {
 	tests := []struct {
 		name, op, args, wantURI string
 	}{
-		{"non-ASCII literal keeps the value one segment", "nonAscii", `{"path":"../../admin"}`,
-			"/base/caf%C3%A9/..%2F..%2Fadmin"},
-		{"space in the literal", "withSpace", `{"id":"../x y"}`, "/base/with%20space/..%2Fx%20y/tail"},
+		{"non-ASCII literal keeps the value one segment", "nonAscii", `{"path":"a/b/admin"}`,
+			"/base/caf%C3%A9/a%2Fb%2Fadmin"},
+		{"space in the literal", "withSpace", `{"id":"a/x y"}`, "/base/with%20space/a%2Fx%20y/tail"},
+		{"dots inside a name are fine", "withSpace", `{"id":"...a..b.."}`, "/base/with%20space/...a..b../tail"},
 		{"placeholders around a literal dot", "adjacent", `{"a":"report","b":"tar.gz"}`, "/base/files/report.tar.gz"},
 		{"reserved values are encoded", "adjacent", `{"a":"a/b?c#d","b":"%2e%2E"}`, "/base/files/a%2Fb%3Fc%23d.%252e%252E"},
 		{"glued placeholders", "glued", `{"a":"x","b":"y"}`, "/base/glued/xy"},
@@ -87,8 +88,11 @@ func TestPathRefusals(t *testing.T) {
 	defer srv.Close()
 	client, _ := NewRemote(srv.URL+"/base", nil)
 	tests := []struct{ name, op, args, wantInMsg string }{
-		{"dot-dot", "nonAscii", `{"path":".."}`, "path: a path value must not make the segment \"..\""},
-		{"dot", "nonAscii", `{"path":"."}`, "path: a path value must not make the segment \".\""},
+		{"dot-dot", "nonAscii", `{"path":".."}`, "path: a path value must not make a '.' or '..' segment"},
+		{"dot", "nonAscii", `{"path":"."}`, "path: a path value must not make a '.' or '..' segment"},
+		{"dot-dot behind an encoded slash", "nonAscii", `{"path":"../../admin"}`, "path: a path value must not"},
+		{"dot-dot behind an encoded backslash", "nonAscii", `{"path":"..\\..\\admin"}`, "path: a path value must not"},
+		{"dot segment in the middle", "withSpace", `{"id":"a/./b"}`, "id: a path value must not"},
 		{"two values make dot-dot", "glued", `{"a":".","b":"."}`, "a, b: a path value"},
 		{"label prefix plus a dot", "styles",
 			`{"simple":"x","simpleX":"x","label":".","labelX":"x","matrix":"x","matrixX":"x"}`, "label: a path value"},
