@@ -361,8 +361,23 @@ func objectRoot(s jsonSchema) jsonSchema {
 	return jsonSchema{"type": "object", "allOf": []any{s}}
 }
 
-// loosen removes "required" and "additionalProperties": false throughout a
-// schema. It walks schema keywords, so a property named "required" stays.
+// loosen removes from an output schema what a strict client would hold a
+// real answer to, so that a success the gateway accepts is one every client
+// accepts. It walks schema keywords, so a property named "required" stays.
+//
+//   - "required" and "additionalProperties": false: APIs leave out fields
+//     their document calls required, and add fields over time.
+//   - The keywords whose meaning differs between the gateway's validator
+//     (Draft 2020-12, formats as annotations, exact decimals) and the
+//     TypeScript SDK client's (Ajv draft-07 with ajv-formats asserting
+//     formats, float64 arithmetic, JavaScript regular expressions):
+//     "format" (a naive FastAPI date-time, a relative "uri", an empty
+//     "email"), "multipleOf" (1.13 is not a multiple of 0.01 in float64),
+//     "pattern" (RE2 and ECMAScript disagree) and "prefixItems" (draft-07
+//     applies "items" to every element, so the tuple's "items" goes too).
+//
+// Each of these only ever narrows what is valid, so removing one never makes
+// a valid answer invalid.
 func loosen(s jsonSchema) {
 	if s == nil {
 		return
@@ -370,6 +385,13 @@ func loosen(s jsonSchema) {
 	delete(s, "required")
 	if ap, ok := s["additionalProperties"].(bool); ok && !ap {
 		delete(s, "additionalProperties")
+	}
+	delete(s, "format")
+	delete(s, "multipleOf")
+	delete(s, "pattern")
+	if _, ok := s["prefixItems"]; ok {
+		delete(s, "prefixItems")
+		delete(s, "items")
 	}
 	for k, v := range s {
 		switch k {
