@@ -119,6 +119,10 @@ type budgetWaiter struct {
 // budget's lock guards r's held and claim.
 func (b *ResponseBudget) acquire(ctx context.Context, r *reservation, n int64) error {
 	b.mu.Lock()
+	if r.done {
+		b.mu.Unlock()
+		return errors.New("the call has ended")
+	}
 	if r.held+n > b.size {
 		// Cannot happen through Client, which cuts answers at the size; kept
 		// so that no call waits for room that does not exist.
@@ -174,6 +178,7 @@ func (b *ResponseBudget) acquire(ctx context.Context, r *reservation, n int64) e
 func (b *ResponseBudget) release(r *reservation) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	r.done = true
 	if r.held == 0 {
 		return
 	}
@@ -297,6 +302,7 @@ type reservation struct {
 	limit  int64           // the call's cap on its answer
 	held   int64           // bytes reserved
 	claim  int64           // bytes it may come to hold: see ResponseBudget
+	done   bool            // released: an in-process handler that outlived its call gets no more
 }
 
 // grow makes the call's share at least n bytes, claiming up to expect in

@@ -347,17 +347,33 @@ func (t handlerTransport) RoundTrip(req *http.Request) (resp *http.Response, err
 		w.res = res
 		w.max = min(w.max, res.limit)
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			if p == http.ErrAbortHandler {
-				err = errors.New("handler aborted the response")
-				return
+	// The handler runs on its own goroutine, as it would behind a server, so
+	// that the call ends at its deadline even when the handler does not: the
+	// answer is then abandoned (never read again) and the handler's further
+	// writes fail, which is how a streaming handler learns its client is gone.
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					done <- errors.New("handler aborted the response")
+					return
+				}
+				done <- fmt.Errorf("in-process handler panicked: %v", p)
 			}
-			err = fmt.Errorf("in-process handler panicked: %v", p)
-		}
+		}()
+		t.h.ServeHTTP(w, r)
+		done <- nil
 	}()
-	t.h.ServeHTTP(w, r)
-	if w.err != nil {
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, err
+		}
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	}
+	if w.err != nil && w.err != errAnswerCut {
 		return nil, w.err
 	}
 	if err := req.Context().Err(); err != nil {
@@ -423,10 +439,18 @@ func (w *bufferedResponse) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
+	if err := w.ctx.Err(); err != nil {
+		w.err = err
+		return 0, err
+	}
 	n := len(p)
 	if room := w.max - int64(len(w.buf)); int64(len(p)) > room {
+		// Keep what fits and fail the write, as a closed connection would:
+		// the answer is cut here whatever comes next, and a handler that
+		// streams until its client goes away stops now.
 		w.cut = true
-		p = p[:room]
+		w.err = errAnswerCut
+		n, p = int(room), p[:room]
 	}
 	if need := len(w.buf) + len(p); need > cap(w.buf) {
 		size := min(max(2*int64(cap(w.buf)), int64(need), firstChunk), w.max)
@@ -439,5 +463,15 @@ func (w *bufferedResponse) Write(p []byte) (int, error) {
 		w.buf = nb
 	}
 	w.buf = append(w.buf, p...)
-	return n, nil
+	return n, w.errIfCut()
+}
+
+// errAnswerCut fails an in-process handler's writes past the kept maximum.
+var errAnswerCut = errors.New("the answer is longer than the gateway keeps; it was cut")
+
+func (w *bufferedResponse) errIfCut() error {
+	if w.cut {
+		return errAnswerCut
+	}
+	return nil
 }
