@@ -51,8 +51,8 @@ func mergeParams(item *openapi3.PathItem, op *openapi3.Operation) (params []*ope
 	kept := params[:0]
 	for _, p := range params {
 		if p.In == openapi3.ParameterInHeader {
-			switch h := http.CanonicalHeaderKey(p.Name); {
-			case h == "Accept" || h == "Content-Type" || h == "Authorization":
+			switch h := headerKey(p.Name); {
+			case h == "accept" || h == "content-type" || h == "authorization":
 				continue // OpenAPI 3 §4.8.12.1: ignored
 			case forbiddenHeader(p.Name):
 				refused = append(refused, p.Name)
@@ -67,33 +67,57 @@ func mergeParams(item *openapi3.PathItem, op *openapi3.Operation) (params []*ope
 // forbiddenHeaders are request headers that no tool argument may set, whatever
 // the document declares: hop-by-hop headers (RFC 9110 §7.6.1) and framing,
 // which would let a model smuggle or split requests; credentials and cookies,
-// which belong to the gateway's credential mode; the headers proxies use to
-// tell an upstream who the client is and where it came from; and method
-// overrides, which would turn a read-only tool into a write behind its
-// annotations' back.
+// which belong to the gateway's credential mode; the headers proxies and CDNs
+// use to tell an upstream who the client is, where it came from and who was
+// authenticated (nginx, Cloudflare, Fastly, Akamai, oauth2-proxy, Authelia);
+// and method overrides, which would turn a read-only tool into a write behind
+// its annotations' back. Keys are in the folded form of [headerKey].
 var forbiddenHeaders = map[string]bool{
-	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Te": true, "Trailer": true,
-	"Transfer-Encoding": true, "Upgrade": true, "Content-Length": true, "Expect": true, "Host": true,
-	"Content-Encoding": true, "Accept-Encoding": true,
-	"Cookie": true, "Set-Cookie": true, "Proxy-Authorization": true, "Proxy-Authenticate": true,
-	"Forwarded": true, "Via": true, "X-Real-Ip": true, "True-Client-Ip": true, "X-Client-Ip": true,
-	"X-Original-Url": true, "X-Rewrite-Url": true, "Origin": true,
-	"X-Http-Method-Override": true, "X-Http-Method": true, "X-Method-Override": true,
+	"connection": true, "keep-alive": true, "proxy-connection": true, "te": true, "trailer": true,
+	"transfer-encoding": true, "upgrade": true, "content-length": true, "expect": true, "host": true,
+	"content-encoding": true, "accept-encoding": true,
+	"cookie": true, "set-cookie": true, "proxy-authorization": true, "proxy-authenticate": true,
+	"forwarded": true, "via": true, "x-real-ip": true, "true-client-ip": true, "x-client-ip": true,
+	"x-cluster-client-ip": true, "cf-connecting-ip": true, "cf-connecting-ipv6": true,
+	"fastly-client-ip": true, "akamai-client-ip": true, "x-envoy-external-address": true,
+	"remote-user": true, "remote-email": true, "remote-groups": true, "remote-name": true,
+	"x-remote-user": true, "x-user": true, "x-authenticated-user": true,
+	"x-original-url": true, "x-rewrite-url": true, "x-original-uri": true, "origin": true,
+	"x-http-method-override": true, "x-http-method": true, "x-method-override": true,
+}
+
+// forbiddenPrefixes are header families forbidden whole: every X-Forwarded
+// header (X-Forwarded-For, -Host, -Proto, and the bare X-Forwarded), the
+// copies proxies keep of them (X-Original-Forwarded-For), the identity
+// headers of auth proxies (X-Auth-Request-User, -Email, -Access-Token) and
+// MCP's own.
+var forbiddenPrefixes = []string{"x-forwarded", "x-original-forwarded", "x-auth-request-", "mcp-"}
+
+// headerKey folds a header name the way the servers behind a gateway may:
+// case-insensitively, and with '_' and '-' as one (CGI, WSGI, Rack and PHP
+// map both X_Forwarded_For and X-Forwarded-For to HTTP_X_FORWARDED_FOR).
+func headerKey(name string) string {
+	return strings.ReplaceAll(strings.ToLower(name), "_", "-")
 }
 
 // forbiddenHeader reports whether a header parameter named name must not become
-// a tool argument: a name in forbiddenHeaders, an X-Forwarded-* or Mcp-* header,
-// or a name that is not a valid header field name at all.
+// a tool argument: a name in forbiddenHeaders or forbiddenPrefixes under
+// [headerKey] folding, or a name that is not a valid header field name at all.
 func forbiddenHeader(name string) bool {
-	h := http.CanonicalHeaderKey(name)
-	if forbiddenHeaders[h] || strings.HasPrefix(h, "X-Forwarded-") || strings.HasPrefix(h, "Mcp-") {
-		return true
-	}
 	if name == "" {
 		return true
 	}
 	for i := 0; i < len(name); i++ {
 		if !isTokenChar(name[i]) {
+			return true
+		}
+	}
+	k := headerKey(name)
+	if forbiddenHeaders[k] {
+		return true
+	}
+	for _, p := range forbiddenPrefixes {
+		if strings.HasPrefix(k, p) {
 			return true
 		}
 	}
