@@ -166,7 +166,10 @@ func queryPairs(p paramBinding, v any) []string {
 		if len(val) == 0 {
 			return nil
 		}
-		if p.explode && p.style != "spaceDelimited" && p.style != "pipeDelimited" {
+		if p.explode {
+			// Every style repeats the name when exploded (swagger.io's
+			// serialization table; kin-openapi's decoder agrees): the
+			// delimiters apply to explode=false only.
 			out := make([]string, 0, len(val))
 			for _, e := range val {
 				out = append(out, name+"="+esc(scalar(e)))
@@ -227,25 +230,32 @@ func queryPairs(p paramBinding, v any) []string {
 // joinValue serializes a value in the simple style (path and header
 // parameters).
 func joinValue(v any, sep string, explode bool) string {
+	return joinEscaped(v, sep, explode, func(s string) string { return s })
+}
+
+// joinEscaped is joinValue with each name and value escaped by esc and the
+// separators left as they are, so that a separator inside a value cannot be
+// read as one.
+func joinEscaped(v any, sep string, explode bool, esc func(string) string) string {
 	switch val := v.(type) {
 	case []any:
 		parts := make([]string, len(val))
 		for i, e := range val {
-			parts[i] = scalar(e)
+			parts[i] = esc(scalar(e))
 		}
 		return strings.Join(parts, sep)
 	case map[string]any:
 		var parts []string
 		for _, k := range sortedKeys(val) {
 			if explode {
-				parts = append(parts, k+"="+scalar(val[k]))
+				parts = append(parts, esc(k)+"="+esc(scalar(val[k])))
 			} else {
-				parts = append(parts, k, scalar(val[k]))
+				parts = append(parts, esc(k), esc(scalar(val[k])))
 			}
 		}
 		return strings.Join(parts, sep)
 	}
-	return scalar(v)
+	return esc(scalar(v))
 }
 
 // scalar renders a primitive argument as text. Numbers keep their exact

@@ -40,7 +40,9 @@ func (b *Binding) Request(ctx context.Context, base *url.URL, args map[string]an
 			if hasCTL(s) || strings.Contains(s, ";") {
 				return nil, &ArgumentError{Problems: []string{p.arg + ": cookie values must not contain ';' or control characters"}}
 			}
-			cookies = append(cookies, p.name+"="+url.QueryEscape(s))
+			// Form style (OpenAPI 3.0/3.1's cookie default): elements are
+			// escaped, the commas between them are not.
+			cookies = append(cookies, p.name+"="+joinEscaped(v, ",", false, url.QueryEscape))
 		}
 	}
 	escaped := strings.TrimSuffix(base.EscapedPath(), "/") + path
