@@ -165,3 +165,46 @@ func TestCorpusDescriptions(t *testing.T) {
 		})
 	}
 }
+
+// TestCatalogSameOnEveryStart builds the catalogs most exposed to the size
+// budgets twice each and compares them byte for byte: stateless replicas
+// behind one load balancer must serve the same tools/list. (GitHub's budget
+// notes once varied between starts with Go's map order.)
+func TestCatalogSameOnEveryStart(t *testing.T) {
+	for _, name := range []string{"github-api-2020.json", "stripe-spec3-2022.json", "kubernetes-swagger-2.0.json"} {
+		path := filepath.Join(corpusDir, name)
+		t.Run(name, func(t *testing.T) {
+			if _, err := os.Stat(path); err != nil {
+				t.Skipf("no %s: the shared corpus is not beside this clone", path)
+			}
+			var first []byte
+			for i := range 2 {
+				cfg := &Config{Upstreams: []Upstream{{OpenAPI: path, ExposeAll: true, BaseURL: "http://127.0.0.1:1"}}}
+				if err := cfg.Validate(); err != nil {
+					t.Fatal(err)
+				}
+				cat, err := BuildCatalog(context.Background(), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				raw, err := json.Marshal(cat.Listing())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 {
+					first = raw
+					continue
+				}
+				if !bytes.Equal(first, raw) {
+					n := 0
+					for n < min(len(first), len(raw)) && first[n] == raw[n] {
+						n++
+					}
+					lo := max(n-200, 0)
+					t.Errorf("two builds differ (%d vs %d bytes), first at byte %d:\n%s\nvs\n%s",
+						len(first), len(raw), n, first[lo:min(n+200, len(first))], raw[lo:min(n+200, len(raw))])
+				}
+			}
+		})
+	}
+}

@@ -217,7 +217,10 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 			// The output schema goes first: a client can do without it, and
 			// structuredContent is still sent.
 			out = nil
-			b.Degraded = append(b.Degraded, fmt.Sprintf("outputSchema left out (%d KiB) to fit the size budget", (outSize+1023)/1024))
+			// The sizes are only known up to the budget (and where counting
+			// stopped depends on map order), so the note names the budget:
+			// the catalog must be the same, byte for byte, on every start.
+			b.Degraded = append(b.Degraded, fmt.Sprintf("outputSchema left out to fit the size budget (%s for both schemas)", budgetSize(o.SchemaBudget)))
 		}
 		// Then cut the input schema, a step at a time, until it fits:
 		// follow fewer $ref hops, then none, then shorten the descriptions
@@ -231,7 +234,7 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 				trimDescriptions(in, step.descLimit)
 			}
 			if n := jsonSizeUpTo(in, o.SchemaBudget); n <= o.SchemaBudget || step.last {
-				b.Degraded = append(b.Degraded, fmt.Sprintf("input schema %s to fit the size budget (%d KiB before)", step.what, (inSize+1023)/1024))
+				b.Degraded = append(b.Degraded, fmt.Sprintf("input schema %s to fit the size budget of %s", step.what, budgetSize(o.SchemaBudget)))
 				inSize = n
 			}
 		}
@@ -239,6 +242,15 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 	b.InputSchema, b.OutputSchema = in, out
 
 	return b, nil
+}
+
+// budgetSize formats a schema budget for a note: "16 KiB", or bytes when it is
+// not a whole number of KiB.
+func budgetSize(n int) string {
+	if n%1024 == 0 {
+		return fmt.Sprintf("%d KiB", n/1024)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // safeArg returns arg, made a property name that strict LLM providers accept

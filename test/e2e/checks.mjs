@@ -60,10 +60,15 @@ export async function checkCalls(client) {
   assert.equal(missing.isError, true);
   assert.match(text(missing), /404/);
 
-  // A value cannot change the path: "../../admin" stays one encoded segment.
+  // A value cannot change the path: "a/b" stays one encoded segment, and
+  // "../../admin" (which a normalising proxy would decode into dot segments)
+  // is refused before anything is sent.
+  const slash = await client.callTool({ name: 'get_workflow_by_id', arguments: { workflow_id: 'a/b' } });
+  assert.equal(slash.isError, true);
+  assert.match(text(slash), /404 Not Found.*a\/b/);
   const traversal = await client.callTool({ name: 'get_workflow_by_id', arguments: { workflow_id: '../../admin' } });
   assert.equal(traversal.isError, true);
-  assert.match(text(traversal), /404 Not Found.*\.\.\/\.\.\/admin/);
+  assert.match(text(traversal), /workflow_id: a path value must not make a '\.' or '\.\.' segment/);
 
   const invalid = await client.callTool({ name: 'create_process', arguments: { workflow_name: 'create_node' } });
   assert.equal(invalid.isError, true, 'a schema violation is an error result');
