@@ -206,14 +206,24 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 	// room the catalog budget leaves it.
 	b.DeclaredInputSHA256 = schemaSHA256(in)
 	var out jsonSchema
-	if !o.NoOutputSchema {
-		out, b.wrapResult = outputSchema(op, 0)
-	}
+	inSize := 0
 	if o.SchemaBudget > 0 {
 		// Sizes are counted only up to the budget: Stripe's output schemas
 		// run to half a MiB, and need not be written out to be refused.
-		inSize, outSize := jsonSizeUpTo(in, o.SchemaBudget), jsonSizeUpTo(out, o.SchemaBudget)
-		if out != nil && inSize+outSize > o.SchemaBudget {
+		inSize = jsonSizeUpTo(in, o.SchemaBudget)
+	}
+	outTooLarge := false
+	if !o.NoOutputSchema {
+		// The output schema may take what the input schema leaves; one that
+		// cannot fit is stopped while it is converted (see sizeLimit).
+		limit := 0
+		if o.SchemaBudget > 0 {
+			limit = max(o.SchemaBudget-inSize, 1)
+		}
+		out, b.wrapResult, outTooLarge = outputSchema(op, 0, limit)
+	}
+	if o.SchemaBudget > 0 {
+		if outTooLarge || out != nil && inSize+jsonSizeUpTo(out, o.SchemaBudget) > o.SchemaBudget {
 			// The output schema goes first: a client can do without it, and
 			// structuredContent is still sent.
 			out = nil
@@ -319,16 +329,22 @@ func inputSchema(args []toolArg, maxRefDepth int) jsonSchema {
 // outputSchema builds the output schema from the first 2xx JSON response. It
 // is always an object: another type is wrapped as {"result": ...}, and wrap
 // says so.
-func outputSchema(op *openapi3.Operation, maxRefDepth int) (schema jsonSchema, wrap bool) {
+//
+// With sizeLimit positive, a schema whose JSON would pass sizeLimit bytes is
+// not converted whole: tooLarge is true and schema nil.
+func outputSchema(op *openapi3.Operation, maxRefDepth, sizeLimit int) (schema jsonSchema, wrap, tooLarge bool) {
 	sr := successSchema(op)
 	if sr == nil {
-		return nil, false
+		return nil, false, false
 	}
-	conv := &schemaConverter{maxRefDepth: maxRefDepth}
-	out := conv.convert(sr)
 	isObject := sr.Value.Type.Is("object")
 	if props, _ := objectProperties(sr.Value); len(props) > 0 {
 		isObject = true
+	}
+	conv := &schemaConverter{maxRefDepth: maxRefDepth, sizeLimit: sizeLimit}
+	out := conv.convert(sr)
+	if conv.over {
+		return nil, !isObject, true
 	}
 	doc := jsonSchema{"type": "object", "properties": jsonSchema{"result": out}} // not required: see structuredResult
 	if isObject {
@@ -342,7 +358,7 @@ func outputSchema(op *openapi3.Operation, maxRefDepth int) (schema jsonSchema, w
 	for _, d := range conv.defs {
 		loosen(d)
 	}
-	return conv.document(doc), !isObject
+	return conv.document(doc), !isObject, false
 }
 
 // schemaSHA256 is the hex SHA-256 of s as JSON (encoding/json sorts map

@@ -32,6 +32,19 @@ type schemaConverter struct {
 	// says so. Zero means no bound; negative, that every component is a
 	// stub. It is how a tool over its size budget is degraded.
 	maxRefDepth int
+
+	// sizeLimit, when positive, stops a conversion whose result would be
+	// larger than this many bytes of JSON: over is set, and the result is
+	// to be thrown away. It is how an output schema is sized before it is
+	// converted whole (Stripe's run to half a MiB, and are dropped by the
+	// budget anyway). minSize is a lower bound of the result's size so far
+	// (the descriptions, titles and property names, which the result keeps
+	// whatever the order of conversion), so the decision is the same on
+	// every run: a schema that fits is never stopped, and one that is
+	// stopped would not have fit.
+	sizeLimit int
+	minSize   int
+	over      bool
 }
 
 const componentPrefix = "#/components/schemas/"
@@ -119,6 +132,9 @@ func (c *schemaConverter) newDefKey(name string) string {
 }
 
 func (c *schemaConverter) convertValue(s *openapi3.Schema, depth, refDepth int) jsonSchema {
+	if c.over {
+		return jsonSchema{}
+	}
 	if depth > maxSchemaDepth {
 		return jsonSchema{"description": "Nested too deeply to describe here; any value is accepted."}
 	}
@@ -141,7 +157,18 @@ func (c *schemaConverter) convertValue(s *openapi3.Schema, depth, refDepth int) 
 		}
 	}
 	setString(out, "title", s.Title)
-	setString(out, "description", DescriptionMarkdown(s.Description))
+	desc := DescriptionMarkdown(s.Description)
+	setString(out, "description", desc)
+	if c.sizeLimit > 0 {
+		c.minSize += len(s.Title) + len(desc)
+		for name := range s.Properties {
+			c.minSize += len(name) + 3
+		}
+		if c.minSize > c.sizeLimit {
+			c.over = true
+			return jsonSchema{}
+		}
+	}
 	setString(out, "format", s.Format)
 	if len(s.Enum) > 0 {
 		enum := append([]any(nil), s.Enum...)
