@@ -61,6 +61,16 @@ type CatalogOptions struct {
 	// IncludeOrigin records where each operation stands in its source (OpenAPI
 	// 3 documents), so audit findings can name lines. It costs load time.
 	IncludeOrigin bool
+
+	// Validated, when set, lets the catalog be returned before kin-openapi
+	// has finished validating the documents (about a second of CPU for
+	// Stripe's, re-walking shared schemas once per response): validation
+	// goes on in the background and Validated is called once, from another
+	// goroutine, with every document's warnings (prefixed by upstream).
+	// Nothing validation finds changes the tools, only what is reported;
+	// so `serve` starts sooner, while `tools` and `audit`, which print the
+	// warnings, leave it nil and wait.
+	Validated func(warnings []string)
 }
 
 // BuildCatalog loads every upstream's document and builds its tools.
@@ -82,6 +92,7 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 	// One budget for the answers of every upstream of this catalog.
 	budget := upstream.NewResponseBudget(cfg.MaxResponseMemory)
 	cat := &Catalog{}
+	var validations []func() []string // each waits for one document's validation
 	for i := range cfg.Upstreams {
 		u := &cfg.Upstreams[i]
 		doc, err := loadUpstreamDocument(ctx, u, &upstream.LoadOptions{IncludeOrigin: o.IncludeOrigin})
@@ -121,9 +132,27 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 			}
 			cat.Tools = append(cat.Tools, t)
 		}
-		<-validated
-		for _, w := range doc.Warnings {
-			cat.Warnings = append(cat.Warnings, u.Name+": "+w)
+		name := u.Name
+		validations = append(validations, func() []string {
+			<-validated
+			ws := make([]string, 0, len(doc.Warnings))
+			for _, w := range doc.Warnings {
+				ws = append(ws, name+": "+w)
+			}
+			return ws
+		})
+	}
+	if o.Validated != nil {
+		go func() {
+			var ws []string
+			for _, wait := range validations {
+				ws = append(ws, wait()...)
+			}
+			o.Validated(ws)
+		}()
+	} else {
+		for _, wait := range validations {
+			cat.Warnings = append(cat.Warnings, wait()...)
 		}
 	}
 	if err := cat.fitBudget(cfg); err != nil {

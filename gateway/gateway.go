@@ -68,7 +68,14 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if g.logger == nil {
 		g.logger = slog.New(slog.DiscardHandler)
 	}
-	cat, err := BuildCatalog(ctx, cfg)
+	// Serving does not wait for the documents' validation, which only
+	// reports: its warnings are logged when it ends.
+	logger := g.logger
+	cat, err := BuildCatalogWith(ctx, cfg, &CatalogOptions{Validated: func(ws []string) {
+		for _, w := range ws {
+			logger.Warn("openapi document", "warning", w)
+		}
+	}})
 	if err != nil {
 		return nil, err
 	}
