@@ -51,6 +51,9 @@ type Catalog struct {
 	// Skipped are the selected operations that could not be made tools, as
 	// audit findings (each is also a warning).
 	Skipped []annotations.Finding
+	// Selection is every operation of every upstream's document, in
+	// catalog order, and why it is or is not a tool (`--explain`).
+	Selection []Selection
 	// ServeErr says why the catalog cannot be served — an upstream with no
 	// base URL — or is nil. Listing and auditing do not need to serve.
 	ServeErr error
@@ -111,7 +114,11 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 			defer close(validated)
 			doc.Validate(ctx)
 		}()
-		ops := tagging.Select(doc.T, &tagging.Options{ExposeTags: u.ExposeTags, All: u.ExposeAll})
+		selOpts, err := u.selectOptions()
+		if err != nil {
+			return nil, fmt.Errorf("upstream %s: %v", u.Name, err)
+		}
+		ops := cat.explain(u.Name, tagging.Explain(doc.T, selOpts))
 		for _, p := range tagging.Problems(doc.T) {
 			cat.Warnings = append(cat.Warnings, u.Name+": "+p)
 		}
@@ -169,6 +176,7 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 		kept = append(kept, t)
 	}
 	cat.Tools = kept
+	cat.nameSelection()
 	for _, t := range cat.Tools {
 		if u := cfg.upstream(t.Upstream); u.MaxToolBytes > 0 && t.size > u.MaxToolBytes {
 			cat.Warnings = append(cat.Warnings, fmt.Sprintf("%s: tool %s is %d KiB, over the %d KiB budget even at its smallest", t.Upstream, t.Tool.Name, t.size>>10, u.MaxToolBytes>>10))
@@ -181,6 +189,7 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 // served, and why: a start-up warning, and an audit finding.
 func (c *Catalog) skip(upstream, source string, op tagging.Operation, err error) {
 	c.Warnings = append(c.Warnings, fmt.Sprintf("%s: %s %s: skipped: %v", upstream, op.Method, op.Path, err))
+	c.skipSelection(upstream, op, err)
 	line := 0
 	if o := op.Operation.Origin; o != nil && o.Key != nil {
 		line = o.Key.Line

@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/mcpgate/mcpgate/annotations"
+	"github.com/mcpgate/mcpgate/tagging"
 	"github.com/mcpgate/mcpgate/upstream"
 )
 
@@ -106,10 +107,23 @@ type Upstream struct {
 	// BaseURL is where calls go. Default: the document's servers[0], resolved
 	// against the document's URL when relative.
 	BaseURL string `yaml:"base_url"`
-	// ExposeTags are the gate tags. Default [agent-exposed].
+	// ExposeTags are the gate tags. Default [agent-exposed]. Not allowed
+	// with Include, which replaces the tag gate.
 	ExposeTags []string `yaml:"expose_tags"`
-	// ExposeAll exposes every operation, whatever its tags.
+	// ExposeAll exposes every operation, whatever its tags; Exclude still
+	// applies. Not allowed with Include or ExposeTags.
 	ExposeAll bool `yaml:"expose_all"`
+	// Include, when set, replaces the tag gate: only operations matching one
+	// of its rules become tools. A rule is "tag:NAME", "METHOD /path" (method
+	// or *, path template with * globs that cross "/": "GET /v1/customers*"),
+	// a bare upper-case method ("GET"), or an operationId with * globs; see
+	// tagging.Rule for the exact syntax. A malformed rule is a configuration
+	// error. Default: none, so the tag gate decides.
+	Include []string `yaml:"include"`
+	// Exclude takes out operations matching one of its rules (same syntax as
+	// Include), whatever the gate or Include says. An operation's own
+	// x-mcp-exposed wins over both lists. Default: none.
+	Exclude []string `yaml:"exclude"`
 	// Timeout bounds each call to this upstream. Default DefaultTimeout.
 	Timeout time.Duration `yaml:"timeout"`
 	// ToolPrefix is prepended to every tool name of this upstream, to keep
@@ -343,8 +357,39 @@ func (c *Config) Validate() error {
 				return fmt.Errorf("upstreams[%d] (%s): expose_tags has an empty tag", i, u.Name)
 			}
 		}
+		if _, err := u.selectOptions(); err != nil {
+			return fmt.Errorf("upstreams[%d] (%s): %v", i, u.Name, err)
+		}
 	}
 	return nil
+}
+
+// selectOptions turns u's gate and rules into tagging options. An error
+// names the list, the rule's place in it and the rule.
+func (u *Upstream) selectOptions() (*tagging.Options, error) {
+	if len(u.Include) > 0 {
+		switch {
+		case u.ExposeAll:
+			return nil, errors.New("expose_all and include exclude each other: expose_all exposes every operation, include only those it names")
+		case len(u.ExposeTags) > 0:
+			return nil, errors.New("expose_tags and include exclude each other: include replaces the tag gate; write the tags as include rules (tag:NAME)")
+		}
+	}
+	opts := &tagging.Options{ExposeTags: u.ExposeTags, All: u.ExposeAll}
+	for _, list := range []struct {
+		name  string
+		texts []string
+		rules *[]tagging.Rule
+	}{{"include", u.Include, &opts.Include}, {"exclude", u.Exclude, &opts.Exclude}} {
+		for j, text := range list.texts {
+			r, err := tagging.ParseRule(text)
+			if err != nil {
+				return nil, fmt.Errorf("%s[%d]: %v", list.name, j, err)
+			}
+			*list.rules = append(*list.rules, r)
+		}
+	}
+	return opts, nil
 }
 
 // applyFrontDoorDefaults checks the front door's bounds and fills in their
@@ -389,7 +434,9 @@ type Overrides struct {
 
 // Apply merges o into c. The upstream settings (OpenAPI, BaseURL, ExposeTags,
 // ExposeAll) apply to the only upstream, and create it when the file had none;
-// with several upstreams they are ambiguous and rejected.
+// with several upstreams they are ambiguous and rejected. ExposeTags and
+// ExposeAll replace the file's gate, include rules too (exclude rules stay):
+// `--all` shows every operation the exclude rules let through.
 func (c *Config) Apply(o Overrides) error {
 	if o.Listen != "" {
 		c.Listen = o.Listen
@@ -423,10 +470,12 @@ func (c *Config) Apply(o Overrides) error {
 	if len(o.ExposeTags) > 0 {
 		u.ExposeTags = o.ExposeTags
 		u.ExposeAll = false
+		u.Include = nil
 	}
 	if o.ExposeAll {
 		u.ExposeAll = true
 		u.ExposeTags = nil
+		u.Include = nil
 	}
 	return nil
 }

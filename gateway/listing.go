@@ -15,6 +15,10 @@ import (
 type Listing struct {
 	Tools    []ListedTool `json:"tools"`
 	Warnings []string     `json:"warnings"`
+	// Selection, set by Catalog.ExplainListing (`--explain`), is every
+	// operation and why it is or is not a tool; WriteTable then prints it
+	// instead of the tools.
+	Selection []Selection `json:"selection,omitempty"`
 }
 
 // ListedTool is one tool of a Listing.
@@ -70,8 +74,12 @@ func (l *Listing) WriteJSON(w io.Writer) error {
 	return enc.Encode(l)
 }
 
-// WriteTable writes one line per tool: name, method, path and the four hints.
+// WriteTable writes one line per tool: name, method, path and the four hints;
+// with a Selection, one line per operation (see WriteSelection).
 func (l *Listing) WriteTable(w io.Writer) error {
+	if l.Selection != nil {
+		return writeSelection(w, l.Selection, len(l.Warnings))
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tMETHOD\tPATH\tREAD-ONLY\tDESTRUCTIVE\tIDEMPOTENT\tOPEN-WORLD")
 	for _, t := range l.Tools {

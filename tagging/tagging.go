@@ -3,9 +3,12 @@
 //
 // By default an operation is exposed when its tags include "agent-exposed"
 // (orchestrator-core's convention). The gate tags can be replaced, or every
-// operation exposed. An operation's `x-mcp-exposed: false` hides it whatever
-// its tags; `x-mcp-exposed: true` exposes it without a gate tag. Webhooks never
-// become tools: only the document's paths are read.
+// operation exposed, or the gate replaced by include rules; exclude rules then
+// take operations out (see [Options] and [Rule]). An operation's
+// `x-mcp-exposed: false` hides it whatever its tags and the rules say;
+// `x-mcp-exposed: true` exposes it likewise. Webhooks never become tools: only
+// the document's paths are read. [Explain] says, for every operation, what
+// decided.
 //
 // The package is pure: no HTTP, no serving.
 package tagging
@@ -15,6 +18,7 @@ import (
 	"iter"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -24,12 +28,27 @@ const DefaultExposeTag = "agent-exposed"
 
 // Options configures [Select]. The zero value selects operations tagged
 // DefaultExposeTag.
+//
+// The first of these that speaks decides: the operation's x-mcp-exposed
+// (true or false); an Exclude rule that matches (out); then the gate: All
+// (in), else Include when it has rules (in if one matches, else out), else
+// the gate tags. So exclude wins over include and All, and x-mcp-exposed over
+// everything.
 type Options struct {
 	// ExposeTags are the gate tags: an operation carrying any of them is
-	// exposed. Empty means [DefaultExposeTag].
+	// exposed. Empty means [DefaultExposeTag]. Not read when Include has
+	// rules or All is set.
 	ExposeTags []string
-	// All exposes every operation, whatever its tags.
+	// All exposes every operation, whatever its tags; Exclude still applies
+	// and Include is not read. It is the "show me everything" switch.
 	All bool
+	// Include, when it has rules, replaces the gate tags: an operation
+	// matching one of them is exposed, any other is not. To keep a tag gate
+	// beside other rules, write it as a rule: "tag:agent-exposed".
+	Include []Rule
+	// Exclude takes out every operation matching one of its rules, whatever
+	// the gate says. Only x-mcp-exposed wins over it.
+	Exclude []Rule
 }
 
 // Operation is one selected operation of a document.
@@ -44,21 +63,131 @@ type Operation struct {
 // (GET, PUT, POST, DELETE, OPTIONS, HEAD, PATCH, TRACE), so that the same
 // document always gives the same order.
 func Select(doc *openapi3.T, opts *Options) []Operation {
+	var out []Operation
+	for _, d := range Explain(doc, opts) {
+		if d.Selected {
+			out = append(out, d.Operation)
+		}
+	}
+	return out
+}
+
+// Explain returns a Decision for every operation of doc, selected or not, in
+// Select's order.
+func Explain(doc *openapi3.T, opts *Options) []Decision {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	gates := o.ExposeTags
-	if len(gates) == 0 {
-		gates = []string{DefaultExposeTag}
+	if len(o.ExposeTags) == 0 {
+		o.ExposeTags = []string{DefaultExposeTag}
 	}
-	var out []Operation
+	var out []Decision
 	for op := range operations(doc) {
-		if exposed(op.Operation, gates, o.All) {
-			out = append(out, op)
-		}
+		out = append(out, decide(op, &o))
 	}
 	return out
+}
+
+// decide applies the order documented on [Options].
+func decide(op Operation, o *Options) Decision {
+	d := Decision{Operation: op}
+	if v, ok := op.Operation.Extensions["x-mcp-exposed"].(bool); ok {
+		d.Selected, d.Cause = v, CauseExtension
+		return d
+	}
+	for _, r := range o.Exclude {
+		if r.Match(op) {
+			d.Cause, d.By = CauseExclude, r.String()
+			return d
+		}
+	}
+	switch {
+	case o.All:
+		d.Selected, d.Cause = true, CauseAll
+	case len(o.Include) > 0:
+		d.Cause = CauseNoInclude
+		for _, r := range o.Include {
+			if r.Match(op) {
+				d.Selected, d.Cause, d.By = true, CauseInclude, r.String()
+				break
+			}
+		}
+	default:
+		d.Cause = CauseNoTag
+		d.By = strings.Join(o.ExposeTags, ", ")
+		for _, t := range o.ExposeTags {
+			if slices.Contains(op.Operation.Tags, t) {
+				d.Selected, d.Cause, d.By = true, CauseTag, t
+				break
+			}
+		}
+	}
+	return d
+}
+
+// Cause names what decided whether an operation is selected.
+type Cause uint8
+
+// The causes, in the order [Options] consults them.
+const (
+	CauseExtension Cause = iota + 1 // the operation's x-mcp-exposed
+	CauseExclude                    // an exclude rule matched: out
+	CauseAll                        // Options.All: in
+	CauseInclude                    // an include rule matched: in
+	CauseNoInclude                  // include has rules, none matched: out
+	CauseTag                        // a gate tag: in
+	CauseNoTag                      // no gate tag: out
+)
+
+// A Decision is one operation of a document, whether it is selected, and why.
+type Decision struct {
+	Operation
+	Selected bool
+	Cause    Cause
+	// By is what decided, as the configuration writes it: the rule
+	// (CauseInclude, CauseExclude), the gate tag (CauseTag), or the gate
+	// tags joined by ", " (CauseNoTag). Empty for the other causes.
+	By string
+}
+
+// Reason says in one line why d is or is not selected, for a person reading
+// `mcpgate tools --explain`: "included by rule `GET /v1/customers*` of
+// upstream stripe", "excluded: no agent-exposed tag", "excluded by
+// x-mcp-exposed: false". upstream names whose rules they are; empty leaves
+// it out.
+func (d Decision) Reason(upstream string) string {
+	of := ""
+	if upstream != "" {
+		of = " of upstream " + upstream
+	}
+	switch d.Cause {
+	case CauseExtension:
+		return fmt.Sprintf("%s by x-mcp-exposed: %t", inOut(d.Selected), d.Selected)
+	case CauseExclude:
+		return "excluded by rule `" + d.By + "`" + of
+	case CauseAll:
+		return "included: every operation is exposed (--all, expose_all)"
+	case CauseInclude:
+		return "included by rule `" + d.By + "`" + of
+	case CauseNoInclude:
+		return "excluded: no include rule" + of + " matches"
+	case CauseTag:
+		return "included by tag " + d.By
+	case CauseNoTag:
+		if !strings.Contains(d.By, ", ") {
+			return "excluded: no " + d.By + " tag"
+		}
+		return "excluded: none of the tags " + d.By
+	}
+	return inOut(d.Selected)
+}
+
+func inOut(selected bool) string {
+	if selected {
+		return "included"
+	}
+	return "excluded"
 }
 
 // operations yields every operation of doc, ordered by path then method.
@@ -89,25 +218,6 @@ func operations(doc *openapi3.T) iter.Seq[Operation] {
 var methods = []string{
 	http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete,
 	http.MethodOptions, http.MethodHead, http.MethodPatch, http.MethodTrace,
-}
-
-// exposed applies the gate: an explicit x-mcp-exposed wins, then --all, then
-// the gate tags.
-func exposed(op *openapi3.Operation, gates []string, all bool) bool {
-	if v, ok := op.Extensions["x-mcp-exposed"].(bool); ok {
-		return v
-	}
-	if all {
-		return true
-	}
-	for _, t := range op.Tags {
-		for _, g := range gates {
-			if t == g {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // Problems lists the mcpgate extensions of doc's operations that have the

@@ -5,9 +5,9 @@
 //
 //	mcpgate serve  [--config F | --openapi SRC] [--upstream URL] [--addr HOST:PORT] [--stateful]
 //	mcpgate stdio  [--config F | --openapi SRC] [--upstream URL]
-//	mcpgate tools  [--config F | --openapi SRC] [--all] [--expose-tag T] [--format json|table]
+//	mcpgate tools  [--config F | --openapi SRC] [--all] [--expose-tag T] [--format json|table] [--explain]
 //	mcpgate audit  [--config F | --openapi SRC] [--format table|json|markdown|sarif]
-//	               [--write-lock FILE] [--lock FILE] [--fail-on error|warning|never]
+//	               [--write-lock FILE] [--lock FILE] [--fail-on error|warning|never] [--explain]
 //
 // With neither --config nor --openapi, serve and stdio serve the built-in demo:
 // the orchestrator-style API of examples/orchestrator, in-process.
@@ -323,6 +323,7 @@ func tools(ctx context.Context, args []string) error {
 	var c common
 	c.register(fs)
 	format := fs.String("format", "table", "output format: json or table")
+	explain := fs.Bool("explain", false, "say for every operation why it is or is not a tool")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -338,6 +339,9 @@ func tools(ctx context.Context, args []string) error {
 		return &exitError{2, err}
 	}
 	l := cat.Listing()
+	if *explain {
+		l = cat.ExplainListing()
+	}
 	if *format == "json" {
 		return l.WriteJSON(os.Stdout)
 	}
@@ -368,6 +372,7 @@ func audit(ctx context.Context, args []string) (int, error) {
 	writeLock := fs.String("write-lock", "", "write the catalog's lockfile to `FILE`")
 	lockFile := fs.String("lock", "", "compare the catalog against the lockfile `FILE`")
 	failOn := fs.String("fail-on", "error", "exit 1 on findings of this severity or worse: error, warning or never")
+	explain := fs.Bool("explain", false, "add why every operation is or is not a tool (not with --format sarif)")
 	if err := parse(fs, args); err != nil {
 		return 0, err
 	}
@@ -375,6 +380,9 @@ func audit(ctx context.Context, args []string) (int, error) {
 	case "table", "json", "markdown", "sarif":
 	default:
 		return 0, &exitError{2, fmt.Errorf("--format: %q is not table, json, markdown or sarif", *format)}
+	}
+	if *explain && *format == "sarif" {
+		return 0, &exitError{2, errors.New("--explain: not available with --format sarif (use table, json or markdown)")}
 	}
 	switch *failOn {
 	case "error", "warning", "never":
@@ -405,7 +413,12 @@ func audit(ctx context.Context, args []string) (int, error) {
 		}
 	}
 	report := annotations.NewReport(facts, lock, cat.Skipped...)
-	if err := report.Write(os.Stdout, *format); err != nil {
+	if *explain {
+		err = (&gateway.ExplainedReport{Report: report, Selection: cat.Selection}).Write(os.Stdout, *format)
+	} else {
+		err = report.Write(os.Stdout, *format)
+	}
+	if err != nil {
 		return 0, err
 	}
 	return report.ExitCode(*failOn), nil
