@@ -189,7 +189,9 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 
 	fmt.Fprintf(out, "mcpgate-bench: mode %s, %s measured after %s warm-up per row, GOMAXPROCS %d, %d CPUs (timings on a shared machine are noisy: compare rows of one run)\n",
 		f.mode, f.duration, f.warmup, runtime.GOMAXPROCS(0), runtime.NumCPU())
-	fmt.Fprintln(out, tableHeader)
+	if len(want) > 0 {
+		fmt.Fprintln(out, tableHeader)
+	}
 	results := map[string]map[int]*result{}
 	var problems []string
 	for _, c := range cs {
@@ -213,7 +215,9 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 			problems = append(problems, r.problems()...)
 		}
 	}
-	writeRatios(out, results, cs)
+	if len(want) > 0 {
+		writeRatios(out, results, cs)
+	}
 	for _, p := range problems {
 		fmt.Fprintln(out, p)
 	}

@@ -529,7 +529,11 @@ func findAnswer(contentType string, body []byte) ([]byte, error) {
 		}
 		return body, nil
 	}
-	for _, data := range sseData(body) {
+	events := sseData(body)
+	if len(events) == 1 {
+		return events[0], nil // the usual case: no need to parse it twice
+	}
+	for _, data := range events {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`

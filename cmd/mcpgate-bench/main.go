@@ -66,12 +66,18 @@
 //	                                                 (baseline p50 − direct p50) (target ≤ 1.3)
 //
 // soak runs 60 s (-duration) at c=64 (-c) of mixed calls against mcpgate
-// after a 10 s warm-up (-warmup), and fails (exit 1) on any error other than
-// the expected isError answers of the failing route, any wrong-client answer,
-// RSS (VmRSS) growth from after warm-up to the end of 10% or more
-// (-rss-growth), or go_goroutines at the end above the after-warm-up count
-// plus 5 (-goroutine-slack), read from mcpgate's /metrics; without /metrics it
-// prints "goroutines: not measured (no /metrics)".
+// after a 10 s warm-up (-warmup), and fails (exit 1) on:
+//   - any error other than the expected isError answers of the failing route;
+//   - any wrong-client answer;
+//   - RSS growth of 10% or more (-rss-growth): VmRSS from /proc/<pid>/status,
+//     sampled each second under load, median of the warm-up's second half
+//     against median of the run's last quarter (idle readings just after the
+//     load are printed too, but they swing with the last GC and scavenge);
+//   - go_goroutines, read from mcpgate's /metrics once the driver has closed
+//     its connections, above the same reading after warm-up plus 5
+//     (-goroutine-slack). After warm-up, not before any load, so that the
+//     upstream connection pool counts in both. Without /metrics (not 200) it
+//     prints "goroutines: not measured (no /metrics)" and does not fail.
 //
 // Timings on a shared machine are noisy: compare rows of one run only.
 package main
