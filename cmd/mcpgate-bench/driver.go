@@ -206,6 +206,14 @@ func runLoad(ctx context.Context, spec *loadSpec) (*result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// Close the sessions, as a client going away does, so that a stateful
+	// server does not carry them into the next run (or the soak's readings).
+	for _, w := range workers {
+		if w.hdr.Get("Mcp-Session-Id") != "" {
+			wg.Go(func() { w.closeSession(ctx) })
+		}
+	}
+	wg.Wait()
 
 	for _, w := range workers {
 		res.lat = append(res.lat, w.lat...)
@@ -301,6 +309,17 @@ func (w *worker) initialize(ctx context.Context) error {
 		return fmt.Errorf("worker %d: notifications/initialized: HTTP %d, want 202", w.n, resp.StatusCode)
 	}
 	return nil
+}
+
+// closeSession ends the worker's session with DELETE (Streamable HTTP).
+// The answer is not checked: a server may refuse it (405) by the spec.
+func (w *worker) closeSession(ctx context.Context) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, w.spec.target.url, nil)
+	if err != nil {
+		return
+	}
+	req.Header = w.hdr
+	w.do(req)
 }
 
 // post sends w.body and reads the whole answer into w.resp.

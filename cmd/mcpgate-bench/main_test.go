@@ -19,11 +19,16 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && runRole(os.Args[1]) {
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
 }
 
 var (
 	buildOnce sync.Once
+	buildDir  string
 	builtBin  string
 	buildErr  error
 )
@@ -35,12 +40,11 @@ func mcpgateBin(t *testing.T) string {
 		t.Skip("builds and runs mcpgate: not in -short")
 	}
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "mcpgate-bench-test-")
-		if err != nil {
-			buildErr = err
+		buildDir, buildErr = os.MkdirTemp("", "mcpgate-bench-test-")
+		if buildErr != nil {
 			return
 		}
-		builtBin, buildErr = buildMcpgate(context.Background(), dir)
+		builtBin, buildErr = buildMcpgate(context.Background(), buildDir)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
