@@ -1,0 +1,141 @@
+// Command mcpgate-bench measures mcpgate against the two bounds of issue 9,
+// side by side in one run, all on 127.0.0.1:
+//
+//   - direct: the recording upstream itself, called as plain REST
+//     (GET /items/{id}?q=...): the limit, what the API costs without any
+//     MCP in front;
+//   - baseline: an SDK-free Go pass-through (no go-sdk, no session) that
+//     parses one JSON-RPC tools/call with encoding/json, forwards it with
+//     net/http and answers content text + structuredContent: the floor any
+//     MCP gateway pays;
+//   - mcpgate: ./cmd/mcpgate, built into a temporary directory (or
+//     -mcpgate-bin), serving the upstream's OpenAPI document from a
+//     generated config (`serve --config F --addr 127.0.0.1:0`).
+//
+// The upstream and the baseline run as this binary re-executed with a hidden
+// subcommand, so each target has its own process and its CPU is read from
+// /proc/<pid>/stat apart from the driver's (Linux only).
+//
+// Usage:
+//
+//	go run ./cmd/mcpgate-bench [flags]        # the table and the ratios
+//	go run ./cmd/mcpgate-bench -list-spec ../shared/corpus/github-api-2020.json
+//	go run ./cmd/mcpgate-bench soak [flags]   # issue 9 item 6; exit 1 on a failed check
+//
+// Flags of the table (defaults in brackets): -c concurrencies [1,8,32];
+// -duration measured time per row [5s]; -warmup unmeasured load before each
+// row [1s]; -mode call (tools/call of the GET), list (tools/list) or mixed
+// (per ten calls: one list, one write, one upstream 500, one slow read, six
+// reads) [call]; -targets [direct,baseline,mcpgate]; -slow delay of the
+// slow route [100ms]; -protocol [2025-06-18]; -mcpgate-bin; -mcpgate-log-level
+// [info, mcpgate's own default]; -stateful; -list-spec FILE also times
+// tools/list at c=1 of mcpgate serving FILE with --all.
+//
+// The load driver speaks Streamable HTTP like an MCP client: each worker does
+// its own initialize (keeping Mcp-Session-Id if one is given) and
+// notifications/initialized, its request ids restart at 1, answers may be
+// application/json or text/event-stream. Every call carries a value no other
+// call carries, and every answer is checked for that value and the call's
+// own id. Workers share one http.Client with an idle connection per worker
+// and rebuild their request bodies in place, so the driver is not the limit
+// (its own CPU per call is a column).
+//
+// Columns of the table, one row per target and concurrency:
+//
+//	target            direct, baseline or mcpgate
+//	c                 concurrent workers, each with its own session
+//	req/s             calls completed per second of the measured window
+//	p50/p90/p99 ms    latency of one call, from the driver (send to last byte)
+//	errors            transport errors, non-200 answers, JSON-RPC errors,
+//	                  isError results where a success was due
+//	wrong             wrong-client answers: another id, or another call's value
+//	                  (must be 0)
+//	cpu µs/call       user+system CPU of the target's process per call (for
+//	                  direct: the upstream's), from /proc/<pid>/stat in 10 ms
+//	                  ticks over the measured window
+//	upstream µs/call  the same for the upstream behind the baseline or mcpgate
+//	driver µs/call    the same for this process: what the load costs to make
+//	alloc KB/call     bytes the target's Go heap allocated per call, from
+//	                  go_memstats_alloc_bytes_total on its /metrics; "-" when
+//	                  the target has no /metrics
+//
+// After the table come the ratios of issue 9's targets:
+//
+//	ratio mcpgate/baseline req/s c=N                 per concurrency (target ≥ 0.8 at c=8, 32)
+//	ratio mcpgate/baseline p50 added latency c=1     (mcpgate p50 − direct p50) /
+//	                                                 (baseline p50 − direct p50) (target ≤ 1.3)
+//
+// soak runs 60 s (-duration) at c=64 (-c) of mixed calls against mcpgate
+// after a 10 s warm-up (-warmup), and fails (exit 1) on:
+//   - any error other than the expected isError answers of the failing route;
+//   - any wrong-client answer;
+//   - RSS growth of 10% or more (-rss-growth): VmRSS from /proc/<pid>/status,
+//     sampled each second under load, median of the warm-up's second half
+//     against median of the run's last quarter (idle readings just after the
+//     load are printed too, but they swing with the last GC and scavenge);
+//   - go_goroutines, read from mcpgate's /metrics once the driver has closed
+//     its connections, above the same reading after warm-up plus 5
+//     (-goroutine-slack). After warm-up, not before any load, so that the
+//     upstream connection pool counts in both. Without /metrics (not 200) it
+//     prints "goroutines: not measured (no /metrics)" and does not fail.
+//
+// Timings on a shared machine are noisy: compare rows of one run only.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) > 1 && runRole(os.Args[1]) {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "soak" {
+		err = runSoak(ctx, os.Args[2:], os.Stdout)
+	} else {
+		err = runBench(ctx, os.Args[1:], os.Stdout)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mcpgate-bench: %v\n", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+// runRole serves a hidden role when name is one, and reports whether it was.
+// The test binary calls it from TestMain, so re-executing works there too.
+func runRole(name string) bool {
+	var h func(string) http.Handler
+	switch name {
+	case roleUpstream:
+		delay, err := time.ParseDuration(os.Getenv("MCPGATE_BENCH_SLOW"))
+		if err != nil {
+			delay = 100 * time.Millisecond
+		}
+		h = func(base string) http.Handler { return newUpstreamServer(base, delay).handler() }
+	case roleBaseline:
+		up := os.Getenv("MCPGATE_BENCH_UPSTREAM")
+		h = func(string) http.Handler { return newBaseline(up).handler() }
+	default:
+		return false
+	}
+	if err := serveRole(h); err != nil {
+		fmt.Fprintf(os.Stderr, "mcpgate-bench %s: %v\n", name, err)
+		os.Exit(1)
+	}
+	return true
+}
