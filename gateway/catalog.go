@@ -389,6 +389,23 @@ func loadUpstreamDocument(ctx context.Context, u *Upstream, lo *upstream.LoadOpt
 	return upstream.LoadDocument(ctx, u.OpenAPI, lo)
 }
 
+// dropDocuments lets go of the parsed documents once a catalog is served: each
+// tool's operation keeps its method, path and the few fields the audit facts
+// read, not pointers into a document whose schemas (Stripe's, Kubernetes')
+// are tens of MB of live heap. Serving needs only the bindings. The catalog
+// can no longer be rebuilt or re-bound afterwards.
+func (c *Catalog) dropDocuments() {
+	for _, t := range c.Tools {
+		op := t.Operation.Operation
+		if op == nil {
+			continue
+		}
+		t.Operation = tagging.Operation{Method: t.Operation.Method, Path: t.Operation.Path, Operation: &openapi3.Operation{
+			OperationID: op.OperationID, Summary: op.Summary, Description: op.Description, Tags: op.Tags,
+		}}
+	}
+}
+
 func newClient(u *Upstream, doc *upstream.Document, budget *upstream.ResponseBudget) (*upstream.Client, error) {
 	opts := &upstream.ClientOptions{
 		Timeout:        u.Timeout,

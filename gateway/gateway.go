@@ -98,6 +98,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if g.opts.Lock != nil {
 		g.drift = annotations.Compare(g.opts.Lock, cat.Facts())
 	}
+	cat.dropDocuments()
 	for _, t := range cat.Tools {
 		if g.drift.Drifted(t.Tool.Name) {
 			continue

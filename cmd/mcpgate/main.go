@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -193,6 +194,10 @@ func newGateway(ctx context.Context, cfg *gateway.Config, opts *gateway.Options)
 	for _, w := range g.Catalog().Warnings {
 		opts.Logger.Warn("openapi document", "warning", w)
 	}
+	// The start-up peak (the parsed documents and their conversion) is
+	// garbage now: give it back to the OS rather than hold it for the life
+	// of the process.
+	debug.FreeOSMemory()
 	return g, nil
 }
 
