@@ -81,9 +81,30 @@ type Config struct {
 	// DefaultMaxSessions (1000); must not be negative.
 	MaxSessions int `yaml:"max_sessions"`
 
+	// Metrics configures the Prometheus endpoint. Default: on, at
+	// DefaultMetricsPath, on the same listener as /mcp.
+	Metrics MetricsConfig `yaml:"metrics"`
+
 	// Upstreams are the APIs served. At least one.
 	Upstreams []Upstream `yaml:"upstreams"`
 }
+
+// MetricsConfig configures the gateway's Prometheus metrics. The endpoint is
+// unauthenticated: it names the tools, the upstreams and how they fare (call
+// counts, error kinds, latencies, status codes), plus the process's memory
+// and goroutines, never arguments, tokens or session ids. Firewall it, or
+// turn it off.
+type MetricsConfig struct {
+	// Enabled serves the metrics at Path. Default true. False also stops
+	// collecting them: a call then pays nothing for metrics.
+	Enabled *bool `yaml:"enabled"`
+	// Path is where the metrics are served. Default DefaultMetricsPath; it
+	// must start with "/" and not be one of the gateway's other routes.
+	Path string `yaml:"path"`
+}
+
+// On reports whether metrics are collected and served.
+func (m MetricsConfig) On() bool { return m.Enabled == nil || *m.Enabled }
 
 // upstream returns the upstream named name.
 func (c *Config) upstream(name string) *Upstream {
@@ -229,7 +250,7 @@ func cleanYAMLError(data []byte, err error) error {
 				want = `a duration such as "30s"`
 			case "[]string", "[]gateway.Upstream":
 				want = "a list"
-			case "gateway.Config", "gateway.Upstream", "map[string]string", "map[string]annotations.Override", "annotations.Override":
+			case "gateway.Config", "gateway.Upstream", "gateway.MetricsConfig", "map[string]string", "map[string]annotations.Override", "annotations.Override":
 				want = "a mapping"
 			default:
 				want = "a " + want
@@ -304,6 +325,9 @@ func (c *Config) Validate() error {
 		c.MaxResponseMemory = upstream.DefaultMaxResponseMemory
 	}
 	if err := c.applyFrontDoorDefaults(); err != nil {
+		return err
+	}
+	if err := c.Metrics.validate(); err != nil {
 		return err
 	}
 	if len(c.Upstreams) == 0 {
@@ -476,6 +500,22 @@ func (c *Config) Apply(o Overrides) error {
 		u.ExposeAll = true
 		u.ExposeTags = nil
 		u.Include = nil
+	}
+	return nil
+}
+
+// validate checks the metrics settings and fills in the default path.
+func (m *MetricsConfig) validate() error {
+	if m.Path == "" {
+		m.Path = DefaultMetricsPath
+	}
+	switch {
+	case !strings.HasPrefix(m.Path, "/"):
+		return fmt.Errorf("metrics.path: %q must start with /", m.Path)
+	case m.Path == "/mcp" || m.Path == "/healthz" || m.Path == "/readyz":
+		return fmt.Errorf("metrics.path: %q is taken by another of the gateway's routes", m.Path)
+	case strings.ContainsAny(m.Path, "{}?#"):
+		return fmt.Errorf("metrics.path: %q must be a plain path (no {, }, ? or #)", m.Path)
 	}
 	return nil
 }

@@ -56,6 +56,7 @@ type frontDoor struct {
 	bodyTimeout time.Duration
 	calls       *callContexts
 	sessions    *sessionBook // nil when stateless
+	metrics     *metrics     // nil when metrics are off
 }
 
 // requestIDHeader carries the front door's id of one POST to the tool
@@ -68,6 +69,7 @@ const sessionIDHeader = "Mcp-Session-Id"
 
 func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(requestIDHeader)
+	f.metrics.httpRequest(r.Method)
 	var body []byte
 	if r.Body != nil && r.Body != http.NoBody {
 		var ok bool
@@ -78,6 +80,7 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method == http.MethodPost && isJSON(r.Header.Get("Content-Type")) {
 		if e := checkMessage(body); e != nil {
+			f.metrics.refuseMessage(body, e)
 			writeRPCError(w, http.StatusBadRequest, e)
 			return
 		}
@@ -96,6 +99,7 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id, done := f.calls.add(r.Context())
 		defer done()
 		r.Header.Set(requestIDHeader, id)
+		w.Header().Set(requestIDHeader, id) // the caller's handle on the log lines of its calls
 	}
 	f.next.ServeHTTP(w, r)
 }
@@ -128,6 +132,7 @@ func (f *frontDoor) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bo
 	case errors.As(err, &mbe):
 		f.tooLarge(w)
 	case errors.Is(err, os.ErrDeadlineExceeded):
+		f.metrics.refuse(refusedTimeout)
 		w.Header().Set("Connection", "close")
 		writeRPCError(w, http.StatusRequestTimeout, &jsonrpc.Error{
 			Code:    jsonrpc.CodeInvalidRequest,
@@ -135,6 +140,7 @@ func (f *frontDoor) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bo
 		})
 	default:
 		// The client went away or broke the framing: nobody to answer.
+		f.metrics.refuse(refusedUnreadable)
 		w.Header().Set("Connection", "close")
 		writeRPCError(w, http.StatusBadRequest, &jsonrpc.Error{
 			Code:    jsonrpc.CodeInvalidRequest,
@@ -145,6 +151,7 @@ func (f *frontDoor) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bo
 }
 
 func (f *frontDoor) tooLarge(w http.ResponseWriter) {
+	f.metrics.refuse(refusedTooLarge)
 	w.Header().Set("Connection", "close")
 	writeRPCError(w, http.StatusRequestEntityTooLarge, &jsonrpc.Error{
 		Code:    jsonrpc.CodeInvalidRequest,
@@ -360,6 +367,7 @@ func (f *frontDoor) guardSession(w http.ResponseWriter, r *http.Request) (*sessi
 		return nil, true // go-sdk answers GET and DELETE without a session id: 400
 	}
 	if !b.reserve() {
+		f.metrics.refuse(refusedSessionCap)
 		w.Header().Set("Retry-After", "60")
 		writeRPCError(w, http.StatusServiceUnavailable, &jsonrpc.Error{
 			Code:    jsonrpc.CodeInternalError,

@@ -9,7 +9,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/upstream"
@@ -52,6 +52,7 @@ type Gateway struct {
 	drift   *annotations.Drift
 	served  int           // tools registered: the catalog less what the lock held back
 	calls   *callContexts // the POSTs being served, for the tool handlers (see frontDoor)
+	metrics *metrics      // nil when metrics are off
 }
 
 // New validates cfg, loads every upstream's document and builds the catalog and
@@ -83,6 +84,13 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		return nil, cat.ServeErr
 	}
 	g.catalog = cat
+	if cfg.Metrics.On() {
+		clients := map[string]*upstream.Client{}
+		for _, t := range cat.Tools {
+			clients[t.Upstream] = t.Client
+		}
+		g.metrics = newMetrics(clients)
+	}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "mcpgate", Title: "mcpgate", Version: Version}, &mcp.ServerOptions{
 		Logger:       g.sdkLogger(),
 		Instructions: "Tools generated from REST APIs' OpenAPI documents. Each tool's annotations say whether it reads or writes.",
@@ -121,12 +129,25 @@ func (g *Gateway) Served() int { return g.served }
 // a lock held back).
 func (g *Gateway) Catalog() *Catalog { return g.catalog }
 
+// Metrics returns the gateway's Prometheus registry, or nil when metrics are
+// off (Config.Metrics). [Gateway.Handler] serves it at Config.Metrics.Path; a
+// service that embeds the gateway and mounts only /mcp can serve it from its
+// own endpoint instead. It holds the Go runtime and process collectors, so do
+// not merge it with a registry that has them too.
+func (g *Gateway) Metrics() *prometheus.Registry {
+	if g.metrics == nil {
+		return nil
+	}
+	return g.metrics.registry
+}
+
 // Server returns the MCP server, e.g. to connect it to a transport of one's
 // own. To serve stdio, use [Gateway.ServeStdio].
 func (g *Gateway) Server() *mcp.Server { return g.server }
 
 // Handler returns the gateway's HTTP routes: /mcp (Streamable HTTP, behind
-// the front door) and /healthz.
+// the front door), /healthz (liveness), /readyz (readiness) and, unless
+// Config.Metrics turns it off, /metrics (Prometheus).
 func (g *Gateway) Handler() http.Handler {
 	return g.newMux()
 }
@@ -148,12 +169,17 @@ func (g *Gateway) newMux() *mux.Router {
 		maxBody:     g.cfg.MaxBodyBytes,
 		bodyTimeout: g.cfg.BodyTimeout,
 		calls:       g.calls,
+		metrics:     g.metrics,
 	}
 	if g.cfg.Stateful {
 		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions)
 	}
 	r.Handle("/mcp", fd)
 	r.HandleFunc("/healthz", g.serveHealth).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/readyz", g.serveReady).Methods(http.MethodGet, http.MethodHead)
+	if g.metrics != nil {
+		r.Handle(g.cfg.Metrics.Path, g.metrics.handler()).Methods(http.MethodGet, http.MethodHead)
+	}
 	r.Use(g.accessLog)
 	return r
 }
@@ -191,11 +217,6 @@ func (h minLevel) WithGroup(name string) slog.Handler {
 	return minLevel{h.Handler.WithGroup(name), h.min}
 }
 
-func (g *Gateway) serveHealth(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"status": "ok", "tools": g.served})
-}
-
 // accessLog logs one line per HTTP request: method, path, status, duration.
 // Never headers: they carry tokens and cookies.
 func (g *Gateway) accessLog(next http.Handler) http.Handler {
@@ -207,9 +228,12 @@ func (g *Gateway) accessLog(next http.Handler) http.Handler {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		g.logger.LogAttrs(r.Context(), slog.LevelDebug, "http request",
-			slog.String("method", r.Method), slog.String("path", r.URL.Path),
-			slog.Int("status", sw.status), slog.Duration("elapsed", time.Since(start)))
+		attrs := []slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", sw.status), slog.Duration("elapsed", time.Since(start))}
+		if id := sw.Header().Get(requestIDHeader); id != "" {
+			attrs = append(attrs, slog.String("request_id", id))
+		}
+		g.logger.LogAttrs(r.Context(), slog.LevelDebug, "http request", attrs...)
 	})
 }
 
@@ -265,11 +289,18 @@ func (g *Gateway) toolHandler(t *Tool) mcp.ToolHandler {
 }
 
 // logCall writes the one line a tool call leaves: tool, upstream, HTTP status,
-// duration, outcome and the front door's request id; a call that failed on
-// the upstream's side or the gateway's is a warning, with its cause. Never
-// the arguments, tokens, cookies or session ids: the cause is a transport or
+// duration, outcome, the front door's request id and the client's own
+// X-Request-Id when it sent a well-formed one; a call that failed on the
+// upstream's side or the gateway's is a warning, with its cause. Never the
+// arguments, tokens, cookies or session ids: the cause is a transport or
 // mapping error, which holds none of them.
+//
+// It also counts the call in the metrics, so every call path that logs its
+// call is counted. The ids come from req.Extra.Header, the header of the POST
+// that carried the call (the front door set requestIDHeader there): a call
+// path outside go-sdk passes a request whose Extra.Header is that header.
 func (g *Gateway) logCall(ctx context.Context, t *Tool, req *mcp.CallToolRequest, rep upstream.Report) {
+	g.metrics.observeCall(t.Tool.Name, t.Upstream, rep)
 	level := slog.LevelInfo
 	if rep.Failed() {
 		level = slog.LevelWarn
@@ -277,7 +308,7 @@ func (g *Gateway) logCall(ctx context.Context, t *Tool, req *mcp.CallToolRequest
 	if !g.logger.Enabled(ctx, level) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 7)
+	attrs := make([]slog.Attr, 0, 8)
 	attrs = append(attrs,
 		slog.String("tool", t.Tool.Name), slog.String("upstream", t.Upstream),
 		slog.Int("status", rep.Status), slog.Duration("elapsed", rep.Elapsed),
@@ -286,11 +317,42 @@ func (g *Gateway) logCall(ctx context.Context, t *Tool, req *mcp.CallToolRequest
 		if id := req.Extra.Header.Get(requestIDHeader); id != "" {
 			attrs = append(attrs, slog.String("request_id", id))
 		}
+		if id := clientRequestID(req.Extra.Header); id != "" {
+			attrs = append(attrs, slog.String("client_request_id", id))
+		}
 	}
 	if rep.Failed() && rep.Cause != nil {
 		attrs = append(attrs, slog.String("cause", rep.Cause.Error()))
 	}
 	g.logger.LogAttrs(ctx, level, "tool call", attrs...)
+}
+
+// clientRequestIDHeader is the request id a client or a proxy in front of the
+// gateway (nginx's $request_id, Envoy) may send, to find its call in the
+// gateway's log.
+const clientRequestIDHeader = "X-Request-Id"
+
+// maxClientRequestID bounds a client's request id: a UUID is 36 characters,
+// a W3C trace id 32.
+const maxClientRequestID = 128
+
+// clientRequestID returns h's X-Request-Id when it is 1 to
+// maxClientRequestID letters, digits and "-_.:", else "". It is logged, never
+// trusted: the gateway's own id (requestIDHeader) is what ties a call to its
+// POST, and a value outside that charset could forge log lines.
+func clientRequestID(h http.Header) string {
+	id := h.Get(clientRequestIDHeader)
+	if id == "" || len(id) > maxClientRequestID {
+		return ""
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.', c == ':':
+		default:
+			return ""
+		}
+	}
+	return id
 }
 
 // credentials picks what the upstream is shown: the caller's own bearer token

@@ -160,6 +160,11 @@ func newClient(base *url.URL, opts *ClientOptions) *Client {
 // placeholder host that is never dialed).
 func (c *Client) BaseURL() *url.URL { u := *c.base; return &u }
 
+// InFlight is the number of calls holding one of the MaxConcurrent slots:
+// sent to the upstream, or about to be, and not yet answered. Calls waiting
+// for a slot are not counted. Safe for concurrent use; it takes no lock.
+func (c *Client) InFlight() int { return len(c.slots) }
+
 // Credentials are what a call presents to the upstream.
 type Credentials struct {
 	// BearerToken, if set, is sent as "Authorization: Bearer <token>".

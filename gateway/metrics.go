@@ -1,0 +1,251 @@
+package gateway
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mcpgate/mcpgate/upstream"
+)
+
+// DefaultMetricsPath is where the Prometheus metrics are served when
+// MetricsConfig.Path is empty.
+const DefaultMetricsPath = "/metrics"
+
+// callBuckets are the bounds of mcpgate_tool_call_duration_seconds: from 1 ms
+// (an in-process upstream, a cached answer) to 30 s (DefaultTimeout), about
+// 2.5× apart, so a p99 read off them is within one step. Calls over 30 s land
+// in +Inf, which is where a raised timeout's stragglers belong.
+var callBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+// maxScrapesInFlight bounds concurrent scrapes of the metrics endpoint; more
+// are answered 503. A scrape walks every series, and the endpoint has no
+// authentication, so it must not be a way to load the gateway.
+const maxScrapesInFlight = 4
+
+// metrics are the gateway's Prometheus collectors, on a registry of its own
+// (never the global default: two gateways in one process, or a service that
+// embeds one, must not collide). A nil *metrics records nothing, which is what
+// metrics: {enabled: false} gives; every method is nil-safe, so call sites
+// need no check and pay nothing when metrics are off.
+//
+// Labels hold only bounded values: tool names come from the catalog, upstream
+// names from the configuration, outcomes from upstream.Outcome, status codes
+// from HTTP's registry. Never arguments, tokens, session ids or request ids.
+//
+// Safe for concurrent use.
+type metrics struct {
+	registry *prometheus.Registry
+
+	calls     *prometheus.CounterVec   // tool, upstream, outcome
+	duration  *prometheus.HistogramVec // tool, upstream
+	responses *prometheus.CounterVec   // upstream, code
+	requests  *prometheus.CounterVec   // method (HTTP)
+	rpc       *prometheus.CounterVec   // method (JSON-RPC)
+	refused   *prometheus.CounterVec   // reason
+	playbooks *prometheus.CounterVec   // playbook, outcome
+}
+
+// newMetrics registers the gateway's collectors, with the Go runtime's and
+// the process's (go_goroutines, process_resident_memory_bytes, ...), on a new
+// registry. clients are the upstreams' clients by name, for the in-flight
+// gauges.
+func newMetrics(clients map[string]*upstream.Client) *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpgate_tool_calls_total",
+			Help: "Tool calls, by tool, upstream and outcome (ok, invalid_arguments, http_error, bad_answer, busy, timeout, cancelled, unreachable).",
+		}, []string{"tool", "upstream", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcpgate_tool_call_duration_seconds",
+			Help:    "Time from sending a tool call's upstream request to reading its answer, for calls that sent one.",
+			Buckets: callBuckets,
+		}, []string{"tool", "upstream"}),
+		responses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpgate_upstream_responses_total",
+			Help: "Upstream answers to tool calls, by upstream and HTTP status code (registered codes as is, others as their class, e.g. 5xx).",
+		}, []string{"upstream", "code"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpgate_http_requests_total",
+			Help: "HTTP requests to the MCP endpoint, by HTTP method (GET, POST, DELETE, other).",
+		}, []string{"method"}),
+		rpc: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpgate_rpc_requests_total",
+			Help: "JSON-RPC messages the front door read, by MCP method (unknown methods as other).",
+		}, []string{"method"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpgate_http_refused_total",
+			Help: "HTTP requests to the MCP endpoint the front door refused, by reason (body_too_large, body_timeout, body_unreadable, parse_error, batch, not_object, session_cap).",
+		}, []string{"reason"}),
+		playbooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcpgate_playbook_runs_total",
+			Help: "Playbook runs, by playbook and outcome.",
+		}, []string{"playbook", "outcome"}),
+	}
+	m.registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "mcpgate_build_info",
+			Help:        "Always 1; the version label is the gateway's.",
+			ConstLabels: prometheus.Labels{"version": Version},
+		}, func() float64 { return 1 }),
+		m.calls, m.duration, m.responses, m.requests, m.rpc, m.refused, m.playbooks,
+	)
+	// In flight is read from each client's own slot count when scraped, not
+	// counted per call: it costs a call nothing, and it counts every call
+	// path (go-sdk's, the front door's, stdio's) because they all go through
+	// upstream.Client.Call.
+	for name, c := range clients {
+		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "mcpgate_tool_calls_in_flight",
+			Help:        "Tool calls holding one of the upstream's max_concurrent slots: sent, or about to be, and not yet answered.",
+			ConstLabels: prometheus.Labels{"upstream": name},
+		}, func() float64 { return float64(c.InFlight()) }))
+	}
+	return m
+}
+
+// handler serves the registry in the Prometheus text (or, when asked,
+// OpenMetrics) format, gzipped when the scraper accepts it.
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{
+		Registry:            m.registry, // promhttp_metric_handler_errors_total
+		MaxRequestsInFlight: maxScrapesInFlight,
+		Timeout:             10 * time.Second,
+	})
+}
+
+// observeCall counts one finished tool call. [Gateway.logCall] calls it, so
+// every call path that logs its call is counted. The duration is the
+// Report's: from sending the upstream request to reading the answer; a call
+// refused before anything was sent (Elapsed zero: invalid arguments, busy,
+// cancelled while queued) is counted but not timed, so that it does not
+// crowd the histogram's first bucket with calls that never left.
+func (m *metrics) observeCall(tool, upstreamName string, rep upstream.Report) {
+	if m == nil {
+		return
+	}
+	m.calls.WithLabelValues(tool, upstreamName, string(rep.Outcome)).Inc()
+	if rep.Elapsed > 0 {
+		m.duration.WithLabelValues(tool, upstreamName).Observe(rep.Elapsed.Seconds())
+	}
+	if rep.Status != 0 {
+		m.responses.WithLabelValues(upstreamName, statusLabel(rep.Status)).Inc()
+	}
+}
+
+// httpRequest counts one request to the MCP endpoint by HTTP method.
+func (m *metrics) httpRequest(method string) {
+	if m == nil {
+		return
+	}
+	switch method {
+	case http.MethodGet, http.MethodPost, http.MethodDelete:
+	default:
+		method = "other" // a client chooses the method: keep the label bounded
+	}
+	m.requests.WithLabelValues(method).Inc()
+}
+
+// rpcMethods are the MCP methods counted by name in mcpgate_rpc_requests_total;
+// any other is counted as "other", since the client chooses the method.
+var rpcMethods = map[string]bool{
+	"initialize": true, "ping": true,
+	"tools/list": true, "tools/call": true,
+	"resources/list": true, "resources/read": true, "resources/templates/list": true,
+	"resources/subscribe": true, "resources/unsubscribe": true,
+	"prompts/list": true, "prompts/get": true,
+	"completion/complete": true, "logging/setLevel": true,
+	"tasks/get": true, "tasks/list": true, "tasks/result": true, "tasks/cancel": true,
+	"notifications/initialized": true, "notifications/cancelled": true,
+	"notifications/progress": true, "notifications/roots/list_changed": true,
+}
+
+// rpcMethod counts one JSON-RPC message by its method. It is the hook for
+// the front door once it reads the method (issue 9's fast path): until then
+// mcpgate_rpc_requests_total stays empty, since reading the method only to
+// count it would parse every body a second time.
+func (m *metrics) rpcMethod(method string) {
+	if m == nil {
+		return
+	}
+	if !rpcMethods[method] {
+		method = "other"
+	}
+	m.rpc.WithLabelValues(method).Inc()
+}
+
+// Reasons the front door refuses a request, as mcpgate_http_refused_total's
+// reason label.
+const (
+	refusedTooLarge   = "body_too_large"
+	refusedTimeout    = "body_timeout"
+	refusedUnreadable = "body_unreadable"
+	refusedSessionCap = "session_cap"
+)
+
+// refuse counts one request the front door refused.
+func (m *metrics) refuse(reason string) {
+	if m == nil {
+		return
+	}
+	m.refused.WithLabelValues(reason).Inc()
+}
+
+// refuseMessage counts a body checkMessage refused, by why: not JSON, a
+// batch, or JSON that is not an object.
+func (m *metrics) refuseMessage(body []byte, e *jsonrpc.Error) {
+	if m == nil {
+		return
+	}
+	reason := "not_object"
+	switch {
+	case e.Code == jsonrpc.CodeParseError:
+		reason = "parse_error"
+	case bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")):
+		reason = "batch"
+	}
+	m.refused.WithLabelValues(reason).Inc()
+}
+
+// playbookRun counts one finished playbook run. It is the hook for the
+// playbook runner (a later issue): call it once per run, with the playbook's
+// tool name (bounded by the catalog) and its outcome in the words of
+// upstream.Outcome where they fit (ok, timeout, cancelled, unreachable) plus
+// "failed" for a run the engine reports failed.
+func (m *metrics) playbookRun(playbook, outcome string) {
+	if m == nil {
+		return
+	}
+	m.playbooks.WithLabelValues(playbook, outcome).Inc()
+}
+
+// statusLabels holds the code label of every status 100–599, built once so
+// that counting an answer allocates nothing: the code itself when HTTP's
+// registry knows it (about 60 values), else its class ("5xx"), so that an
+// upstream answering odd codes cannot add hundreds of series.
+var statusLabels = func() (l [600]string) {
+	for code := 100; code < 600; code++ {
+		if http.StatusText(code) != "" {
+			l[code] = strconv.Itoa(code)
+		} else {
+			l[code] = strconv.Itoa(code/100) + "xx"
+		}
+	}
+	return l
+}()
+
+func statusLabel(code int) string {
+	if code < 100 || code >= 600 {
+		return "other"
+	}
+	return statusLabels[code]
+}
