@@ -53,6 +53,8 @@ type Gateway struct {
 	served  int           // tools registered: the catalog less what the lock held back
 	calls   *callContexts // the POSTs being served, for the tool handlers (see frontDoor)
 	metrics *metrics      // nil when metrics are off
+
+	validated chan struct{} // closed when the documents' validation has ended
 }
 
 // New validates cfg, loads every upstream's document and builds the catalog and
@@ -61,7 +63,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	g := &Gateway{cfg: cfg, calls: &callContexts{}}
+	g := &Gateway{cfg: cfg, calls: &callContexts{}, validated: make(chan struct{})}
 	if opts != nil {
 		g.opts = *opts
 	}
@@ -72,10 +74,12 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	// Serving does not wait for the documents' validation, which only
 	// reports: its warnings are logged when it ends.
 	logger := g.logger
+	validated := g.validated
 	cat, err := BuildCatalogWith(ctx, cfg, &CatalogOptions{Validated: func(ws []string) {
 		for _, w := range ws {
 			logger.Warn("openapi document", "warning", w)
 		}
+		close(validated)
 	}})
 	if err != nil {
 		return nil, err
@@ -116,6 +120,11 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	}
 	return g, nil
 }
+
+// Validated is closed once the background validation of the documents has
+// ended and its warnings are logged (see CatalogOptions.Validated). Until then
+// it still holds the parsed documents.
+func (g *Gateway) Validated() <-chan struct{} { return g.validated }
 
 // Drift is how the catalog differs from Options.Lock (nil without a lock).
 // Tools it names as added or changed are not served.

@@ -186,18 +186,43 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl})), nil
 }
 
+// startupMemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit)
+// while the catalog is built, unless GOMEMLIMIT is set. Loading a 4 MB
+// document (Stripe's, Kubernetes') makes tens of MB of short-lived garbage;
+// at the default GC pace the heap peaks at 120-130 MiB RSS, which stays the
+// process's high-water mark. Under this limit the collector runs sooner while
+// the heap is near it, and the peak measured on those two documents is 86-88
+// MiB, at no measurable cost in start-up time (the collector has less to scan
+// than the runtime has to page in). It is soft: a catalog that needs more
+// still gets it. The limit is lifted once the catalog is built and validated.
+const startupMemoryLimit = 80 << 20
+
 func newGateway(ctx context.Context, cfg *gateway.Config, opts *gateway.Options) (*gateway.Gateway, error) {
+	prev := int64(-1)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		prev = debug.SetMemoryLimit(startupMemoryLimit)
+	}
 	g, err := gateway.New(ctx, cfg, opts)
 	if err != nil {
+		if prev >= 0 {
+			debug.SetMemoryLimit(prev)
+		}
 		return nil, &exitError{2, err}
 	}
 	for _, w := range g.Catalog().Warnings {
 		opts.Logger.Warn("openapi document", "warning", w)
 	}
-	// The start-up peak (the parsed documents and their conversion) is
-	// garbage now: give it back to the OS rather than hold it for the life
-	// of the process.
-	debug.FreeOSMemory()
+	go func() {
+		// Validation goes on in the background and holds the documents
+		// until it ends. Then the start-up peak is garbage: lift the limit
+		// and give the memory back to the OS rather than hold it for the
+		// life of the process.
+		<-g.Validated()
+		if prev >= 0 {
+			debug.SetMemoryLimit(prev)
+		}
+		debug.FreeOSMemory()
+	}()
 	return g, nil
 }
 
