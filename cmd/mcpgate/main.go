@@ -150,9 +150,9 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.Var(&c.exposeTags, "expose-tag", "expose operations with this `tag` (repeatable; default agent-exposed)")
 	fs.BoolVar(&c.all, "all", false, "expose every operation")
 	c.nameStyle = choice{allowed: []string{"strict", "spec"}}
-	fs.Var(&c.nameStyle, "name-style", "tool names: strict (default, ^[a-zA-Z0-9_-]{1,64}$) or spec (SEP-986)")
+	fs.Var(&c.nameStyle, "name-style", "`STYLE` of tool names: strict (default, ^[a-zA-Z0-9_-]{1,64}$) or spec (SEP-986)")
 	c.logLevel = choice{value: "info", allowed: []string{"debug", "info", "warn", "error"}}
-	fs.Var(&c.logLevel, "log-level", "log level: debug, info, warn or error (default info)")
+	fs.Var(&c.logLevel, "log-level", "log `LEVEL`: debug, info, warn or error (default info)")
 }
 
 type stringList []string
