@@ -13,19 +13,22 @@ import (
 const LockVersion = 1
 
 // Lock records, for review, what each tool may do: its name, the operation it
-// calls, its four hints and a hash of its input schema. `mcpgate audit
-// --write-lock` writes one; `audit --lock` and `serve --lock` compare the
-// current catalog against it.
+// calls (method, path and operationId), its four hints and a hash of its
+// input schema. `mcpgate audit --write-lock` writes one; `audit --lock` and
+// `serve --lock` compare the current catalog against it.
 type Lock struct {
 	Version int          `json:"version"`
 	Tools   []LockedTool `json:"tools"`
 }
 
-// LockedTool is one tool of a Lock.
+// LockedTool is one tool of a Lock. OperationID lets a rename be told from
+// a removal plus an addition when the path changed too; locks written
+// before it have none.
 type LockedTool struct {
 	Name              string `json:"name"`
 	Method            string `json:"method"`
 	Path              string `json:"path"`
+	OperationID       string `json:"operationId,omitempty"`
 	ReadOnly          bool   `json:"readOnlyHint"`
 	Destructive       bool   `json:"destructiveHint"`
 	Idempotent        bool   `json:"idempotentHint"`
@@ -36,7 +39,7 @@ type LockedTool struct {
 func lockedTool(t *ToolFacts) LockedTool {
 	a := t.Annotations
 	return LockedTool{
-		Name: t.Name, Method: t.Method, Path: t.Path,
+		Name: t.Name, Method: t.Method, Path: t.Path, OperationID: t.OperationID,
 		ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint == nil || *a.DestructiveHint,
 		Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint == nil || *a.OpenWorldHint,
 		InputSchemaSHA256: t.InputSchemaSHA256,
@@ -98,59 +101,119 @@ type Change struct {
 	Critical bool `json:"critical"`
 }
 
-// Drift is how a catalog differs from a lock.
+// Rename is a locked tool served under a new name: the same operation
+// (method and path), or the same operationId at a new path.
+type Rename struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	// By says how the two were matched: "METHOD /path" or "operationId ID".
+	By string `json:"by"`
+}
+
+// Drift is how a catalog differs from a lock. Each tool appears once: as
+// added, removed or renamed, and, when its operation, hints or arguments
+// changed, in Changed too (under its current name).
 type Drift struct {
 	Added   []string `json:"added"`   // tools not in the lock
 	Removed []string `json:"removed"` // locked tools no longer served
-	Changed []Change `json:"changed"`
+	Renamed []Rename `json:"renamed"` // locked tools served under a new name
+	Changed []Change `json:"changed"` // one entry per field that changed
 }
 
-// Compare returns how tools differ from l.
+// Compare returns how tools differ from l. A tool whose name is not in the
+// lock is matched to a locked tool no longer in the catalog with the same
+// method and path, else the same operationId: that is a rename, not an
+// addition and a removal.
 func Compare(l *Lock, tools []ToolFacts) *Drift {
-	d := &Drift{Added: []string{}, Removed: []string{}, Changed: []Change{}}
+	d := &Drift{Added: []string{}, Removed: []string{}, Renamed: []Rename{}, Changed: []Change{}}
 	locked := map[string]LockedTool{}
 	for _, t := range l.Tools {
 		locked[t.Name] = t
 	}
 	current := map[string]bool{}
+	var unmatched []LockedTool // current tools whose name is not in the lock
 	for i := range tools {
 		now := lockedTool(&tools[i])
 		current[now.Name] = true
-		was, ok := locked[now.Name]
+		if was, ok := locked[now.Name]; ok {
+			d.compareTool(was, now)
+		} else {
+			unmatched = append(unmatched, now)
+		}
+	}
+	gone := map[string]LockedTool{} // locked tools whose name is not served
+	for _, t := range l.Tools {
+		if !current[t.Name] {
+			gone[t.Name] = t
+		}
+	}
+	slices.SortFunc(unmatched, func(a, b LockedTool) int { return strings.Compare(a.Name, b.Name) })
+	for _, now := range unmatched {
+		was, by, ok := renamedFrom(gone, now)
 		if !ok {
 			d.Added = append(d.Added, now.Name)
 			continue
 		}
-		add := func(field string, from, to any, critical bool) {
-			d.Changed = append(d.Changed, Change{Tool: now.Name, Field: field, From: fmt.Sprint(from), To: fmt.Sprint(to), Critical: critical})
-		}
-		if was.Method != now.Method || was.Path != now.Path {
-			add("operation", was.Method+" "+was.Path, now.Method+" "+now.Path, true)
-		}
-		if was.ReadOnly != now.ReadOnly {
-			add("readOnlyHint", was.ReadOnly, now.ReadOnly, was.ReadOnly)
-		}
-		if was.Destructive != now.Destructive {
-			add("destructiveHint", was.Destructive, now.Destructive, was.Destructive)
-		}
-		if was.Idempotent != now.Idempotent {
-			add("idempotentHint", was.Idempotent, now.Idempotent, was.Idempotent)
-		}
-		if was.OpenWorld != now.OpenWorld {
-			add("openWorldHint", was.OpenWorld, now.OpenWorld, now.OpenWorld)
-		}
-		if was.InputSchemaSHA256 != now.InputSchemaSHA256 {
-			add("inputSchema", short(was.InputSchemaSHA256), short(now.InputSchemaSHA256), true)
-		}
+		delete(gone, was.Name)
+		d.Renamed = append(d.Renamed, Rename{From: was.Name, To: now.Name, By: by})
+		d.compareTool(was, now)
 	}
-	for _, t := range l.Tools {
-		if !current[t.Name] {
-			d.Removed = append(d.Removed, t.Name)
-		}
+	for name := range gone {
+		d.Removed = append(d.Removed, name)
 	}
-	slices.Sort(d.Added)
 	slices.Sort(d.Removed)
 	return d
+}
+
+// renamedFrom finds the one locked tool in gone that now is a rename of:
+// the same method and path, else the same operationId. Two candidates are
+// no match: the drift is then reported as additions and removals.
+func renamedFrom(gone map[string]LockedTool, now LockedTool) (LockedTool, string, bool) {
+	for _, same := range []func(LockedTool) bool{
+		func(t LockedTool) bool { return t.Method == now.Method && t.Path == now.Path },
+		func(t LockedTool) bool { return now.OperationID != "" && t.OperationID == now.OperationID },
+	} {
+		var found []LockedTool
+		for _, t := range gone {
+			if same(t) {
+				found = append(found, t)
+			}
+		}
+		if len(found) == 1 {
+			by := now.Method + " " + now.Path
+			if found[0].Method != now.Method || found[0].Path != now.Path {
+				by = "operationId " + now.OperationID
+			}
+			return found[0], by, true
+		}
+	}
+	return LockedTool{}, "", false
+}
+
+// compareTool records how a tool differs from its locked self, under its
+// current name.
+func (d *Drift) compareTool(was, now LockedTool) {
+	add := func(field string, from, to any, critical bool) {
+		d.Changed = append(d.Changed, Change{Tool: now.Name, Field: field, From: fmt.Sprint(from), To: fmt.Sprint(to), Critical: critical})
+	}
+	if was.Method != now.Method || was.Path != now.Path {
+		add("operation", was.Method+" "+was.Path, now.Method+" "+now.Path, true)
+	}
+	if was.ReadOnly != now.ReadOnly {
+		add("readOnlyHint", was.ReadOnly, now.ReadOnly, was.ReadOnly)
+	}
+	if was.Destructive != now.Destructive {
+		add("destructiveHint", was.Destructive, now.Destructive, was.Destructive)
+	}
+	if was.Idempotent != now.Idempotent {
+		add("idempotentHint", was.Idempotent, now.Idempotent, was.Idempotent)
+	}
+	if was.OpenWorld != now.OpenWorld {
+		add("openWorldHint", was.OpenWorld, now.OpenWorld, now.OpenWorld)
+	}
+	if was.InputSchemaSHA256 != now.InputSchemaSHA256 {
+		add("inputSchema", short(was.InputSchemaSHA256), short(now.InputSchemaSHA256), true)
+	}
 }
 
 func short(hash string) string {
@@ -162,41 +225,105 @@ func short(hash string) string {
 
 // Empty reports whether nothing drifted.
 func (d *Drift) Empty() bool {
-	return d == nil || len(d.Added)+len(d.Removed)+len(d.Changed) == 0
+	return d == nil || len(d.Added)+len(d.Removed)+len(d.Renamed)+len(d.Changed) == 0
 }
 
-// Drifted reports whether the tool name is new or changed since the lock:
-// what `serve --lock` refuses to expose.
-func (d *Drift) Drifted(name string) bool {
+// Held returns the tools `serve --lock` does not serve, sorted: those added,
+// renamed (a client's approval of the old name must not carry over unseen)
+// or changed since the lock.
+func (d *Drift) Held() []string {
 	if d == nil {
-		return false
+		return nil
 	}
-	return slices.Contains(d.Added, name) || slices.ContainsFunc(d.Changed, func(c Change) bool { return c.Tool == name })
+	held := slices.Clone(d.Added)
+	for _, r := range d.Renamed {
+		held = append(held, r.To)
+	}
+	for _, c := range d.Changed {
+		held = append(held, c.Tool)
+	}
+	slices.Sort(held)
+	return slices.Compact(held)
 }
 
-// WriteText writes the drift as a readable diff:
+// Drifted reports whether the tool name is one that Held returns.
+func (d *Drift) Drifted(name string) bool {
+	_, found := slices.BinarySearch(d.Held(), name)
+	return found
+}
+
+// Tools is the number of tools that drifted, each counted once.
+func (d *Drift) Tools() int {
+	if d == nil {
+		return 0
+	}
+	return len(d.Held()) + len(d.Removed)
+}
+
+// Lines renders the drift one line per tool, each tool once: added (+),
+// removed (-), then renamed or changed (~), with every change of a tool on
+// its line and the critical ones marked:
 //
-//   - new_tool                       (not in the lock)
-//   - old_tool                       (in the lock, no longer served)
-//     ~ abort_process: destructiveHint true → false   [WIDENS]
+//   - health: not in the lock
+//   - old_tool: in the lock, no longer served
+//     ~ renamed get_pet → fetch_pet (same GET /pets/{id})
+//     ~ abort_process: destructiveHint true → false [CRITICAL]; inputSchema 1f2e… → 9a8b… [CRITICAL]
+//
+// `audit --lock` and `serve --lock` both print these lines (see WriteText).
+func (d *Drift) Lines() []string {
+	if d.Empty() {
+		return nil
+	}
+	changes := map[string][]string{}
+	for _, c := range d.Changed {
+		s := c.Field + " " + c.From + " → " + c.To
+		if c.Critical {
+			s += " [CRITICAL]"
+		}
+		changes[c.Tool] = append(changes[c.Tool], s)
+	}
+	var lines []string
+	for _, n := range d.Added {
+		lines = append(lines, "+ "+n+": not in the lock")
+	}
+	for _, n := range d.Removed {
+		lines = append(lines, "- "+n+": in the lock, no longer served")
+	}
+	renamed := map[string]bool{}
+	for _, r := range d.Renamed {
+		renamed[r.To] = true
+		line := "~ renamed " + r.From + " → " + r.To + " (same " + r.By + ")"
+		if cs := changes[r.To]; len(cs) > 0 {
+			line += ": " + strings.Join(cs, "; ")
+		}
+		lines = append(lines, line)
+	}
+	seen := map[string]bool{}
+	for _, c := range d.Changed {
+		if renamed[c.Tool] || seen[c.Tool] {
+			continue
+		}
+		seen[c.Tool] = true
+		lines = append(lines, "~ "+c.Tool+": "+strings.Join(changes[c.Tool], "; "))
+	}
+	return lines
+}
+
+// WriteText writes a summary line, then Lines:
+//
+//	lock: 3 tools drifted: 1 added, 0 removed, 1 renamed, 1 changed
 func (d *Drift) WriteText(w io.Writer) error {
 	if d.Empty() {
 		_, err := fmt.Fprintln(w, "lock: no drift")
 		return err
 	}
-	fmt.Fprintf(w, "lock: %d added, %d removed, %d changed\n", len(d.Added), len(d.Removed), len(d.Changed))
-	for _, n := range d.Added {
-		fmt.Fprintf(w, "+ %s (not in the lock)\n", n)
-	}
-	for _, n := range d.Removed {
-		fmt.Fprintf(w, "- %s (in the lock, no longer served)\n", n)
-	}
-	for _, c := range d.Changed {
-		mark := ""
-		if c.Critical {
-			mark = "   [CRITICAL: review before serving]"
+	changed := len(d.Held()) - len(d.Added) - len(d.Renamed) // changed, not renamed
+	fmt.Fprintf(w, "lock: %d tools drifted: %d added, %d removed, %d renamed, %d changed\n",
+		d.Tools(), len(d.Added), len(d.Removed), len(d.Renamed), changed)
+	for _, l := range d.Lines() {
+		if _, err := fmt.Fprintln(w, l); err != nil {
+			return err
 		}
-		fmt.Fprintf(w, "~ %s: %s %s → %s%s\n", c.Tool, c.Field, c.From, c.To, mark)
 	}
 	return nil
 }

@@ -215,7 +215,7 @@ func TestLock(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	d.WriteText(&buf)
-	if !strings.Contains(buf.String(), "+ health") || !strings.Contains(buf.String(), "~ abort_process: destructiveHint true → false   [CRITICAL") {
+	if !strings.Contains(buf.String(), "+ health") || !strings.Contains(buf.String(), "~ abort_process: destructiveHint true → false [CRITICAL]") {
 		t.Errorf("diff:\n%s", buf.String())
 	}
 }

@@ -3,7 +3,9 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"slices"
 	"strings"
@@ -57,6 +59,21 @@ type Catalog struct {
 	// ServeErr says why the catalog cannot be served — an upstream with no
 	// base URL — or is nil. Listing and auditing do not need to serve.
 	ServeErr error
+	// Upstreams says, per upstream in configuration order, how many
+	// operations its document has and how many passed the gate: with none,
+	// the CLI explains why it serves no tools.
+	Upstreams []UpstreamCount
+}
+
+// UpstreamCount is how many of an upstream's operations became candidates.
+type UpstreamCount struct {
+	Name       string
+	Source     string   // the document, as configured
+	ExposeTags []string // the gate tags in force (empty with ExposeAll)
+	ExposeAll  bool
+	Operations int  // operations in the document
+	Selected   int  // operations that passed the gate (before any was skipped)
+	Include    bool // the upstream selects by include rules, not by tags
 }
 
 // CatalogOptions configures BuildCatalogWith. The zero value is BuildCatalog's.
@@ -100,7 +117,7 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 		u := &cfg.Upstreams[i]
 		doc, err := loadUpstreamDocument(ctx, u, &upstream.LoadOptions{IncludeOrigin: o.IncludeOrigin})
 		if err != nil {
-			return nil, fmt.Errorf("load openapi %s: %v", u.OpenAPI, err)
+			return nil, &DocumentError{Upstream: u.Name, Source: u.OpenAPI, Err: err}
 		}
 		client, err := newClient(u, doc, budget)
 		if err != nil && cat.ServeErr == nil {
@@ -139,6 +156,7 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 			}
 			cat.Tools = append(cat.Tools, t)
 		}
+		cat.Upstreams = append(cat.Upstreams, countOperations(u, doc, len(ops)))
 		name := u.Name
 		validations = append(validations, func() []string {
 			<-validated
@@ -427,3 +445,37 @@ func newClient(u *Upstream, doc *upstream.Document, budget *upstream.ResponseBud
 	}
 	return upstream.NewRemote(base, opts)
 }
+
+func countOperations(u *Upstream, doc *upstream.Document, selected int) UpstreamCount {
+	c := UpstreamCount{Name: u.Name, Source: u.OpenAPI, ExposeAll: u.ExposeAll, ExposeTags: u.ExposeTags, Selected: selected,
+		Include: len(u.Include) > 0}
+	if !u.ExposeAll && !c.Include && len(c.ExposeTags) == 0 {
+		c.ExposeTags = []string{tagging.DefaultExposeTag}
+	}
+	for _, item := range doc.T.Paths.Map() {
+		if item != nil {
+			c.Operations += len(item.Operations())
+		}
+	}
+	return c
+}
+
+// DocumentError says that an upstream's OpenAPI document could not be read
+// or parsed, and why.
+type DocumentError struct {
+	Upstream string // the upstream's name
+	Source   string // the document, as configured
+	Err      error
+}
+
+// Error reads "openapi SOURCE: why", or "openapi: open SOURCE: why" when the
+// cause already names the file.
+func (e *DocumentError) Error() string {
+	var pe *fs.PathError
+	if errors.As(e.Err, &pe) && pe.Path == e.Source {
+		return "openapi: " + e.Err.Error()
+	}
+	return "openapi " + e.Source + ": " + e.Err.Error()
+}
+
+func (e *DocumentError) Unwrap() error { return e.Err }

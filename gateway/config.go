@@ -7,9 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
-	"regexp"
-	"strconv"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -187,25 +187,42 @@ type Upstream struct {
 }
 
 // LoadConfig reads a YAML configuration file. Unknown keys and values of the
-// wrong type are errors that name the key and the line.
+// wrong type are errors that name the key and the line. A relative openapi
+// file path is read from the configuration file's folder, not the working
+// directory, so a configuration means the same wherever it is run from.
+//
+// Errors name the file: an *fs.PathError when it cannot be read, else
+// "PATH: line 3: …".
 func LoadConfig(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: %v", err)
+		return nil, err
 	}
 	cfg, err := ParseConfig(data)
 	if err != nil {
-		return nil, fmt.Errorf("config %s: %v", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	dir := filepath.Dir(path)
+	for i := range cfg.Upstreams {
+		u := &cfg.Upstreams[i]
+		if isFilePath(u.OpenAPI) && !filepath.IsAbs(u.OpenAPI) {
+			u.OpenAPI = filepath.Join(dir, u.OpenAPI)
+		}
 	}
 	return cfg, nil
 }
 
-var (
-	yamlFieldErr = regexp.MustCompile(`^line (\d+): field (\S+) not found in type \S+`)
-	yamlTypeErr  = regexp.MustCompile(`^line (\d+): cannot unmarshal !!(\w+)(?: (.*))? into (\S+)`)
-)
+// isFilePath reports whether an openapi source names a file, not a URL.
+func isFilePath(src string) bool {
+	if src == "" {
+		return false
+	}
+	u, err := url.Parse(src)
+	return err != nil || (u.Scheme != "http" && u.Scheme != "https")
+}
 
-// ParseConfig parses YAML configuration bytes; see LoadConfig.
+// ParseConfig parses YAML configuration bytes; see LoadConfig. Relative
+// openapi paths are left as they are.
 func ParseConfig(data []byte) (*Config, error) {
 	var cfg Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -214,89 +231,9 @@ func ParseConfig(data []byte) (*Config, error) {
 		if errors.Is(err, io.EOF) {
 			return &cfg, nil // an empty file is an empty config
 		}
-		return nil, cleanYAMLError(data, err)
+		return nil, upstream.DecodeError(data, err)
 	}
 	return &cfg, nil
-}
-
-// cleanYAMLError turns yaml.v3's multi-line "unmarshal errors" into one line
-// that names each key and its line:
-// `line 5: unknown key "foo"; line 7: upstreams[0].timeout: "soon" is not a duration`.
-func cleanYAMLError(data []byte, err error) error {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return errors.New(strings.TrimPrefix(err.Error(), "yaml: "))
-	}
-	var root yaml.Node
-	_ = yaml.Unmarshal(data, &root) // it parsed once already
-	msgs := make([]string, 0, len(te.Errors))
-	for _, m := range te.Errors {
-		if sm := yamlFieldErr.FindStringSubmatch(m); sm != nil {
-			m = fmt.Sprintf("line %s: unknown key %q", sm[1], sm[2])
-		} else if sm := yamlTypeErr.FindStringSubmatch(m); sm != nil {
-			line, _ := strconv.Atoi(sm[1])
-			got, want := strings.Trim(sm[3], "`"), sm[4]
-			switch {
-			case got != "":
-			case sm[2] == "map":
-				got = "a mapping"
-			case sm[2] == "seq":
-				got = "a list"
-			default:
-				got = "a " + sm[2]
-			}
-			switch want {
-			case "time.Duration":
-				want = `a duration such as "30s"`
-			case "[]string", "[]gateway.Upstream":
-				want = "a list"
-			case "gateway.Config", "gateway.Upstream", "gateway.MetricsConfig", "map[string]string", "map[string]annotations.Override", "annotations.Override":
-				want = "a mapping"
-			default:
-				want = "a " + want
-			}
-			key := keyAtLine(&root, line, "")
-			if key == "" {
-				key = "value"
-			}
-			m = fmt.Sprintf("line %d: %s: %s is not %s", line, key, got, want)
-		}
-		msgs = append(msgs, m)
-	}
-	return errors.New(strings.Join(msgs, "; "))
-}
-
-// keyAtLine returns the dotted path of the key whose value starts on line.
-func keyAtLine(n *yaml.Node, line int, path string) string {
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			if k := keyAtLine(c, line, path); k != "" {
-				return k
-			}
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := k.Value
-			if path != "" {
-				p = path + "." + k.Value
-			}
-			if v.Line == line && (v.Kind == yaml.ScalarNode || k.Line == line) {
-				return p
-			}
-			if sub := keyAtLine(v, line, p); sub != "" {
-				return sub
-			}
-		}
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			if sub := keyAtLine(c, line, fmt.Sprintf("%s[%d]", path, i)); sub != "" {
-				return sub
-			}
-		}
-	}
-	return ""
 }
 
 // Validate checks the configuration and applies the defaults. It names the

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,9 +60,12 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"unknown top key", "listen: x:1\nlistn: y\n", `line 2: unknown key "listn"`},
 		{"unknown nested key", "upstreams:\n  - openapi: a\n    base_uri: b\n", `line 3: unknown key "base_uri"`},
-		{"wrong type", "upstreams:\n  - openapi: a\n    expose_all: maybe\n", "line 3: upstreams[0].expose_all: maybe is not a bool"},
-		{"bad duration", "upstreams:\n  - openapi: a\n    timeout: soon\n", "line 3: upstreams[0].timeout: soon is not a duration"},
-		{"not a list", "upstreams: {openapi: a}\n", "line 1: upstreams"},
+		{"wrong type", "upstreams:\n  - openapi: a\n    expose_all: maybe\n", `line 3: upstreams[0].expose_all is "maybe", not true or false`},
+		{"bad duration", "upstreams:\n  - openapi: a\n    timeout: soon\n", `line 3: upstreams[0].timeout is "soon", not a duration such as "30s"`},
+		{"not a list", "upstreams: {openapi: a}\n", "line 1: upstreams is a mapping, not a list"},
+		{"not an integer", "upstreams:\n  - openapi: a\n    max_concurrent: lots\n", `line 3: upstreams[0].max_concurrent is "lots", not an integer`},
+		{"not a mapping", "upstreams:\n  - openapi: a\n    rename: [a, b]\n", "line 3: upstreams[0].rename is a list, not a mapping"},
+		{"bad annotation", "upstreams:\n  - openapi: a\n    annotations: {x: {read_only: often}}\n", `line 3: upstreams[0].annotations.x.read_only is "often", not true or false`},
 		{"no upstreams", "listen: 127.0.0.1:1\n", "at least one upstream"},
 		{"no openapi", "upstreams:\n  - name: a\n", "openapi is required"},
 		{"bad listen", "listen: nowhere\nupstreams:\n  - openapi: a\n", "not HOST:PORT"},
@@ -68,7 +73,7 @@ func TestConfigErrors(t *testing.T) {
 		{"both gates", "upstreams:\n  - {openapi: x, expose_all: true, expose_tags: [t]}\n", "exclude each other"},
 		{"negative max_concurrent", "upstreams:\n  - {openapi: a, max_concurrent: -1}\n", "upstreams[0] (api): max_concurrent must not be negative"},
 		{"negative queue_timeout", "upstreams:\n  - {openapi: a, queue_timeout: -1s}\n", "upstreams[0] (api): queue_timeout must not be negative"},
-		{"bad queue_timeout", "upstreams:\n  - openapi: a\n    queue_timeout: later\n", "line 3: upstreams[0].queue_timeout: later is not a duration"},
+		{"bad queue_timeout", "upstreams:\n  - openapi: a\n    queue_timeout: later\n", `line 3: upstreams[0].queue_timeout is "later", not a duration such as "30s"`},
 		{"negative max_response_memory", "max_response_memory: -1\nupstreams:\n  - openapi: a\n", "max_response_memory: must not be negative"},
 		{"bad name style", "name_style: loose\nupstreams:\n  - openapi: a\n", "name_style"},
 	}
@@ -131,6 +136,61 @@ func TestExampleConfigs(t *testing.T) {
 		}
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
+			continue
 		}
+		for _, u := range cfg.Upstreams {
+			if isFilePath(u.OpenAPI) {
+				if _, err := os.Stat(u.OpenAPI); err != nil {
+					t.Errorf("%s: upstream %s: %v", f, u.Name, err)
+				}
+			}
+		}
+	}
+}
+
+// TestConfigRelativeOpenAPI: a relative openapi path in a configuration file
+// is read from the file's folder, whatever the working directory; URLs and
+// absolute paths are left alone.
+func TestConfigRelativeOpenAPI(t *testing.T) {
+	root := t.TempDir()
+	spec, err := os.ReadFile("testdata/swagger-petstore-3.0.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(root, "configs", "petstore")
+	other := filepath.Join(root, "elsewhere")
+	for _, d := range []string{sub, other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(sub, "spec.yaml"), spec, 0o600)
+	abs := filepath.Join(root, "abs.yaml")
+	os.WriteFile(filepath.Join(sub, "mcpgate.yaml"), []byte(`upstreams:
+  - {name: rel, openapi: spec.yaml, expose_all: true, base_url: "http://127.0.0.1:1"}
+  - {name: url, openapi: "https://example.com/openapi.json"}
+  - {name: abs, openapi: "`+abs+`"}
+`), 0o600)
+	t.Chdir(other)
+
+	cfg, err := LoadConfig("../configs/petstore/mcpgate.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{filepath.Join("..", "configs", "petstore", "spec.yaml"), "https://example.com/openapi.json", abs} {
+		if got := cfg.Upstreams[i].OpenAPI; got != want {
+			t.Errorf("upstreams[%d].openapi = %q, want %q", i, got, want)
+		}
+	}
+	cfg.Upstreams = cfg.Upstreams[:1]
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := BuildCatalog(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("the document next to the config was not found from another folder: %v", err)
+	}
+	if len(cat.Tools) != 19 {
+		t.Errorf("%d tools, want petstore's 19", len(cat.Tools))
 	}
 }

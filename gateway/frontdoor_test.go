@@ -555,7 +555,7 @@ func TestFrontDoorConfig(t *testing.T) {
 		{"body_timeout: -1s", "body_timeout: -1s must not be negative"},
 		{"session_timeout: -5m", "session_timeout: -5m0s must not be negative"},
 		{"max_sessions: -3", "max_sessions: -3 must not be negative"},
-		{"body_timeout: soon", `line 1: body_timeout: soon is not a duration such as "30s"`},
+		{"body_timeout: soon", `line 1: body_timeout is "soon", not a duration such as "30s"`},
 	} {
 		t.Run(tt.yaml, func(t *testing.T) {
 			cfg, err := ParseConfig([]byte(tt.yaml + "\nupstreams:\n  - openapi: a\n"))

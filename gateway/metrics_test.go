@@ -313,8 +313,8 @@ func TestMetricsConfig(t *testing.T) {
 		{"metrics: {path: /readyz}\n", `metrics.path: "/readyz" is taken`},
 		{"metrics: {path: \"/m/{x}\"}\n", `metrics.path: "/m/{x}" must be a plain path`},
 		{"metrics: {enabled: false, interval: 5s}\n", `line 1: unknown key "interval"`},
-		{"metrics:\n  enabled: sometimes\n", `line 2: metrics.enabled: sometimes is not a bool`},
-		{"metrics: [a]\n", `line 1: metrics: a list is not a mapping`},
+		{"metrics:\n  enabled: sometimes\n", `line 2: metrics.enabled is "sometimes", not true or false`},
+		{"metrics: [a]\n", `line 1: metrics is a list, not a mapping`},
 	} {
 		cfg, err := ParseConfig([]byte(tt.yaml + "upstreams:\n  - openapi: a\n"))
 		if err == nil {

@@ -43,7 +43,7 @@ func TestSelectConfig(t *testing.T) {
 		{"unknown key stays an error",
 			head + "    includes: [GET]\n", `line 4: unknown key "includes"`},
 		{"a rule list, not a string",
-			head + "    include: GET /v1\n", "line 4: upstreams[0].include: GET /v1 is not a list"},
+			head + "    include: GET /v1\n", `line 4: upstreams[0].include is "GET /v1", not a list`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi2"
 	"github.com/getkin/kin-openapi/openapi2conv"
@@ -132,13 +133,22 @@ func ParseDocument(ctx context.Context, data []byte) (*Document, error) {
 
 func parseDocument(ctx context.Context, data []byte, includeOrigin bool) (*Document, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
-	jsonData := data
-	if t := bytes.TrimSpace(data); len(t) == 0 {
+	t := bytes.TrimSpace(data)
+	switch {
+	case len(t) == 0:
 		return nil, errors.New("document is empty")
-	} else if t[0] != '{' {
+	case !utf8.Valid(t) || bytes.IndexByte(t, 0) >= 0:
+		return nil, errors.New("not a JSON or YAML document (binary data)")
+	case t[0] == '<':
+		// An HTML page — an API's documentation rather than its document —
+		// parses as one YAML string; say what it is instead.
+		return nil, errors.New("not a JSON or YAML document (it looks like an HTML page)")
+	}
+	jsonData := data
+	if t[0] != '{' {
 		var err error
 		if jsonData, err = yaml.YAMLToJSON(data); err != nil {
-			return nil, fmt.Errorf("not JSON or YAML: %v", err)
+			return nil, fmt.Errorf("not valid YAML: %v", DecodeError(data, err))
 		}
 	}
 	var head struct {
@@ -146,7 +156,12 @@ func parseDocument(ctx context.Context, data []byte, includeOrigin bool) (*Docum
 		OpenAPI any `json:"openapi"`
 	}
 	if err := json.Unmarshal(jsonData, &head); err != nil {
-		return nil, fmt.Errorf("not a JSON or YAML object: %v", err)
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) && ute.Field == "" {
+			// "hello", [1, 2]: valid JSON or YAML, but not a document.
+			return nil, fmt.Errorf("not an OpenAPI document: %v", DecodeError(jsonData, err))
+		}
+		return nil, DecodeError(jsonData, err)
 	}
 	loader := openapi3.NewLoader()
 	loader.Context = ctx
@@ -172,7 +187,7 @@ func parseDocument(ctx context.Context, data []byte, includeOrigin bool) (*Docum
 		if includeOrigin && !rewritten {
 			// Lines must be the source's, not those of its JSON form.
 			loader.IncludeOrigin, src = true, data
-			if t := bytes.TrimSpace(data); t[0] == '{' {
+			if t[0] == '{' {
 				// kin-openapi tracks origins only on its YAML path, which it
 				// takes when the input is not JSON. JSON is YAML: a trailing
 				// YAML comment makes the JSON parse fail and leaves every
@@ -235,13 +250,7 @@ func loadV3(loader *openapi3.Loader, data []byte) (doc *openapi3.T, err error) {
 	}()
 	doc, err = loader.LoadFromData(data)
 	if err != nil {
-		// kin-openapi tries JSON, then YAML, and reports both; the input is
-		// JSON by now, so the JSON error is the one that names the problem.
-		msg := oneLine(err).Error()
-		if _, rest, ok := strings.Cut(msg, "failed to unmarshal data: json error: "); ok {
-			msg, _, _ = strings.Cut(rest, ", yaml error: ")
-		}
-		return nil, errors.New(msg)
+		return nil, DecodeError(data, err)
 	}
 	return doc, nil
 }
@@ -254,10 +263,10 @@ func loadV2(loader *openapi3.Loader, data []byte) (doc *openapi3.T, err error) {
 	}()
 	var doc2 openapi2.T
 	if err := json.Unmarshal(data, &doc2); err != nil {
-		msg := oneLine(err).Error()
-		if strings.Contains(msg, "cannot unmarshal array into") && strings.Contains(msg, "Schema") {
+		raw, msg := err.Error(), DecodeError(data, err).Error()
+		if strings.Contains(raw, "cannot unmarshal array into") && strings.Contains(raw, "Schema") {
 			// Slack's document does this: "items": [ ... ].
-			msg += ` (a schema is a JSON array where an object is required, e.g. "items": [...], the draft-4 tuple form, which Swagger 2.0 does not allow)`
+			msg += ` (e.g. "items": [...], the draft-4 tuple form, which Swagger 2.0 does not allow)`
 		}
 		return nil, fmt.Errorf("invalid swagger 2.0 document: %s", msg)
 	}

@@ -18,13 +18,13 @@ func TestParseDocumentErrors(t *testing.T) {
 		{"empty", "", "document is empty"},
 		{"whitespace", "  \n", "document is empty"},
 		{"not yaml", "{{{:", "not"},
-		{"scalar", "42", "not a JSON or YAML object"},
+		{"scalar", "42", "not an OpenAPI document: the top level is a number, not a mapping"},
 		{"no version", `{"info":{"title":"x"}}`, `neither an "openapi" nor a "swagger"`},
 		{"openapi 2.0 string", `{"openapi":"2.0","info":{},"paths":{}}`, `unsupported openapi version "2.0"`},
 		{"swagger 1.2", `{"swagger":"1.2"}`, `unsupported swagger version "1.2"`},
 		{"external file ref", `{"openapi":"3.0.3","info":{"title":"x","version":"1"},"paths":{"/a":{"get":{"responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"$ref":"other.yaml#/X"}}}}}}}}}`, "external reference"},
 		{"external url ref", `{"openapi":"3.0.3","info":{"title":"x","version":"1"},"paths":{"/a":{"get":{"responses":{"200":{"$ref":"http://169.254.169.254/latest#/x"}}}}}}`, "external reference"},
-		{"bad type", `{"openapi":"3.0.3","info":{"title":"x","version":"1"},"paths":{"/a":{"get":{"parameters":"nope"}}}}`, "unmarshal"},
+		{"bad type", `{"openapi":"3.0.3","info":{"title":"x","version":"1"},"paths":{"/a":{"get":{"parameters":"nope"}}}}`, `"parameters" (in an operation) is a string, not a list`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

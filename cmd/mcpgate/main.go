@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -35,19 +36,9 @@ import (
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
-const usage = `mcpgate — serve a REST API's OpenAPI operations as MCP tools
-
-Usage:
-  mcpgate serve  [flags]   serve Streamable HTTP at /mcp (default: the built-in demo)
-  mcpgate stdio  [flags]   serve over stdin/stdout, for Claude Desktop-style clients
-  mcpgate tools  [flags]   print the tool catalog and exit
-  mcpgate audit  [flags]   hints with provenance, lint findings, lockfile drift
-
-Run 'mcpgate <command> -h' for the flags of a command.
-`
-
-// exitError carries an exit status: 2 for bad input (usage, config, a document
-// that cannot be loaded), 1 for failures while running.
+// exitError carries an exit status: 2 for bad input (configuration, a
+// document that cannot be loaded, a lockfile that cannot be read), 1 for
+// failures while running. Bad usage is a usageError.
 type exitError struct {
 	code int
 	err  error
@@ -56,46 +47,86 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// cli is one run of the command: where it reads and writes.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// run runs the command line args (without the program name) and returns the
+// exit status: 0 success, 1 a failure while running (or, for audit, findings
+// or drift), 2 bad usage or bad input. Every error is one line on stderr.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	m := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		return m.exit(&usageError{cmd: "mcpgate", msg: "name a command: serve, stdio, tools, audit or version"})
+	}
 	var err error
-	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	switch cmd, args := args[0], args[1:]; cmd {
 	case "serve":
-		err = serve(ctx, args)
+		err = m.serve(ctx, args)
 	case "stdio":
-		err = stdio(ctx, args)
+		err = m.stdio(ctx, args)
 	case "tools":
-		err = tools(ctx, args)
+		err = m.tools(ctx, args)
 	case "audit":
 		var code int
-		code, err = audit(ctx, args)
-		if err == nil && code != 0 {
-			os.Exit(code)
+		if code, err = m.audit(ctx, args); err == nil && code != 0 {
+			return code // the report says why, on stdout
 		}
-	case "-h", "--help", "help":
-		fmt.Fprint(os.Stdout, usage)
-		return
+	case "version", "--version", "-version":
+		err = version(stdout, args)
+	case "-h", "--help", "-help", "help":
+		if len(args) > 0 && summary(args[0]) != "" { // mcpgate help serve
+			return run(ctx, []string{args[0], "--help"}, stdin, stdout, stderr)
+		}
+		if len(args) > 0 {
+			err = &usageError{cmd: "mcpgate", msg: fmt.Sprintf("no help for %q: not a command", args[0])}
+			break
+		}
+		mainUsage(stdout)
 	default:
-		fmt.Fprintf(os.Stderr, "mcpgate: unknown command %q\n\n%s", cmd, usage)
-		os.Exit(2)
-	}
-	if err != nil {
-		code := 1
-		var ee *exitError
-		if errors.As(err, &ee) {
-			code = ee.code
+		msg := fmt.Sprintf("unknown command %q", cmd)
+		if strings.HasPrefix(cmd, "-") {
+			msg = fmt.Sprintf("unknown flag %s: name a command first", cmd)
 		}
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(os.Stderr, "mcpgate: %s\n", oneLine(err.Error()))
-		} else {
-			code = 0
-		}
-		os.Exit(code)
+		err = &usageError{cmd: "mcpgate", msg: msg}
 	}
+	return m.exit(err)
+}
+
+// exit reports err, if any, as one line on stderr and returns the exit
+// status it stands for.
+func (m *cli) exit(err error) int {
+	if err == nil {
+		return 0
+	}
+	var (
+		help helpRequested
+		ue   *usageError
+		ee   *exitError
+		code = 1
+	)
+	switch {
+	case errors.As(err, &help):
+		printHelp(m.stdout, help.fs)
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintln(m.stderr, oneLine(ue.Error()))
+		return 2
+	case errors.As(err, &ee):
+		code = ee.code
+	}
+	if code != 0 {
+		fmt.Fprintf(m.stderr, "mcpgate: %s\n", oneLine(err.Error()))
+	}
+	return code
 }
 
 func oneLine(s string) string {
@@ -109,8 +140,8 @@ type common struct {
 	upstream   string
 	exposeTags stringList
 	all        bool
-	nameStyle  string
-	logLevel   string
+	nameStyle  choice
+	logLevel   choice
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -119,8 +150,10 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.upstream, "upstream", "", "base `URL` of the API (default: the document's servers[0])")
 	fs.Var(&c.exposeTags, "expose-tag", "expose operations with this `tag` (repeatable; default agent-exposed)")
 	fs.BoolVar(&c.all, "all", false, "expose every operation")
-	fs.StringVar(&c.nameStyle, "name-style", "", "tool names: strict (default, ^[a-zA-Z0-9_-]{1,64}$) or spec (SEP-986)")
-	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	c.nameStyle = choice{allowed: []string{"strict", "spec"}}
+	fs.Var(&c.nameStyle, "name-style", "`STYLE` of tool names: strict (default, ^[a-zA-Z0-9_-]{1,64}$) or spec (SEP-986)")
+	c.logLevel = choice{value: "info", allowed: []string{"debug", "info", "warn", "error"}}
+	fs.Var(&c.logLevel, "log-level", "log `LEVEL`: debug, info, warn or error (default info)")
 }
 
 type stringList []string
@@ -128,30 +161,16 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-func parse(fs *flag.FlagSet, args []string) error {
-	fs.SetOutput(os.Stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return &exitError{2, err}
-	}
-	if fs.NArg() > 0 {
-		return &exitError{2, fmt.Errorf("unexpected argument %q", fs.Arg(0))}
-	}
-	return nil
-}
-
 // loadConfig builds the configuration from --config and the flags. demo
 // reports that neither named an API, so the built-in demo is served.
 func (c *common) loadConfig(o gateway.Overrides, allowDemo bool) (cfg *gateway.Config, demo bool, err error) {
 	cfg = &gateway.Config{}
 	if c.config != "" {
 		if cfg, err = gateway.LoadConfig(c.config); err != nil {
-			return nil, false, &exitError{2, err}
+			return nil, false, &exitError{2, flagError("--config", c.config, err)}
 		}
 	}
-	o.OpenAPI, o.BaseURL, o.ExposeTags, o.ExposeAll, o.NameStyle = c.openapi, c.upstream, c.exposeTags, c.all, c.nameStyle
+	o.OpenAPI, o.BaseURL, o.ExposeTags, o.ExposeAll, o.NameStyle = c.openapi, c.upstream, c.exposeTags, c.all, c.nameStyle.value
 	if c.config == "" && c.openapi == "" {
 		if !allowDemo {
 			return nil, false, &exitError{2, errors.New("name an API: --openapi SRC or --config FILE")}
@@ -164,9 +183,39 @@ func (c *common) loadConfig(o gateway.Overrides, allowDemo bool) (cfg *gateway.C
 		return nil, false, &exitError{2, err}
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, false, &exitError{2, fmt.Errorf("config: %v", err)}
+		if c.config != "" {
+			err = fmt.Errorf("--config %s: %v", c.config, err)
+		}
+		return nil, false, &exitError{2, err}
 	}
 	return cfg, demo, nil
+}
+
+// loadError says which flag a catalog that cannot be built is about:
+// --openapi when it named the document, else --config.
+func (c *common) loadError(err error) error {
+	var de *gateway.DocumentError
+	switch {
+	case errors.As(err, &de) && c.openapi != "":
+		err = errors.New("--" + de.Error()) // "--openapi x.html: not a JSON or YAML document"
+	case errors.As(err, &de) && c.config != "":
+		err = fmt.Errorf("--config %s: upstream %s: %v", c.config, de.Upstream, de)
+	}
+	return &exitError{2, err}
+}
+
+// flagError names the flag and the file an error is about: "--lock: open
+// x.lock: no such file or directory" when the cause names the file already,
+// "--config x.yaml: line 3: …" otherwise.
+func flagError(flag, file string, err error) error {
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &pe):
+		return fmt.Errorf("%s: %v", flag, err)
+	case strings.HasPrefix(err.Error(), file+": "):
+		return fmt.Errorf("%s %v", flag, err)
+	}
+	return fmt.Errorf("%s %s: %v", flag, file, err)
 }
 
 // demoUpstream is the orchestrator-style example API, served in-process.
@@ -180,7 +229,7 @@ func demoUpstream() gateway.Upstream {
 
 func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
+	if err := lvl.UnmarshalText([]byte(c.logLevel.value)); err != nil {
 		return nil, &exitError{2, fmt.Errorf("--log-level: %v", err)}
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl})), nil
@@ -197,7 +246,7 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 // still gets it. The limit is lifted once the catalog is built and validated.
 const startupMemoryLimit = 80 << 20
 
-func newGateway(ctx context.Context, cfg *gateway.Config, opts *gateway.Options) (*gateway.Gateway, error) {
+func (c *common) newGateway(ctx context.Context, cfg *gateway.Config, opts *gateway.Options) (*gateway.Gateway, error) {
 	prev := int64(-1)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		prev = debug.SetMemoryLimit(startupMemoryLimit)
@@ -207,10 +256,15 @@ func newGateway(ctx context.Context, cfg *gateway.Config, opts *gateway.Options)
 		if prev >= 0 {
 			debug.SetMemoryLimit(prev)
 		}
-		return nil, &exitError{2, err}
+		return nil, c.loadError(err)
 	}
 	for _, w := range g.Catalog().Warnings {
 		opts.Logger.Warn("openapi document", "warning", w)
+	}
+	for _, u := range g.Catalog().Upstreams {
+		if u.Selected == 0 {
+			opts.Logger.Warn("no operation passed the gate", "upstream", u.Name, "hint", noToolsHint(u))
+		}
 	}
 	go func() {
 		// Validation goes on in the background and holds the documents
@@ -226,7 +280,25 @@ func newGateway(ctx context.Context, cfg *gateway.Config, opts *gateway.Options)
 	return g, nil
 }
 
-func serve(ctx context.Context, args []string) error {
+// noToolsHint says why an upstream has no tools and what to do about it:
+// the usual first-run surprise is a real API whose operations carry no gate
+// tag.
+func noToolsHint(u gateway.UpstreamCount) string {
+	switch {
+	case u.Operations == 0:
+		return fmt.Sprintf("%s has no operations", u.Source)
+	case u.ExposeAll:
+		return fmt.Sprintf("none of the %d operations of %s passed the gate", u.Operations, u.Source)
+	case u.Include:
+		return fmt.Sprintf("no rule of the upstream's include list matches any of the %d operations of %s (or exclude takes them all): see which rule decided what with --explain",
+			u.Operations, u.Source)
+	}
+	tags := strings.Join(u.ExposeTags, " or ")
+	return fmt.Sprintf("none of the %d operations of %s is tagged %s: tag the ones to expose, or pass --expose-tag TAG (config expose_tags) or --all (config expose_all)",
+		u.Operations, u.Source, tags)
+}
+
+func (m *cli) serve(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("mcpgate serve", flag.ContinueOnError)
 	var c common
 	c.register(fs)
@@ -247,24 +319,18 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	logger, err := c.logger(os.Stderr)
+	logger, err := c.logger(m.stderr)
 	if err != nil {
 		return err
 	}
-	g, err := newGateway(ctx, cfg, &gateway.Options{Logger: logger, Lock: lock})
+	g, err := c.newGateway(ctx, cfg, &gateway.Options{Logger: logger, Lock: lock})
 	if err != nil {
 		return err
 	}
 	if d := g.Drift(); !d.Empty() {
-		var held []string
-		held = append(held, d.Added...)
-		for _, c := range d.Changed {
-			held = append(held, c.Tool+" ("+c.Field+" "+c.From+" → "+c.To+")")
-		}
-		fmt.Fprintf(os.Stderr, "mcpgate: --lock %s: not serving %d tools that drifted from the lock: %s\n", *lockFile, len(held), strings.Join(held, ", "))
-		if len(d.Removed) > 0 {
-			fmt.Fprintf(os.Stderr, "mcpgate: --lock %s: locked tools no longer in the catalog: %s\n", *lockFile, strings.Join(d.Removed, ", "))
-		}
+		// The same lines as audit --lock, from the same function.
+		fmt.Fprintf(m.stderr, "mcpgate: --lock %s: not serving the %d added, renamed or changed tools:\n", *lockFile, len(d.Held()))
+		d.WriteText(m.stderr)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -275,11 +341,11 @@ func serve(ctx context.Context, args []string) error {
 	if cfg.Stateful {
 		mode = "stateful"
 	}
-	fmt.Fprintf(os.Stderr, "mcpgate: listening on %s (%d tools, %s)\n", url, g.Served(), mode)
+	fmt.Fprintf(m.stderr, "mcpgate: listening on %s (%d tools, %s)\n", url, g.Served(), mode)
 	if demo {
-		fmt.Fprintln(os.Stderr, "mcpgate: serving the built-in demo (examples/orchestrator, in-process)")
+		fmt.Fprintln(m.stderr, "mcpgate: serving the built-in demo (examples/orchestrator, in-process)")
 	}
-	fmt.Fprint(os.Stderr, snippets(url))
+	fmt.Fprint(m.stderr, snippets(url))
 
 	// No server-wide ReadTimeout or WriteTimeout: they run from the start of
 	// a request to the end of its answer, so they would cut SSE streams and
@@ -315,7 +381,7 @@ Cursor (.cursor/mcp.json):
 `, url, url)
 }
 
-func stdio(ctx context.Context, args []string) error {
+func (m *cli) stdio(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("mcpgate stdio", flag.ContinueOnError)
 	var c common
 	c.register(fs)
@@ -327,11 +393,11 @@ func stdio(ctx context.Context, args []string) error {
 		return err
 	}
 	// stdout carries the protocol: logs go to stderr only.
-	logger, err := c.logger(os.Stderr)
+	logger, err := c.logger(m.stderr)
 	if err != nil {
 		return err
 	}
-	g, err := newGateway(ctx, cfg, &gateway.Options{
+	g, err := c.newGateway(ctx, cfg, &gateway.Options{
 		Logger: logger,
 		// Over stdio there is no inbound Authorization header: the local user
 		// names the upstream credential in the environment.
@@ -342,13 +408,13 @@ func stdio(ctx context.Context, args []string) error {
 	}
 	// ServeStdio answers a bad line and goes on, and ends (nil) when stdin
 	// closes or a shutdown request comes, once the calls read are answered.
-	if err := g.ServeStdio(ctx, os.Stdin, os.Stdout); err != nil && ctx.Err() == nil {
+	if err := g.ServeStdio(ctx, m.stdin, m.stdout); err != nil && ctx.Err() == nil {
 		return err
 	}
 	return nil // stdin closed, shutdown, or a signal: a normal end
 }
 
-func tools(ctx context.Context, args []string) error {
+func (m *cli) tools(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("mcpgate tools", flag.ContinueOnError)
 	var c common
 	c.register(fs)
@@ -358,7 +424,7 @@ func tools(ctx context.Context, args []string) error {
 		return err
 	}
 	if *format != "json" && *format != "table" {
-		return &exitError{2, fmt.Errorf("--format: %q is not json or table", *format)}
+		return usagef(fs, "--format: %q is not json or table", *format)
 	}
 	cfg, _, err := c.loadConfig(gateway.Overrides{}, true)
 	if err != nil {
@@ -366,27 +432,34 @@ func tools(ctx context.Context, args []string) error {
 	}
 	cat, err := gateway.BuildCatalog(ctx, cfg)
 	if err != nil {
-		return &exitError{2, err}
+		return c.loadError(err)
+	}
+	for _, u := range cat.Upstreams {
+		if u.Selected == 0 {
+			fmt.Fprintf(m.stderr, "mcpgate: upstream %s: no tools: %s\n", u.Name, noToolsHint(u))
+		}
 	}
 	l := cat.Listing()
 	if *explain {
 		l = cat.ExplainListing()
 	}
 	if *format == "json" {
-		return l.WriteJSON(os.Stdout)
+		return l.WriteJSON(m.stdout)
 	}
-	return l.WriteTable(os.Stdout)
+	return l.WriteTable(m.stdout)
 }
 
+// readLock reads the lockfile of --lock.
 func readLock(path string) (*annotations.Lock, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &exitError{2, err}
+		return nil, &exitError{2, flagError("--lock", path, err)}
 	}
 	defer f.Close()
 	lock, err := annotations.ReadLock(f)
 	if err != nil {
-		return nil, &exitError{2, fmt.Errorf("%s: %v", path, err)}
+		err = errors.New(strings.TrimPrefix(err.Error(), "annotations: "))
+		return nil, &exitError{2, flagError("--lock", path, err)}
 	}
 	return lock, nil
 }
@@ -394,7 +467,7 @@ func readLock(path string) (*annotations.Lock, error) {
 // audit prints every tool's hints with their provenance and the lint
 // findings, and writes or checks a lockfile. Its exit status is 0 clean, 1
 // when findings reach --fail-on or the lock drifted, 2 on bad input.
-func audit(ctx context.Context, args []string) (int, error) {
+func (m *cli) audit(ctx context.Context, args []string) (int, error) {
 	fs := flag.NewFlagSet("mcpgate audit", flag.ContinueOnError)
 	var c common
 	c.register(fs)
@@ -409,7 +482,7 @@ func audit(ctx context.Context, args []string) (int, error) {
 	switch *format {
 	case "table", "json", "markdown", "sarif":
 	default:
-		return 0, &exitError{2, fmt.Errorf("--format: %q is not table, json, markdown or sarif", *format)}
+		return 0, usagef(fs, "--format: %q is not table, json, markdown or sarif", *format)
 	}
 	if *explain && *format == "sarif" {
 		return 0, &exitError{2, errors.New("--explain: not available with --format sarif (use table, json or markdown)")}
@@ -417,7 +490,7 @@ func audit(ctx context.Context, args []string) (int, error) {
 	switch *failOn {
 	case "error", "warning", "never":
 	default:
-		return 0, &exitError{2, fmt.Errorf("--fail-on: %q is not error, warning or never", *failOn)}
+		return 0, usagef(fs, "--fail-on: %q is not error, warning or never", *failOn)
 	}
 	var lock *annotations.Lock
 	if *lockFile != "" {
@@ -432,21 +505,23 @@ func audit(ctx context.Context, args []string) (int, error) {
 	}
 	cat, err := gateway.BuildCatalogWith(ctx, cfg, &gateway.CatalogOptions{IncludeOrigin: true})
 	if err != nil {
-		return 0, &exitError{2, err}
+		return 0, c.loadError(err)
 	}
 	facts := cat.Facts()
 	if *writeLock != "" {
 		var buf bytes.Buffer
 		annotations.NewLock(facts).Write(&buf)
 		if err := os.WriteFile(*writeLock, buf.Bytes(), 0o644); err != nil {
-			return 0, err
+			return 0, fmt.Errorf("--write-lock: %v", err)
 		}
+		// stdout carries the report: the confirmation goes with the logs.
+		fmt.Fprintf(m.stderr, "mcpgate: wrote %d tools to %s\n", len(facts), *writeLock)
 	}
 	report := annotations.NewReport(facts, lock, cat.Skipped...)
 	if *explain {
-		err = (&gateway.ExplainedReport{Report: report, Selection: cat.Selection}).Write(os.Stdout, *format)
+		err = (&gateway.ExplainedReport{Report: report, Selection: cat.Selection}).Write(m.stdout, *format)
 	} else {
-		err = report.Write(os.Stdout, *format)
+		err = report.Write(m.stdout, *format)
 	}
 	if err != nil {
 		return 0, err

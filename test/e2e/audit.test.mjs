@@ -79,7 +79,7 @@ describe('audit and lock', () => {
   test('serve --lock refuses the drifted tools and says so', async () => {
     gw = await startGateway(['--openapi', edited, '--upstream', 'http://127.0.0.1:9', '--lock', lock]);
     await new Promise((r) => setTimeout(r, 100));
-    assert.match(gw.output(), /not serving 2 tools that drifted from the lock: health, abort_process/);
+    assert.match(gw.output(), /not serving the 2 added, renamed or changed tools:\nlock: 2 tools drifted: 1 added, 0 removed, 0 renamed, 1 changed\n\+ health: not in the lock\n~ abort_process: destructiveHint true → false \[CRITICAL\]\n/);
     const client = await connectHTTP(gw.url);
     try {
       const names = (await client.listTools()).tools.map((t) => t.name);
