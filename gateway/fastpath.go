@@ -40,12 +40,14 @@ import (
 //     every request of its table through both and compares the JSON.
 //
 // Hand-written where go-sdk serves, because it pays: see BenchmarkToolsCall
-// (measured: 32 µs and 18 KB per call against go-sdk's 368 µs and 322 KB,
-// ×11) and BenchmarkToolsList (GitHub's 600+ tools: go-sdk marshals 1.5 MB
-// and 95k allocations per request, the fast path writes prebuilt bytes, ×8
-// on a 2-core machine shared with other work). Issue 9's profile puts
-// go-sdk's per-POST session, decoders and SSE machinery at ~80% of the
-// gateway's CPU per call.
+// (25–28 µs, 15 KB and 120 allocations per call, against go-sdk's 373–398
+// µs, 320 KB and 258: ×14) and BenchmarkToolsList (GitHub's 600+ tools:
+// 14–30 µs against go-sdk's 63–72 ms, which marshals 1.5 MB in 95k
+// allocations per request; over loopback, 1.05 ms p50 against 31 ms). Same
+// run, 2 cores shared with other work. Issue 9's profile puts go-sdk's
+// per-POST session, decoders and SSE machinery at ~80% of the gateway's CPU
+// per call; docs/go-sdk-decoder.md is the fix proposed for the requests that
+// still go to go-sdk.
 type fastPath struct {
 	g     *Gateway
 	tools map[string]*Tool // the tools served, by name
