@@ -30,9 +30,9 @@ import (
 // that carried it, and in stateful mode bounds and guards the sessions. It
 // then hands the request, body restored, to go-sdk unchanged.
 //
-// It is the place where the hot methods (tools/list, tools/call) will later be
-// answered without go-sdk: the body is already in hand, checked to be one
-// JSON object.
+// For a stateless gateway it answers the hot methods (tools/list,
+// tools/call) itself, without a go-sdk session, where it can answer exactly
+// as go-sdk would (see fastPath).
 //
 // What ties a call to its POST, mode by mode (go-sdk v1.8.0):
 //   - go-sdk derives a tool handler's context from its connection's context
@@ -57,6 +57,7 @@ type frontDoor struct {
 	calls       *callContexts
 	sessions    *sessionBook // nil when stateless
 	metrics     *metrics     // nil when metrics are off
+	fast        *fastPath    // nil: stateful, or turned off
 }
 
 // requestIDHeader carries the front door's id of one POST to the tool
@@ -82,6 +83,9 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if e := checkMessage(body); e != nil {
 			f.metrics.refuseMessage(body, e)
 			writeRPCError(w, http.StatusBadRequest, e)
+			return
+		}
+		if f.fast != nil && f.fast.serve(w, r, body) {
 			return
 		}
 	}
@@ -169,15 +173,16 @@ func isJSON(contentType string) bool {
 // checkMessage accepts exactly one JSON-RPC message: a JSON object. It
 // returns the error to answer otherwise.
 func checkMessage(body []byte) *jsonrpc.Error {
-	var raw json.RawMessage
-	if err := json.Unmarshal(body, &raw); err != nil {
+	if !json.Valid(body) { // Valid allocates nothing; Unmarshal says why
+		var raw json.RawMessage
+		err := json.Unmarshal(body, &raw)
 		return &jsonrpc.Error{
 			Code:    jsonrpc.CodeParseError,
 			Message: "the request body is not valid JSON",
 			Data:    jsonString(describeJSONError(body, err)),
 		}
 	}
-	switch raw[0] { // json.Unmarshal trims surrounding space
+	switch bytes.TrimLeft(body, " \t\r\n")[0] {
 	case '{':
 		return nil
 	case '[':

@@ -40,6 +40,12 @@ type Options struct {
 	// since, is not exposed, so that a spec change cannot widen what agents
 	// may do without a review. Drift reports what was held back.
 	Lock *annotations.Lock
+	// DisableFastPath sends every request to go-sdk, including the
+	// stateless tools/list and tools/call the front door otherwise answers
+	// itself (see fastPath). Default false: the fast path is go-sdk's
+	// answers at a fraction of the cost. It exists to tell, when a client
+	// misbehaves, whether the fast path is the difference.
+	DisableFastPath bool
 }
 
 // Gateway serves one catalog. It is safe for concurrent use.
@@ -55,6 +61,7 @@ type Gateway struct {
 	metrics *metrics      // nil when metrics are off
 
 	validated chan struct{} // closed when the documents' validation has ended
+	fast    *fastPath     // nil: every request goes to go-sdk
 }
 
 // New validates cfg, loads every upstream's document and builds the catalog and
@@ -111,12 +118,17 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		g.drift = annotations.Compare(g.opts.Lock, cat.Facts())
 	}
 	cat.dropDocuments()
+	var served []*Tool
 	for _, t := range cat.Tools {
 		if g.drift.Drifted(t.Tool.Name) {
 			continue
 		}
 		g.server.AddTool(t.Tool, g.toolHandler(t))
-		g.served++
+		served = append(served, t)
+	}
+	g.served = len(served)
+	if g.fast, err = newFastPath(g, served); err != nil {
+		return nil, err
 	}
 	return g, nil
 }
@@ -179,6 +191,7 @@ func (g *Gateway) newMux() *mux.Router {
 		bodyTimeout: g.cfg.BodyTimeout,
 		calls:       g.calls,
 		metrics:     g.metrics,
+		fast:        g.fast,
 	}
 	if g.cfg.Stateful {
 		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions)
@@ -277,13 +290,6 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (g *Gateway) toolHandler(t *Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args, err := upstream.DecodeArguments(req.Params.Arguments)
-		if err != nil {
-			res := &mcp.CallToolResult{}
-			res.SetError(err)
-			g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeInvalidArguments, Cause: err})
-			return res, nil
-		}
 		// Cancel the upstream call when the client's POST ends: go-sdk does
 		// not (see frontDoor).
 		if req.Extra != nil {
@@ -291,10 +297,24 @@ func (g *Gateway) toolHandler(t *Tool) mcp.ToolHandler {
 			ctx, cancel = g.calls.join(ctx, req.Extra.Header)
 			defer cancel()
 		}
-		res, rep := t.Client.Call(ctx, t.Binding, args, g.credentials(req))
-		g.logCall(ctx, t, req, rep)
-		return res, nil
+		return g.callTool(ctx, t, req), nil
 	}
+}
+
+// callTool runs one tool call, for go-sdk's tool handler and the front door's
+// fast path alike: arguments decoded, credentials picked, the upstream
+// called, one log line. ctx ends the call when the client goes away.
+func (g *Gateway) callTool(ctx context.Context, t *Tool, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	args, err := upstream.DecodeArguments(req.Params.Arguments)
+	if err != nil {
+		res := &mcp.CallToolResult{}
+		res.SetError(err)
+		g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeInvalidArguments, Cause: err})
+		return res
+	}
+	res, rep := t.Client.Call(ctx, t.Binding, args, g.credentials(req))
+	g.logCall(ctx, t, req, rep)
+	return res
 }
 
 // logCall writes the one line a tool call leaves: tool, upstream, HTTP status,

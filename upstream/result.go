@@ -67,16 +67,11 @@ func (b *Binding) result(resp *http.Response, body []byte, truncated bool) (*mcp
 	}
 	switch {
 	case isJSON(mt) || (mt == "" && json.Valid(body)):
-		var v any
-		if !truncated {
-			v, _ = decodeJSON(body)
-		}
 		res.Content = append(res.Content, &mcp.TextContent{Text: string(body) + note})
-		if v != nil {
-			if _, isObj := v.(map[string]any); b.wrapResult || !isObj {
-				v = map[string]any{"result": v}
+		if !truncated {
+			if sc := passJSON(body, b.wrapResult); sc != nil {
+				res.StructuredContent = sc
 			}
-			res.StructuredContent = v
 		}
 	case isText(mt) || (mt == "" && utf8.Valid(body)):
 		res.Content = append(res.Content, &mcp.TextContent{Text: string(body) + note})
@@ -146,6 +141,7 @@ func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, 
 	}
 
 	var v any
+	fromBody := false // v is the answer's JSON (not the {} of an empty answer)
 	text := string(body)
 	// Labelled JSON, or unlabelled (or text/plain) and parsing as JSON.
 	jsonish := isJSON(mt) || ((mt == "" || mt == "text/plain") && looksJSON(body, truncated))
@@ -173,6 +169,7 @@ func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, 
 		if v, err = decodeJSON(body); err != nil {
 			return fail(fmt.Sprintf("%s with %s that is not valid JSON (%v)", answered, mt, err), ": ", body, maxErrorBody)
 		}
+		fromBody = true
 		if b.wrapResult {
 			v = map[string]any{"result": v}
 		} else if _, isObj := v.(map[string]any); !isObj {
@@ -189,10 +186,51 @@ func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, 
 		return fail(fmt.Sprintf("%s, but its answer does not match the API's documented schema: %s",
 			answered, strings.Join(schemaProblems(err, "(answer)", maxSchemaProblems), "; ")), "; the answer was: ", body, maxMismatchBody)
 	}
+	var sc any = v
+	if fromBody {
+		// Checked: send the API's own bytes rather than encode v again.
+		if raw := passJSON(body, b.wrapResult); raw != nil {
+			sc = raw
+		}
+	}
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
-		StructuredContent: v,
+		StructuredContent: sc,
 	}, nil
+}
+
+// passJSON returns a JSON answer as structuredContent without decoding it:
+// the answer's own bytes when it is an object (and the schema is not
+// wrapped), else the answer wrapped as {"result": ...}. Decoding only to
+// encode again cost a call a third of its allocations (issue 9). It returns
+// nil for what has no structuredContent — JSON null, or not JSON — and for
+// an answer that is not valid UTF-8, which is left to the decoder (it
+// replaces the bad bytes, as it does in the text content).
+//
+// The bytes are the API's: key order and spacing are kept, and so would be a
+// duplicate key (which a decoder resolves, last one winning, as a client's
+// JSON.parse does).
+func passJSON(body []byte, wrap bool) any {
+	t := bytes.TrimSpace(body)
+	if !json.Valid(t) || !utf8.Valid(t) {
+		if v, err := decodeJSON(body); err == nil && v != nil {
+			if _, isObj := v.(map[string]any); wrap || !isObj {
+				v = map[string]any{"result": v}
+			}
+			return v
+		}
+		return nil
+	}
+	switch {
+	case bytes.Equal(t, []byte("null")):
+		return nil
+	case t[0] == '{' && !wrap:
+		return json.RawMessage(t)
+	}
+	w := make(json.RawMessage, 0, len(t)+len(`{"result":}`))
+	w = append(w, `{"result":`...)
+	w = append(w, t...)
+	return append(w, '}')
 }
 
 // outputValidator compiles the advertised output schema, once: on the first

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -506,6 +507,53 @@ func TestStructuredWriteKeepsAnswer(t *testing.T) {
 			}
 			if len(text) > maxMismatchBody+1000 {
 				t.Errorf("answer not trimmed: %d bytes", len(text))
+			}
+		})
+	}
+}
+
+// TestPassJSON checks that structuredContent is the API's own bytes where it
+// can be, wrapped where the schema says so, and decoded only where the bytes
+// cannot be passed on.
+func TestPassJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		wrap bool
+		want string // the JSON of structuredContent; "" for none
+		raw  bool   // passed as the API's bytes, not decoded
+	}{
+		{"object", ` {"b":1,"a":[1.50,"<x>"]} `, false, `{"b":1,"a":[1.50,"<x>"]}`, true},
+		{"object, wrapped schema", `{"a":1}`, true, `{"result":{"a":1}}`, true},
+		{"array", `[1,2]`, false, `{"result":[1,2]}`, true},
+		{"string", `"s"`, false, `{"result":"s"}`, true},
+		{"big number", `12345678901234567890`, false, `{"result":12345678901234567890}`, true},
+		{"null", `null`, false, ``, false},
+		{"not JSON", `{"a":`, false, ``, false},
+		{"trailing data", `{"a":1} x`, false, ``, false},
+		{"invalid UTF-8", "{\"a\":\"\xff\"}", false, `{"a":"\ufffd"}`, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := passJSON([]byte(tc.body), tc.wrap)
+			if tc.want == "" {
+				if got != nil {
+					t.Fatalf("structuredContent %v, want none", got)
+				}
+				return
+			}
+			if _, raw := got.(json.RawMessage); raw != tc.raw {
+				t.Errorf("passed as bytes: %v, want %v", raw, tc.raw)
+			}
+			b, err := json.Marshal(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var g, w any
+			json.Unmarshal(b, &g)
+			json.Unmarshal([]byte(tc.want), &w)
+			if !reflect.DeepEqual(g, w) {
+				t.Errorf("structuredContent %s, want %s", b, tc.want)
 			}
 		})
 	}

@@ -400,6 +400,9 @@ func (t handlerTransport) RoundTrip(req *http.Request) (resp *http.Response, err
 	}, nil
 }
 
+// minBuffer is the least an in-process answer's buffer starts at.
+const minBuffer = 512
+
 // heldBody is the body of an in-process answer, already in memory; Client.Call
 // uses data as is rather than copying it.
 type heldBody struct {
@@ -463,7 +466,10 @@ func (w *bufferedResponse) Write(p []byte) (int, error) {
 			w.err = err
 			return 0, err
 		}
-		nb := make([]byte, len(w.buf), size)
+		// Room is reserved in chunks, but the buffer grows only as the
+		// answer does: most answers are a few hundred bytes, and a 64 KiB
+		// buffer per call would be most of a call's allocation.
+		nb := make([]byte, len(w.buf), min(max(2*int64(cap(w.buf)), int64(need), minBuffer), size))
 		copy(nb, w.buf)
 		w.buf = nb
 	}

@@ -351,6 +351,7 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 	// a request to the end of its answer, so they would cut SSE streams and
 	// long tool calls. A slow body is cut by the front door's per-request
 	// body deadline (body_timeout) instead; slow headers by ReadHeaderTimeout.
+	gateway.TuneGC() // unless GOGC is set: see its doc for the memory it costs
 	srv := &http.Server{
 		Handler:           g.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
