@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/gob"
 	"encoding/json"
@@ -430,8 +429,8 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 	}
 	// What go-sdk hands the tool handler of a POST: its header, and the
 	// token info an auth middleware put in its context. The front door's
-	// request id names the call in its log line.
-	r.Header.Set(requestIDHeader, rand.Text())
+	// request id (set on every POST before the fast path) names the call in
+	// its log line.
 	req := &mcp.CallToolRequest{
 		Params: &p,
 		Extra:  &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header},

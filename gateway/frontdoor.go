@@ -79,6 +79,12 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
+	if r.Method == http.MethodPost {
+		id, done := f.calls.add(r.Context())
+		defer done()
+		r.Header.Set(requestIDHeader, id)
+		w.Header().Set(requestIDHeader, id) // the caller's handle on the log lines of its calls
+	}
 	if r.Method == http.MethodPost && isJSON(r.Header.Get("Content-Type")) {
 		if e := checkMessage(body); e != nil {
 			f.metrics.refuseMessage(body, e)
@@ -98,12 +104,6 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			defer sw.finish()
 			w = sw
 		}
-	}
-	if r.Method == http.MethodPost {
-		id, done := f.calls.add(r.Context())
-		defer done()
-		r.Header.Set(requestIDHeader, id)
-		w.Header().Set(requestIDHeader, id) // the caller's handle on the log lines of its calls
 	}
 	f.next.ServeHTTP(w, r)
 }

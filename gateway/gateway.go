@@ -61,7 +61,7 @@ type Gateway struct {
 	metrics *metrics      // nil when metrics are off
 
 	validated chan struct{} // closed when the documents' validation has ended
-	fast    *fastPath     // nil: every request goes to go-sdk
+	fast      *fastPath     // nil: every request goes to go-sdk
 }
 
 // New validates cfg, loads every upstream's document and builds the catalog and

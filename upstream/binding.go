@@ -492,8 +492,16 @@ func successSchema(op *openapi3.Operation) *openapi3.SchemaRef {
 		if rr == nil || rr.Value == nil {
 			continue
 		}
-		for mt, media := range rr.Value.Content {
-			if isJSON(mt) && media != nil && media.Schema != nil && media.Schema.Value != nil {
+		// Several JSON media types (GitHub's application/json beside
+		// application/vnd.github.v3.star+json): plain application/json is
+		// what a request without a special Accept gets, else the first by
+		// name, so the choice is the same on every start.
+		types := sortedKeys(rr.Value.Content)
+		sort.SliceStable(types, func(i, j int) bool {
+			return normalizeMedia(types[i]) == "application/json" && normalizeMedia(types[j]) != "application/json"
+		})
+		for _, mt := range types {
+			if media := rr.Value.Content[mt]; isJSON(mt) && media != nil && media.Schema != nil && media.Schema.Value != nil {
 				return media.Schema
 			}
 		}

@@ -136,8 +136,8 @@ func paramSchema(conv *schemaConverter, p *openapi3.Parameter) jsonSchema {
 	case p.Schema != nil:
 		s = conv.convert(p.Schema)
 	case len(p.Content) > 0:
-		for _, mt := range p.Content {
-			if mt != nil && mt.Schema != nil {
+		for _, name := range sortedKeys(p.Content) { // one entry, by the spec; sorted all the same
+			if mt := p.Content[name]; mt != nil && mt.Schema != nil {
 				s = conv.convert(mt.Schema)
 				break
 			}
