@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/annotations"
+	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/tagging"
 	"github.com/mcpgate/mcpgate/upstream"
 )
@@ -36,6 +37,10 @@ type Tool struct {
 	// Security is the operation's effective security requirement: its own,
 	// else the document's. Empty means none declared.
 	Security openapi3.SecurityRequirements
+	// OAuthScopes are Security's oauth2 and openIdConnect scopes, one list
+	// per alternative (see auth.OAuthScopes): the scopes calling the tool
+	// needs when the gateway verifies tokens.
+	OAuthScopes [][]string
 	// Source is the document the tool came from, as configured.
 	Source string
 
@@ -137,6 +142,7 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 			if op.Operation.Security != nil {
 				t.Security = *op.Operation.Security
 			}
+			t.OAuthScopes = oauthScopes(doc.T, t.Security)
 			cat.Tools = append(cat.Tools, t)
 		}
 		name := u.Name
@@ -409,4 +415,20 @@ func newClient(u *Upstream, doc *upstream.Document, budget *upstream.ResponseBud
 		base = su.String()
 	}
 	return upstream.NewRemote(base, opts)
+}
+
+// oauthScopes returns the scopes of reqs' oauth2 and openIdConnect schemes,
+// per alternative (auth.OAuthScopes).
+func oauthScopes(doc *openapi3.T, reqs openapi3.SecurityRequirements) [][]string {
+	maps := make([]map[string][]string, len(reqs))
+	for i, r := range reqs {
+		maps[i] = r
+	}
+	return auth.OAuthScopes(maps, func(name string) bool {
+		if doc.Components == nil {
+			return false
+		}
+		s := doc.Components.SecuritySchemes[name]
+		return s != nil && s.Value != nil && (s.Value.Type == "oauth2" || s.Value.Type == "openIdConnect")
+	})
 }

@@ -10,6 +10,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/annotations"
+	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/upstream"
 )
 
@@ -52,6 +54,13 @@ type Gateway struct {
 	drift   *annotations.Drift
 	served  int           // tools registered: the catalog less what the lock held back
 	calls   *callContexts // the POSTs being served, for the tool handlers (see frontDoor)
+
+	// Auth (see auth.go's seam notes): verifier is nil without cfg.Auth;
+	// outbound holds each upstream's credential source by name; require
+	// each tool's step-up requirement by name.
+	verifier *auth.Verifier
+	outbound map[string]*auth.Outbound
+	require  map[string]auth.Requirement
 }
 
 // New validates cfg, loads every upstream's document and builds the catalog and
@@ -83,6 +92,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		return nil, cat.ServeErr
 	}
 	g.catalog = cat
+	if err := g.setUpAuth(ctx); err != nil {
+		return nil, err
+	}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "mcpgate", Title: "mcpgate", Version: Version}, &mcp.ServerOptions{
 		Logger:       g.sdkLogger(),
 		Instructions: "Tools generated from REST APIs' OpenAPI documents. Each tool's annotations say whether it reads or writes.",
@@ -151,7 +163,15 @@ func (g *Gateway) newMux() *mux.Router {
 	if g.cfg.Stateful {
 		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions)
 	}
-	r.Handle("/mcp", fd)
+	if g.verifier != nil {
+		fd.authorize = g.authorizeCall
+		r.Handle("/mcp", g.verifier.Middleware(fd))
+		for _, p := range g.verifier.MetadataPaths() {
+			r.Handle(p, g.verifier.MetadataHandler()).Methods(http.MethodGet, http.MethodOptions)
+		}
+	} else {
+		r.Handle("/mcp", fd)
+	}
 	r.HandleFunc("/healthz", g.serveHealth).Methods(http.MethodGet, http.MethodHead)
 	r.Use(g.accessLog)
 	return r
@@ -257,7 +277,14 @@ func (g *Gateway) toolHandler(t *Tool) mcp.ToolHandler {
 			ctx, cancel = g.calls.join(ctx, req.Extra.Header)
 			defer cancel()
 		}
-		res, rep := t.Client.Call(ctx, t.Binding, args, g.credentials(req))
+		cred, err := g.credentials(ctx, t, req)
+		if err != nil {
+			res := &mcp.CallToolResult{}
+			res.SetError(fmt.Errorf("the gateway could not obtain a credential for upstream %s", t.Upstream))
+			g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeUnreachable, Cause: err})
+			return res, nil
+		}
+		res, rep := t.Client.Call(ctx, t.Binding, args, cred)
 		g.logCall(ctx, t, req, rep)
 		return res, nil
 	}
@@ -290,19 +317,6 @@ func (g *Gateway) logCall(ctx context.Context, t *Tool, req *mcp.CallToolRequest
 		attrs = append(attrs, slog.String("cause", rep.Cause.Error()))
 	}
 	g.logger.LogAttrs(ctx, level, "tool call", attrs...)
-}
-
-// credentials picks what the upstream is shown: the caller's own bearer token
-// when the call came over HTTP with one, else the static token (stdio).
-// No other inbound header is forwarded.
-func (g *Gateway) credentials(req *mcp.CallToolRequest) upstream.Credentials {
-	if req.Extra != nil && req.Extra.Header != nil {
-		if tok, ok := bearerToken(req.Extra.Header.Get("Authorization")); ok {
-			return upstream.Credentials{BearerToken: tok}
-		}
-		return upstream.Credentials{}
-	}
-	return upstream.Credentials{BearerToken: g.opts.StaticToken}
 }
 
 // bearerToken extracts the token of an "Authorization: Bearer <token>" header
