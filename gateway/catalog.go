@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/annotations"
+	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/tagging"
 	"github.com/mcpgate/mcpgate/upstream"
 )
@@ -38,6 +39,10 @@ type Tool struct {
 	// Security is the operation's effective security requirement: its own,
 	// else the document's. Empty means none declared.
 	Security openapi3.SecurityRequirements
+	// OAuthScopes are Security's oauth2 and openIdConnect scopes, one list
+	// per alternative (see auth.OAuthScopes): the scopes calling the tool
+	// needs when the gateway verifies tokens.
+	OAuthScopes [][]string
 	// Source is the document the tool came from, as configured.
 	Source string
 
@@ -154,6 +159,7 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 			if op.Operation.Security != nil {
 				t.Security = *op.Operation.Security
 			}
+			t.OAuthScopes = oauthScopes(doc.T, t.Security)
 			cat.Tools = append(cat.Tools, t)
 		}
 		cat.Upstreams = append(cat.Upstreams, countOperations(u, doc, len(ops)))
@@ -479,3 +485,19 @@ func (e *DocumentError) Error() string {
 }
 
 func (e *DocumentError) Unwrap() error { return e.Err }
+
+// oauthScopes returns the scopes of reqs' oauth2 and openIdConnect schemes,
+// per alternative (auth.OAuthScopes).
+func oauthScopes(doc *openapi3.T, reqs openapi3.SecurityRequirements) [][]string {
+	maps := make([]map[string][]string, len(reqs))
+	for i, r := range reqs {
+		maps[i] = r
+	}
+	return auth.OAuthScopes(maps, func(name string) bool {
+		if doc.Components == nil {
+			return false
+		}
+		s := doc.Components.SecuritySchemes[name]
+		return s != nil && s.Value != nil && (s.Value.Type == "oauth2" || s.Value.Type == "openIdConnect")
+	})
+}

@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/mcpgate/mcpgate/annotations"
+	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/tagging"
 	"github.com/mcpgate/mcpgate/upstream"
 )
@@ -87,6 +88,11 @@ type Config struct {
 
 	// Upstreams are the APIs served. At least one.
 	Upstreams []Upstream `yaml:"upstreams"`
+
+	// Auth verifies inbound bearer tokens (issuer, audience, scopes, the
+	// step-up policy); see auth.Config. Nil: nothing is verified, and the
+	// gateway says so at start-up.
+	Auth *auth.Config `yaml:"auth"`
 }
 
 // MetricsConfig configures the gateway's Prometheus metrics. The endpoint is
@@ -177,6 +183,11 @@ type Upstream struct {
 	// max_response_memory) waits before it gets an error result saying the
 	// upstream is busy. Default upstream.DefaultQueueTimeout (5s).
 	QueueTimeout time.Duration `yaml:"queue_timeout"`
+
+	// Auth is the credential this upstream is given: mode forward (the
+	// default with a single remote upstream or an in-process handler),
+	// exchange, client_credentials, static or none; see auth.Upstream.
+	Auth auth.Upstream `yaml:"auth"`
 
 	// Handler, when set, serves this upstream's calls in-process instead of
 	// over the network. Code only; not settable from YAML.
@@ -320,6 +331,39 @@ func (c *Config) Validate() error {
 		}
 		if _, err := u.selectOptions(); err != nil {
 			return fmt.Errorf("upstreams[%d] (%s): %v", i, u.Name, err)
+		}
+	}
+	return c.validateAuth()
+}
+
+// validateAuth checks the auth section and each upstream's credential mode.
+// With more than one remote upstream every one must state its mode: the
+// default, forward, would send one caller's token to several origins, and a
+// token is meant for one audience (MCP security guidance: no token
+// passthrough to other resources).
+func (c *Config) validateAuth() error {
+	if c.Auth != nil {
+		if err := c.Auth.Validate(); err != nil {
+			return err
+		}
+	}
+	remote := 0
+	for i := range c.Upstreams {
+		if c.Upstreams[i].Handler == nil {
+			remote++
+		}
+	}
+	for i := range c.Upstreams {
+		u := &c.Upstreams[i]
+		name := u.Name
+		if remote > 1 && u.Auth.Mode == "" {
+			return fmt.Errorf("upstreams[%d] (%s): auth.mode is required when %d remote upstreams are served: "+
+				"the default, forward, would send each caller's token to every upstream's origin; "+
+				"set forward only where the token is meant to go, and exchange, client_credentials, static or none elsewhere",
+				i, name, remote)
+		}
+		if err := u.Auth.Validate(c.Auth != nil); err != nil {
+			return fmt.Errorf("upstreams[%d] (%s): %v", i, name, err)
 		}
 	}
 	return nil

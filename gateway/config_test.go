@@ -23,8 +23,10 @@ upstreams:
     timeout: 5s
     max_concurrent: 8
     queue_timeout: 2s
+    auth: {mode: forward}
   - openapi: https://example.com/openapi.yaml
     expose_all: true
+    auth: {mode: none}
 `
 	cfg, err := ParseConfig([]byte(good))
 	if err != nil {

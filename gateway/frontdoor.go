@@ -58,6 +58,11 @@ type frontDoor struct {
 	sessions    *sessionBook // nil when stateless
 	metrics     *metrics     // nil when metrics are off
 	fast        *fastPath    // nil: stateful, or turned off
+	// authorize, when set, is the step-up seam (see gateway/auth.go): it is
+	// called for every POSTed message after the body is parsed and before
+	// anything is dispatched; when it says no, the front door answers with
+	// status and the WWW-Authenticate challenge, and go-sdk sees nothing.
+	authorize func(r *http.Request, method, tool string) (status int, challenge string, ok bool)
 }
 
 // requestIDHeader carries the front door's id of one POST to the tool
@@ -90,6 +95,13 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.metrics.refuseMessage(body, e)
 			writeRPCError(w, http.StatusBadRequest, e)
 			return
+		}
+		if f.authorize != nil {
+			method, tool := peekCall(body)
+			if status, challenge, ok := f.authorize(r, method, tool); !ok {
+				refuseCall(w, status, challenge)
+				return
+			}
 		}
 		if f.fast != nil && f.fast.serve(w, r, body) {
 			return

@@ -9,6 +9,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpgate/mcpgate/annotations"
+	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/upstream"
 )
 
@@ -62,6 +64,13 @@ type Gateway struct {
 
 	validated chan struct{} // closed when the documents' validation has ended
 	fast      *fastPath     // nil: every request goes to go-sdk
+
+	// Auth (see auth.go's seam notes): verifier is nil without cfg.Auth;
+	// outbound holds each upstream's credential source by name; require
+	// each tool's step-up requirement by name.
+	verifier *auth.Verifier
+	outbound map[string]*auth.Outbound
+	require  map[string]auth.Requirement
 }
 
 // New validates cfg, loads every upstream's document and builds the catalog and
@@ -101,6 +110,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 			clients[t.Upstream] = t.Client
 		}
 		g.metrics = newMetrics(clients)
+	}
+	if err := g.setUpAuth(ctx); err != nil {
+		return nil, err
 	}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "mcpgate", Title: "mcpgate", Version: Version}, &mcp.ServerOptions{
 		Logger:       g.sdkLogger(),
@@ -196,7 +208,15 @@ func (g *Gateway) newMux() *mux.Router {
 	if g.cfg.Stateful {
 		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions)
 	}
-	r.Handle("/mcp", fd)
+	if g.verifier != nil {
+		fd.authorize = g.authorizeCall
+		r.Handle("/mcp", g.verifier.Middleware(fd))
+		for _, p := range g.verifier.MetadataPaths() {
+			r.Handle(p, g.verifier.MetadataHandler()).Methods(http.MethodGet, http.MethodOptions)
+		}
+	} else {
+		r.Handle("/mcp", fd)
+	}
 	r.HandleFunc("/healthz", g.serveHealth).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/readyz", g.serveReady).Methods(http.MethodGet, http.MethodHead)
 	if g.metrics != nil {
@@ -312,7 +332,14 @@ func (g *Gateway) callTool(ctx context.Context, t *Tool, req *mcp.CallToolReques
 		g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeInvalidArguments, Cause: err})
 		return res
 	}
-	res, rep := t.Client.Call(ctx, t.Binding, args, g.credentials(req))
+	cred, err := g.credentials(ctx, t, req)
+	if err != nil {
+		res := &mcp.CallToolResult{}
+		res.SetError(fmt.Errorf("the gateway could not obtain a credential for upstream %s", t.Upstream))
+		g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeUnreachable, Cause: err})
+		return res
+	}
+	res, rep := t.Client.Call(ctx, t.Binding, args, cred)
 	g.logCall(ctx, t, req, rep)
 	return res
 }
@@ -382,19 +409,6 @@ func clientRequestID(h http.Header) string {
 		}
 	}
 	return id
-}
-
-// credentials picks what the upstream is shown: the caller's own bearer token
-// when the call came over HTTP with one, else the static token (stdio).
-// No other inbound header is forwarded.
-func (g *Gateway) credentials(req *mcp.CallToolRequest) upstream.Credentials {
-	if req.Extra != nil && req.Extra.Header != nil {
-		if tok, ok := bearerToken(req.Extra.Header.Get("Authorization")); ok {
-			return upstream.Credentials{BearerToken: tok}
-		}
-		return upstream.Credentials{}
-	}
-	return upstream.Credentials{BearerToken: g.opts.StaticToken}
 }
 
 // bearerToken extracts the token of an "Authorization: Bearer <token>" header

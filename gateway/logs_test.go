@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/auth"
 )
 
 // records returns every JSON log record written so far.
@@ -43,8 +45,8 @@ func TestCallLogs(t *testing.T) {
 	var logs syncBuffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg := &Config{Upstreams: []Upstream{
-		{Name: "live", OpenAPI: "front.json", Document: []byte(frontDoc), BaseURL: base, ToolPrefix: "live_"},
-		{Name: "down", OpenAPI: "front.json", Document: []byte(frontDoc), BaseURL: deadURL, ToolPrefix: "down_"},
+		{Name: "live", OpenAPI: "front.json", Document: []byte(frontDoc), BaseURL: base, ToolPrefix: "live_", Auth: auth.Upstream{Mode: auth.ModeForward}},
+		{Name: "down", OpenAPI: "front.json", Document: []byte(frontDoc), BaseURL: deadURL, ToolPrefix: "down_", Auth: auth.Upstream{Mode: auth.ModeForward}},
 	}}
 	g, err := New(context.Background(), cfg, &Options{Logger: logger})
 	if err != nil {

@@ -169,6 +169,10 @@ func (c *Client) InFlight() int { return len(c.slots) }
 type Credentials struct {
 	// BearerToken, if set, is sent as "Authorization: Bearer <token>".
 	BearerToken string
+	// Header, if set, is sent with the value Value (auth's static mode, e.g.
+	// X-Api-Key); it is set after BearerToken, so it wins over it.
+	Header string
+	Value  string
 }
 
 // Outcome says how a call ended, in a word fit for a log attribute or a
@@ -256,6 +260,9 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 	// same reason.
 	if cred.BearerToken != "" {
 		req.Header.Set("Authorization", "Bearer "+cred.BearerToken)
+	}
+	if cred.Header != "" {
+		req.Header.Set(cred.Header, cred.Value)
 	}
 	start := time.Now()
 	resp, err := c.rt.RoundTrip(req)

@@ -1,0 +1,297 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+)
+
+// Defaults of [OutboundOptions].
+const (
+	DefaultExchangeCacheSize = 10000
+	// maxExchangeCacheTTL bounds how long an exchanged token is reused,
+	// whatever its expires_in says.
+	maxExchangeCacheTTL = time.Hour
+	// expiryMargin is taken off a token's lifetime so that it is not sent
+	// in its last seconds.
+	expiryMargin     = 10 * time.Second
+	maxTokenResponse = 1 << 20
+)
+
+// OutboundOptions tunes [NewOutbound]. The zero value is ready to use.
+type OutboundOptions struct {
+	// TokenURL is the token endpoint used when Upstream.TokenURL is empty:
+	// the issuer's (see Verifier.TokenURL).
+	TokenURL string
+	// HTTPClient calls the token endpoint. Nil means a client with a 10 s
+	// timeout that follows no redirect (a redirect must not carry the
+	// gateway's client secret or the caller's token elsewhere).
+	HTTPClient *http.Client
+	// Now is the clock. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Outbound gives one upstream the credential its configuration names. Safe
+// for concurrent use.
+type Outbound struct {
+	mode   string
+	header string // static
+	value  string // static
+	cc     oauth2.TokenSource
+	ex     *exchanger
+}
+
+// Credential is what one call presents upstream: Header set to Value, or
+// nothing when Header is empty.
+type Credential struct {
+	Header string
+	Value  string
+}
+
+// Caller is the inbound side of one call: the caller's token (verified when
+// the gateway verifies) and whether it was verified.
+type Caller struct {
+	Token    string
+	Verified bool
+}
+
+// NewOutbound builds the credential source of one upstream. ctx is
+// long-lived (the gateway's, not a request's): x/oauth2's client-credentials
+// TokenSource keeps the context it was made with and uses it for every
+// refresh. u must have been validated.
+func NewOutbound(ctx context.Context, u *Upstream, opts *OutboundOptions) (*Outbound, error) {
+	var o OutboundOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{
+			Timeout:       10 * time.Second,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	tokenURL := u.TokenURL
+	if tokenURL == "" {
+		tokenURL = o.TokenURL
+	}
+	out := &Outbound{mode: u.Mode}
+	switch u.Mode {
+	case ModeForward, ModeNone:
+	case ModeStatic:
+		out.header, out.value = u.Header, os.Getenv(u.ValueEnv)
+		if out.header == "" || strings.EqualFold(out.header, "Authorization") {
+			out.header, out.value = "Authorization", "Bearer "+out.value
+		}
+	case ModeClientCredentials:
+		if tokenURL == "" {
+			return nil, errors.New("auth: client_credentials: no token_url, and the issuer names no token_endpoint")
+		}
+		params := url.Values{}
+		if u.Audience != "" {
+			params.Set("resource", u.Audience) // RFC 8707
+			params.Set("audience", u.Audience) // Auth0, Okta and others
+		}
+		cc := &clientcredentials.Config{
+			ClientID:       u.ClientID,
+			ClientSecret:   os.Getenv(u.ClientSecretEnv),
+			TokenURL:       tokenURL,
+			Scopes:         u.Scopes,
+			EndpointParams: params,
+			AuthStyle:      oauth2.AuthStyleInHeader,
+		}
+		// ReuseTokenSource inside: one token until it expires.
+		out.cc = cc.TokenSource(context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient, o.HTTPClient))
+	case ModeExchange:
+		if tokenURL == "" {
+			return nil, errors.New("auth: exchange: no token_url, and the issuer names no token_endpoint")
+		}
+		out.ex = &exchanger{
+			tokenURL: tokenURL, clientID: u.ClientID, secret: os.Getenv(u.ClientSecretEnv),
+			audience: u.Audience, scopes: u.Scopes, client: o.HTTPClient, now: o.Now,
+			cache: expirable.NewLRU[[sha256.Size]byte, exchanged](DefaultExchangeCacheSize, nil, maxExchangeCacheTTL),
+		}
+	default:
+		return nil, fmt.Errorf("auth: unknown mode %q", u.Mode)
+	}
+	return out, nil
+}
+
+// Mode is the upstream's mode.
+func (o *Outbound) Mode() string { return o.mode }
+
+// Credential returns what to present upstream for one call. The caller's
+// token is sent only in forward mode, and only to this upstream; in every
+// other mode it goes nowhere but, in exchange mode, to the token endpoint.
+// An error's text holds no token; it is fit for logs.
+func (o *Outbound) Credential(ctx context.Context, c Caller) (Credential, error) {
+	switch o.mode {
+	case ModeForward:
+		if c.Token == "" {
+			return Credential{}, nil
+		}
+		return Credential{Header: "Authorization", Value: "Bearer " + c.Token}, nil
+	case ModeStatic:
+		return Credential{Header: o.header, Value: o.value}, nil
+	case ModeClientCredentials:
+		t, err := o.cc.Token()
+		if err != nil {
+			return Credential{}, fmt.Errorf("auth: client_credentials: %v", tokenError(err))
+		}
+		return Credential{Header: "Authorization", Value: "Bearer " + t.AccessToken}, nil
+	case ModeExchange:
+		if !c.Verified || c.Token == "" {
+			return Credential{}, errors.New("auth: exchange: the call carries no verified token to exchange")
+		}
+		tok, err := o.ex.exchange(ctx, c.Token)
+		if err != nil {
+			return Credential{}, err
+		}
+		return Credential{Header: "Authorization", Value: "Bearer " + tok}, nil
+	}
+	return Credential{}, nil // none
+}
+
+// tokenError keeps the OAuth error code of a token-endpoint failure and
+// drops its body, which the endpoint wrote and the gateway cannot vouch for.
+func tokenError(err error) string {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		code := oauthCode(re.ErrorCode)
+		status := 0
+		if re.Response != nil {
+			status = re.Response.StatusCode
+		}
+		return fmt.Sprintf("the token endpoint refused (status %d, %s)", status, code)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return "the token endpoint could not be reached: " + ue.Err.Error()
+	}
+	return "the token endpoint's answer was not usable"
+}
+
+// exchanger performs RFC 8693 token exchange, with a small POST of its own.
+// Why not go-sdk's oauthex.ExchangeToken: it is shaped for SEP-990 (ID-JAG):
+// it requires audience, resource and both token types together and always
+// authenticates with client_secret_post. Why not x/oauth2: it has no generic
+// RFC 8693 grant (oauth2.Config.Exchange is the authorization-code grant).
+// The request here is the RFC's minimum: grant_type, subject_token,
+// subject_token_type access_token, resource and audience, optional scope,
+// with client_secret_basic (RFC 6749 §2.3.1's must-support method).
+//
+// Exchanged tokens are cached per subject token (by its SHA-256) and
+// audience until shortly before they expire.
+type exchanger struct {
+	tokenURL, clientID, secret, audience string
+	scopes                               []string
+	client                               *http.Client
+	now                                  func() time.Time
+	cache                                *expirable.LRU[[sha256.Size]byte, exchanged]
+}
+
+type exchanged struct {
+	token   string
+	expires time.Time
+}
+
+const (
+	grantTokenExchange = "urn:ietf:params:oauth:grant-type:token-exchange"
+	typeAccessToken    = "urn:ietf:params:oauth:token-type:access_token"
+)
+
+func (e *exchanger) exchange(ctx context.Context, subject string) (string, error) {
+	key := sha256.Sum256([]byte(e.audience + "\x00" + subject))
+	if x, ok := e.cache.Get(key); ok {
+		if e.now().Before(x.expires) {
+			return x.token, nil
+		}
+		e.cache.Remove(key)
+	}
+	form := url.Values{
+		"grant_type":           {grantTokenExchange},
+		"subject_token":        {subject},
+		"subject_token_type":   {typeAccessToken},
+		"requested_token_type": {typeAccessToken},
+		"resource":             {e.audience},
+		"audience":             {e.audience},
+	}
+	if len(e.scopes) > 0 {
+		form.Set("scope", strings.Join(e.scopes, " "))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.tokenURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		return "", fmt.Errorf("auth: exchange: %v", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	// RFC 6749 §2.3.1: form-urlencode id and secret before Basic.
+	req.SetBasicAuth(url.QueryEscape(e.clientID), url.QueryEscape(e.secret))
+	resp, err := e.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the url.Error's text is fine, but keep it short
+		}
+		return "", fmt.Errorf("auth: exchange: the token endpoint could not be reached: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenResponse))
+	if err != nil {
+		return "", fmt.Errorf("auth: exchange: reading the answer: %v", err)
+	}
+	var r struct {
+		AccessToken     string `json:"access_token"`
+		IssuedTokenType string `json:"issued_token_type"`
+		TokenType       string `json:"token_type"`
+		ExpiresIn       int64  `json:"expires_in"`
+		Error           string `json:"error"`
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt != "application/json" || json.Unmarshal(body, &r) != nil {
+		return "", fmt.Errorf("auth: exchange: the token endpoint answered status %d without a JSON body", resp.StatusCode)
+	}
+	if resp.StatusCode != http.StatusOK || r.Error != "" {
+		return "", fmt.Errorf("auth: exchange: the token endpoint refused (status %d, %s)", resp.StatusCode, oauthCode(r.Error))
+	}
+	if r.AccessToken == "" || !strings.EqualFold(r.TokenType, "Bearer") && !strings.EqualFold(r.TokenType, "N_A") {
+		return "", errors.New("auth: exchange: the answer holds no bearer access_token")
+	}
+	ttl := time.Duration(r.ExpiresIn)*time.Second - expiryMargin
+	if r.ExpiresIn <= 0 {
+		ttl = time.Minute // no expires_in: reuse briefly, then ask again
+	}
+	if ttl > 0 {
+		e.cache.Add(key, exchanged{token: r.AccessToken, expires: e.now().Add(ttl)})
+	}
+	return r.AccessToken, nil
+}
+
+// oauthCode returns an RFC 6749 §5.2 error code if it is one (printable
+// ASCII without quotes), else a placeholder: it ends up in a log line.
+func oauthCode(s string) string {
+	if s == "" || len(s) > 64 {
+		return "no error code"
+	}
+	for _, r := range s {
+		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
+			return "no error code"
+		}
+	}
+	return s
+}

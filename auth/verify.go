@@ -1,0 +1,251 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/hashicorp/golang-lru/v2/expirable"
+	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
+)
+
+// Defaults of [VerifierOptions].
+const (
+	DefaultCacheSize  = 10000
+	DefaultCacheTTL   = 5 * time.Minute
+	DefaultMinRefetch = 30 * time.Second
+)
+
+// VerifierOptions tunes a [Verifier]. The zero value is ready to use.
+type VerifierOptions struct {
+	// HTTPClient fetches discovery and the JWKS. Nil means a client with a
+	// 10 s timeout.
+	HTTPClient *http.Client
+	// Now is the clock. Nil means time.Now.
+	Now func() time.Time
+	// CacheSize bounds the verified tokens kept. Default DefaultCacheSize.
+	CacheSize int
+	// CacheTTL bounds how long a verified token is trusted without being
+	// verified again; a token is never trusted past its own exp. Default
+	// DefaultCacheTTL.
+	CacheTTL time.Duration
+	// MinRefetch is the least time between two fetches of the JWKS caused
+	// by unknown key ids. Default DefaultMinRefetch.
+	MinRefetch time.Duration
+	// Logger, nil for none. It gets start-up facts and failure reasons,
+	// never a token or a claim.
+	Logger *slog.Logger
+}
+
+// Verifier checks inbound bearer tokens: a JWT signed by the issuer's keys
+// with an allowed algorithm, naming the audience, within exp and nbf. Built
+// once at start-up; safe for concurrent use.
+type Verifier struct {
+	cfg         Config
+	verifier    *oidc.IDTokenVerifier
+	keys        *keySet
+	cache       *expirable.LRU[[sha256.Size]byte, mcpauth.TokenInfo]
+	now         func() time.Time
+	tokenURL    string
+	metadataURL string
+	logger      *slog.Logger
+}
+
+// discovery is what the gateway reads of the issuer's metadata.
+type discovery struct {
+	Issuer   string   `json:"issuer"`
+	JWKSURI  string   `json:"jwks_uri"`
+	TokenURL string   `json:"token_endpoint"`
+	Algs     []string `json:"id_token_signing_alg_values_supported"`
+}
+
+// asymmetric are the algorithms accepted. "none" and the HMAC family are
+// never accepted: a gateway holds no shared secret with the issuer, and HS256
+// with a public key as the secret is the classic forgery.
+var asymmetric = []string{oidc.RS256, oidc.RS384, oidc.RS512, oidc.ES256, oidc.ES384, oidc.ES512, oidc.PS256, oidc.PS384, oidc.PS512, oidc.EdDSA}
+
+// NewVerifier reads the issuer's discovery document and JWKS (so a wrong
+// issuer stops the gateway at start-up) and returns a Verifier. cfg must have
+// been validated.
+func NewVerifier(ctx context.Context, cfg *Config, opts *VerifierOptions) (*Verifier, error) {
+	var o VerifierOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.CacheSize <= 0 {
+		o.CacheSize = DefaultCacheSize
+	}
+	if o.CacheTTL <= 0 {
+		o.CacheTTL = DefaultCacheTTL
+	}
+	if o.MinRefetch <= 0 {
+		o.MinRefetch = DefaultMinRefetch
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	provider, err := oidc.NewProvider(oidc.ClientContext(ctx, o.HTTPClient), cfg.Issuer)
+	if err != nil {
+		return nil, fmt.Errorf("auth: issuer %s: %v", cfg.Issuer, err)
+	}
+	var d discovery
+	if err := provider.Claims(&d); err != nil {
+		return nil, fmt.Errorf("auth: issuer %s: discovery: %v", cfg.Issuer, err)
+	}
+	if d.JWKSURI == "" {
+		return nil, fmt.Errorf("auth: issuer %s: discovery names no jwks_uri", cfg.Issuer)
+	}
+	// The algorithms the issuer says it signs with, less any we refuse;
+	// RS256 (the one OIDC makes mandatory) when it says none.
+	var algs []string
+	for _, a := range d.Algs {
+		if slices.Contains(asymmetric, a) {
+			algs = append(algs, a)
+		}
+	}
+	if len(algs) == 0 {
+		algs = []string{oidc.RS256}
+	}
+	joseAlgs := make([]jose.SignatureAlgorithm, len(algs))
+	for i, a := range algs {
+		joseAlgs[i] = jose.SignatureAlgorithm(a)
+	}
+	ks := &keySet{url: d.JWKSURI, client: o.HTTPClient, algs: joseAlgs, minRefetch: o.MinRefetch, now: o.Now}
+	if _, err := ks.refresh(ctx); err != nil || ks.lastErr != nil {
+		return nil, fmt.Errorf("auth: issuer %s: %v", cfg.Issuer, ks.lastErr)
+	}
+	v := &Verifier{
+		cfg: *cfg,
+		verifier: oidc.NewVerifier(cfg.Issuer, ks, &oidc.Config{
+			ClientID:             cfg.Audience,
+			SupportedSigningAlgs: algs,
+			Now:                  o.Now,
+		}),
+		keys:        ks,
+		cache:       expirable.NewLRU[[sha256.Size]byte, mcpauth.TokenInfo](o.CacheSize, nil, o.CacheTTL),
+		now:         o.Now,
+		tokenURL:    d.TokenURL,
+		metadataURL: MetadataURL(cfg.Audience),
+		logger:      o.Logger,
+	}
+	return v, nil
+}
+
+// TokenURL is the issuer's token endpoint, from discovery ("" if it names
+// none): the default token_url of exchange and client_credentials.
+func (v *Verifier) TokenURL() string { return v.tokenURL }
+
+// Reasons a token is refused, as the 401 body says them. None echoes the
+// token or a claim.
+var (
+	errMalformed   = errors.New("the token is not a JWT signed with an allowed algorithm")
+	errExpired     = errors.New("the token has expired")
+	errNotYet      = errors.New("the token is not valid yet (nbf)")
+	errAudience    = errors.New("the token is not issued for this gateway (aud)")
+	errIssuer      = errors.New("the token is not from the configured issuer (iss)")
+	errNoExpiry    = errors.New("the token has no expiry (exp)")
+	errClaims      = errors.New("the token's claims could not be read")
+	errUnavailable = errors.New("the token could not be verified")
+)
+
+// Verify checks token and returns what it grants. Every error wraps
+// go-sdk's auth.ErrInvalidToken; its text is fit for the client (it holds
+// neither the token nor a claim). The TokenInfo is the caller's own copy.
+func (v *Verifier) Verify(ctx context.Context, token string) (*mcpauth.TokenInfo, error) {
+	key := sha256.Sum256([]byte(token))
+	now := v.now()
+	if ti, ok := v.cache.Get(key); ok {
+		// The cache's TTL is one global value: the token's own expiry is
+		// checked here.
+		if now.Before(ti.Expiration) {
+			ti.Scopes = slices.Clone(ti.Scopes)
+			return &ti, nil
+		}
+		v.cache.Remove(key)
+	}
+	idt, err := v.verifier.Verify(ctx, token)
+	if err != nil {
+		reason := classify(err)
+		return nil, fmt.Errorf("%w: %w", mcpauth.ErrInvalidToken, reason)
+	}
+	if idt.Expiry.IsZero() {
+		return nil, fmt.Errorf("%w: %w", mcpauth.ErrInvalidToken, errNoExpiry)
+	}
+	var c claims
+	if err := idt.Claims(&c); err != nil {
+		return nil, fmt.Errorf("%w: %w", mcpauth.ErrInvalidToken, errClaims)
+	}
+	ti := mcpauth.TokenInfo{Scopes: c.scopes(), Expiration: idt.Expiry, UserID: idt.Subject}
+	if ti.UserID == "" {
+		ti.UserID = c.ClientID // a client-credentials token has no sub at some IdPs
+	}
+	v.cache.Add(key, ti)
+	ti.Scopes = slices.Clone(ti.Scopes)
+	return &ti, nil
+}
+
+// classify maps go-oidc's and the key set's errors to the fixed reasons.
+// go-oidc's own texts name the expected and received iss and aud, which are
+// claims: they are never passed on. go-oidc returns untyped errors for these,
+// so the mapping reads its messages; the tests pin each case.
+func classify(err error) error {
+	var te *oidc.TokenExpiredError
+	msg := err.Error()
+	switch {
+	case errors.As(err, &te):
+		return errExpired
+	case strings.Contains(msg, errUnknownKey.Error()):
+		return errUnknownKey
+	case strings.Contains(msg, errBadSignature.Error()):
+		return errBadSignature
+	case strings.Contains(msg, "malformed jwt"), strings.Contains(msg, errMalformed.Error()),
+		strings.Contains(msg, "not signed"), strings.Contains(msg, "multiple signatures"):
+		return errMalformed
+	case strings.Contains(msg, "different provider"):
+		return errIssuer
+	case strings.Contains(msg, "expected audience"):
+		return errAudience
+	case strings.Contains(msg, "nbf"):
+		return errNotYet
+	case strings.Contains(msg, "unmarshal claims"):
+		return errClaims
+	}
+	return errUnavailable
+}
+
+// claims are the access-token claims go-oidc does not read.
+type claims struct {
+	Scope    string          `json:"scope"` // RFC 9068 / RFC 8693: space-separated
+	Scp      json.RawMessage `json:"scp"`   // Okta, Azure AD: a list, or a space-separated string
+	ClientID string          `json:"client_id"`
+}
+
+func (c *claims) scopes() []string {
+	out := strings.Fields(c.Scope)
+	if len(c.Scp) > 0 {
+		var list []string
+		var s string
+		if json.Unmarshal(c.Scp, &list) == nil {
+			out = append(out, list...)
+		} else if json.Unmarshal(c.Scp, &s) == nil {
+			out = append(out, strings.Fields(s)...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -1,0 +1,124 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/upstream"
+)
+
+// The gateway's side of authorization; the logic is in package auth.
+//
+// Seams, for whoever changes the front door:
+//   - Inbound: with cfg.Auth, /mcp is wrapped in auth.Verifier.Middleware,
+//     so every request (POST, GET, DELETE) is verified before the front door
+//     sees it, and the verified auth.TokenInfo reaches go-sdk (and each
+//     tool handler's req.Extra.TokenInfo).
+//   - Step-up: frontDoor.authorize is called once per POSTed JSON-RPC
+//     message, after the body is parsed and before anything is dispatched,
+//     with the message's method and, for tools/call, params.name. A fast
+//     path that answers tools/call itself must call it too.
+//   - Outbound: every tool call gets its upstream's credential from
+//     Gateway.credentials; nothing else of the inbound request goes
+//     upstream.
+
+// setUpAuth builds the verifier (when cfg.Auth is set), each tool's step-up
+// requirement and each upstream's credential source.
+func (g *Gateway) setUpAuth(ctx context.Context) error {
+	tokenURL := ""
+	if a := g.cfg.Auth; a != nil {
+		v, err := auth.NewVerifier(ctx, a, &auth.VerifierOptions{Logger: g.logger})
+		if err != nil {
+			return err
+		}
+		g.verifier, tokenURL = v, v.TokenURL()
+		g.require = make(map[string]auth.Requirement, len(g.catalog.Tools))
+		for _, t := range g.catalog.Tools {
+			g.require[t.Tool.Name] = a.Policy.Require(t.Tool.Annotations, t.OAuthScopes)
+		}
+		g.logger.Info("auth: verifying bearer tokens", "issuer", a.Issuer, "audience", a.Audience)
+	} else {
+		g.logger.Warn("auth: no auth section: bearer tokens are NOT verified, and whatever token a caller sends is forwarded to forward-mode upstreams")
+	}
+	g.outbound = make(map[string]*auth.Outbound, len(g.cfg.Upstreams))
+	for i := range g.cfg.Upstreams {
+		u := &g.cfg.Upstreams[i]
+		o, err := auth.NewOutbound(ctx, &u.Auth, &auth.OutboundOptions{TokenURL: tokenURL})
+		if err != nil {
+			return err
+		}
+		g.outbound[u.Name] = o
+	}
+	return nil
+}
+
+// authorizeCall is the front door's step-up check (frontDoor.authorize).
+// Only tools/call of a known tool is decided here; go-sdk answers an
+// unknown tool itself.
+func (g *Gateway) authorizeCall(r *http.Request, method, tool string) (status int, challenge string, ok bool) {
+	if method != "tools/call" {
+		return 0, "", true
+	}
+	req, found := g.require[tool]
+	if !found {
+		return 0, "", true
+	}
+	return g.verifier.Authorize(r, req)
+}
+
+// credentials returns what the upstream of t is shown for this call, by its
+// auth mode. Over HTTP the caller's token is the POST's own Authorization
+// (verified by the middleware when the gateway verifies); over stdio it is
+// Options.StaticToken (MCPGATE_UPSTREAM_TOKEN), the local user's own.
+func (g *Gateway) credentials(ctx context.Context, t *Tool, req *mcp.CallToolRequest) (upstream.Credentials, error) {
+	var caller auth.Caller
+	if req.Extra != nil && req.Extra.Header != nil {
+		if tok, ok := auth.BearerToken(req.Extra.Header); ok {
+			caller = auth.Caller{Token: tok, Verified: g.verifier != nil && req.Extra.TokenInfo != nil}
+		}
+		if g.verifier != nil && !caller.Verified {
+			caller = auth.Caller{} // never reached: the middleware refused it
+		}
+	} else {
+		caller = auth.Caller{Token: g.opts.StaticToken}
+	}
+	o := g.outbound[t.Upstream]
+	if o == nil {
+		return upstream.Credentials{}, nil
+	}
+	c, err := o.Credential(ctx, caller)
+	if err != nil {
+		return upstream.Credentials{}, err
+	}
+	return upstream.Credentials{Header: c.Header, Value: c.Value}, nil
+}
+
+// peekCall reads a JSON-RPC message's method and, for tools/call, the tool's
+// name. A body that does not parse gives empty strings (go-sdk answers it).
+func peekCall(body []byte) (method, tool string) {
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return "", ""
+	}
+	return m.Method, m.Params.Name
+}
+
+// refuseCall answers a call the step-up policy refused.
+func refuseCall(w http.ResponseWriter, status int, challenge string) {
+	w.Header().Set("WWW-Authenticate", challenge)
+	msg := "the bearer token is not valid (invalid_token)"
+	if status == http.StatusForbidden {
+		msg = "this tool needs more scope than the token grants (insufficient_scope); see WWW-Authenticate"
+	}
+	writeRPCError(w, status, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: msg})
+}

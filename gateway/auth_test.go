@@ -1,0 +1,311 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/mcpgate/mcpgate/auth"
+)
+
+const authDoc = `{
+  "openapi": "3.0.3",
+  "info": {"title": "t", "version": "1"},
+  "components": {"securitySchemes": {"oa": {"type": "oauth2", "flows": {"clientCredentials": {"tokenUrl": "https://idp.example.com/token", "scopes": {"things:read": "read"}}}}}},
+  "paths": {
+    "/things": {"get": {"operationId": "list_things", "tags": ["agent-exposed"], "security": [{"oa": ["things:read"]}],
+      "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object"}}}}}}},
+    "/things/{id}": {"delete": {"operationId": "delete_thing", "tags": ["agent-exposed"],
+      "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+      "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object"}}}}}}}
+  }
+}`
+
+const authAudience = "http://127.0.0.1:1/mcp"
+
+// authIssuer is an OpenID provider on loopback: discovery, a JWKS with one
+// RS256 key, and a token endpoint for client credentials and exchange.
+type authIssuer struct {
+	*httptest.Server
+	key *rsa.PrivateKey
+}
+
+func newAuthIssuer(t *testing.T) *authIssuer {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is := &authIssuer{key: key}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"issuer": is.URL, "jwks_uri": is.URL + "/jwks", "token_endpoint": is.URL + "/token"})
+	})
+	mux.HandleFunc("/jwks", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}})
+	})
+	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		tok := "cc-token-for-" + r.PostForm.Get("resource")
+		if r.PostForm.Get("grant_type") == "urn:ietf:params:oauth:grant-type:token-exchange" {
+			tok = "ex-token-for-" + r.PostForm.Get("audience")
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 300})
+	})
+	is.Server = httptest.NewServer(mux)
+	t.Cleanup(is.Close)
+	return is
+}
+
+func (is *authIssuer) token(t *testing.T, scope string) string {
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: is.key}, (&jose.SignerOptions{}).WithHeader("kid", "k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	payload, _ := json.Marshal(map[string]any{"iss": is.URL, "aud": authAudience, "sub": "user-secret-sub",
+		"exp": now.Add(time.Hour).Unix(), "iat": now.Unix(), "scope": scope, "email": "claim-must-not-log@example.com"})
+	obj, err := signer.Sign(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := obj.CompactSerialize()
+	return s
+}
+
+// credRecorder is an upstream that records the credential headers it gets.
+type credRecorder struct {
+	mu  sync.Mutex
+	got []http.Header
+}
+
+func (c *credRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.mu.Lock()
+	c.got = append(c.got, http.Header{"Authorization": r.Header.Values("Authorization"), "X-Api-Key": r.Header.Values("X-Api-Key"), "Cookie": r.Header.Values("Cookie")})
+	c.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"ok":true}`)
+}
+
+func (c *credRecorder) last() http.Header {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.got) == 0 {
+		return nil
+	}
+	return c.got[len(c.got)-1]
+}
+
+func authPost(t *testing.T, url, body string, h http.Header) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func toolCall(name, args string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, name, args)
+}
+
+// TestAuthEndToEnd: a gateway that verifies, with one upstream per outbound
+// mode; what reaches each upstream; 401/403 challenges; step-up; the RFC
+// 9728 metadata; and no token, cookie or claim in any log line at debug.
+func TestAuthEndToEnd(t *testing.T) {
+	is := newAuthIssuer(t)
+	t.Setenv("GW_SECRET", "gw-client-secret")
+	t.Setenv("API_KEY", "static-api-key")
+	modes := map[string]auth.Upstream{
+		"fwd": {Mode: auth.ModeForward},
+		"cc":  {Mode: auth.ModeClientCredentials, ClientID: "gw", ClientSecretEnv: "GW_SECRET", Audience: "https://cc.example.com"},
+		"ex":  {Mode: auth.ModeExchange, ClientID: "gw", ClientSecretEnv: "GW_SECRET", Audience: "https://ex.example.com"},
+		"st":  {Mode: auth.ModeStatic, Header: "X-Api-Key", ValueEnv: "API_KEY"},
+		"no":  {Mode: auth.ModeNone},
+	}
+	recs := map[string]*credRecorder{}
+	cfg := &Config{Auth: &auth.Config{Issuer: is.URL, Audience: authAudience, Scopes: []string{"mcp"},
+		Policy: auth.Policy{WriteScope: "mcp:write", DestructiveScope: "mcp:destructive"}}}
+	for _, name := range []string{"fwd", "cc", "ex", "st", "no"} {
+		rec := &credRecorder{}
+		srv := httptest.NewServer(rec)
+		t.Cleanup(srv.Close)
+		recs[name] = rec
+		cfg.Upstreams = append(cfg.Upstreams, Upstream{Name: name, OpenAPI: "auth.json", Document: []byte(authDoc),
+			BaseURL: srv.URL, ToolPrefix: name + "_", Auth: modes[name]})
+	}
+	var logs syncBuffer
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	g, err := New(context.Background(), cfg, &Options{Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	defer gw.Close()
+	meta := "http://127.0.0.1:1/.well-known/oauth-protected-resource/mcp"
+
+	reader := is.token(t, "mcp things:read")
+	admin := is.token(t, "mcp things:read mcp:write mcp:destructive")
+	bearer := func(tok string) http.Header {
+		return http.Header{"Authorization": {"Bearer " + tok}, "Cookie": {"session=cookie-must-not-log"}}
+	}
+
+	t.Run("refusals", func(t *testing.T) {
+		for _, tc := range []struct {
+			name      string
+			h         http.Header
+			body      string
+			status    int
+			challenge string
+		}{
+			{"no token", nil, toolCall("fwd_list_things", "{}"), 401, `Bearer error="invalid_token", resource_metadata="` + meta + `"`},
+			{"bad token", bearer("x.y.z"), toolCall("fwd_list_things", "{}"), 401, `Bearer error="invalid_token", resource_metadata="` + meta + `"`},
+			{"no mcp scope", bearer(is.token(t, "things:read")), toolCall("fwd_list_things", "{}"), 403, `Bearer error="insufficient_scope", scope="mcp", resource_metadata="` + meta + `"`},
+			{"openapi scope missing", bearer(is.token(t, "mcp")), toolCall("fwd_list_things", "{}"), 403, `Bearer error="insufficient_scope", scope="mcp things:read", resource_metadata="` + meta + `"`},
+			{"destructive without scope", bearer(reader), toolCall("fwd_delete_thing", `{"id":"1"}`), 403, `Bearer error="insufficient_scope", scope="mcp mcp:write mcp:destructive", resource_metadata="` + meta + `"`},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				before := recs["fwd"].last()
+				resp, body := authPost(t, gw.URL+"/mcp", tc.body, tc.h)
+				if resp.StatusCode != tc.status || resp.Header.Get("WWW-Authenticate") != tc.challenge {
+					t.Errorf("got %d %q\nwant %d %q\nbody %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), tc.status, tc.challenge, body)
+				}
+				if fmt.Sprint(recs["fwd"].last()) != fmt.Sprint(before) {
+					t.Error("the upstream was called")
+				}
+			})
+		}
+	})
+
+	t.Run("step-up succeeds with the scope", func(t *testing.T) {
+		resp, body := authPost(t, gw.URL+"/mcp", toolCall("fwd_delete_thing", `{"id":"1"}`), bearer(admin))
+		if resp.StatusCode != 200 || strings.Contains(body, `"isError":true`) {
+			t.Fatalf("status %d body %s", resp.StatusCode, body)
+		}
+	})
+
+	t.Run("what each upstream receives", func(t *testing.T) {
+		want := map[string]string{
+			"fwd": "map[Authorization:[Bearer " + reader + "] Cookie:[] X-Api-Key:[]]",
+			"cc":  "map[Authorization:[Bearer cc-token-for-https://cc.example.com] Cookie:[] X-Api-Key:[]]",
+			"ex":  "map[Authorization:[Bearer ex-token-for-https://ex.example.com] Cookie:[] X-Api-Key:[]]",
+			"st":  "map[Authorization:[] Cookie:[] X-Api-Key:[static-api-key]]",
+			"no":  "map[Authorization:[] Cookie:[] X-Api-Key:[]]",
+		}
+		for name, w := range want {
+			resp, body := authPost(t, gw.URL+"/mcp", toolCall(name+"_list_things", "{}"), bearer(reader))
+			if resp.StatusCode != 200 || strings.Contains(body, `"isError":true`) {
+				t.Fatalf("%s: status %d body %s", name, resp.StatusCode, body)
+			}
+			if got := fmt.Sprint(recs[name].last()); got != w {
+				t.Errorf("%s received %s\nwant %s", name, got, w)
+			}
+		}
+	})
+
+	t.Run("metadata", func(t *testing.T) {
+		for _, p := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
+			resp, err := http.Get(gw.URL + p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				Resource string   `json:"resource"`
+				Servers  []string `json:"authorization_servers"`
+			}
+			json.NewDecoder(resp.Body).Decode(&doc)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || doc.Resource != authAudience || fmt.Sprint(doc.Servers) != "["+is.URL+"]" {
+				t.Errorf("%s: %d %+v", p, resp.StatusCode, doc)
+			}
+		}
+	})
+
+	// Nothing secret in any log line, at debug level.
+	out := logs.String()
+	if !strings.Contains(out, "tool call") {
+		t.Fatalf("no call was logged: %s", out)
+	}
+	for _, secret := range []string{reader, admin, "cookie-must-not-log", "user-secret-sub", "claim-must-not-log",
+		"cc-token-for", "ex-token-for", "static-api-key", "gw-client-secret"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("the logs hold %q", secret)
+		}
+	}
+}
+
+func TestAuthConfigRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		yaml string
+		want string
+	}{
+		{"two remote upstreams without modes", `
+upstreams:
+  - {name: a, openapi: a.json}
+  - {name: b, openapi: b.json}
+`, "upstreams[0] (a): auth.mode is required when 2 remote upstreams are served"},
+		{"one mode stated", `
+upstreams:
+  - {name: a, openapi: a.json, auth: {mode: forward}}
+  - {name: b, openapi: b.json}
+`, "upstreams[1] (b): auth.mode is required"},
+		{"unknown key", `
+upstreams:
+  - {name: a, openapi: a.json, auth: {mode: forward, secret: x}}
+`, `unknown key "secret"`},
+		{"unknown auth key", `
+auth: {issuer: https://idp.example.com, audience: https://gw.example.com/mcp, jwks: x}
+upstreams:
+  - {name: a, openapi: a.json}
+`, `unknown key "jwks"`},
+		{"issuer without audience", `
+auth: {issuer: https://idp.example.com}
+upstreams:
+  - {name: a, openapi: a.json}
+`, "auth.audience: required"},
+		{"single upstream defaults to forward", `
+upstreams:
+  - {name: a, openapi: a.json}
+`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := ParseConfig([]byte(tc.yaml))
+			if err == nil {
+				err = cfg.Validate()
+			}
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cfg.Upstreams[0].Auth.Mode != auth.ModeForward {
+					t.Errorf("mode = %q", cfg.Upstreams[0].Auth.Mode)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
