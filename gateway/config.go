@@ -157,6 +157,10 @@ type Upstream struct {
 	// upstream is busy. Default upstream.DefaultQueueTimeout (5s).
 	QueueTimeout time.Duration `yaml:"queue_timeout"`
 
+	// Playbooks, when set, makes the workflow engine's playbooks tools (see
+	// Playbooks). Without openapi, base_url and the routes are required.
+	Playbooks *Playbooks `yaml:"playbooks"`
+
 	// Handler, when set, serves this upstream's calls in-process instead of
 	// over the network. Code only; not settable from YAML.
 	Handler http.Handler `yaml:"-"`
@@ -195,6 +199,12 @@ func ParseConfig(data []byte) (*Config, error) {
 		}
 		return nil, cleanYAMLError(data, err)
 	}
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) == nil {
+		if err := checkStrictBools(&root, ""); err != nil {
+			return nil, err
+		}
+	}
 	return &cfg, nil
 }
 
@@ -227,9 +237,12 @@ func cleanYAMLError(data []byte, err error) error {
 			switch want {
 			case "time.Duration":
 				want = `a duration such as "30s"`
-			case "[]string", "[]gateway.Upstream":
+			case "bool", "*bool":
+				want = "a boolean (true or false)"
+			case "[]string", "[]gateway.Upstream", "[]gateway.PlaybookItem", "[]interface {}":
 				want = "a list"
-			case "gateway.Config", "gateway.Upstream", "map[string]string", "map[string]annotations.Override", "annotations.Override":
+			case "gateway.Config", "gateway.Upstream", "map[string]string", "map[string]annotations.Override", "annotations.Override",
+				"gateway.Playbooks", "map[string]interface {}", "map[string]gateway.PlaybookInput", "gateway.PlaybookInput", "playbook.Terminal":
 				want = "a mapping"
 			default:
 				want = "a " + want
@@ -322,8 +335,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("upstreams[%d]: name %q is used twice", i, u.Name)
 		}
 		names[u.Name] = true
-		if u.OpenAPI == "" && u.Document == nil {
+		if u.OpenAPI == "" && u.Document == nil && u.Playbooks == nil {
 			return fmt.Errorf("upstreams[%d] (%s): openapi is required", i, u.Name)
+		}
+		if err := validateUpstreamPlaybooks(i, u); err != nil {
+			return err
 		}
 		if u.Timeout < 0 {
 			return fmt.Errorf("upstreams[%d] (%s): timeout must not be negative", i, u.Name)

@@ -102,7 +102,11 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		if g.drift.Drifted(t.Tool.Name) {
 			continue
 		}
-		g.server.AddTool(t.Tool, g.toolHandler(t))
+		if t.IsPlaybook() {
+			g.server.AddTool(t.Tool, g.playbookHandler(t))
+		} else {
+			g.server.AddTool(t.Tool, g.toolHandler(t))
+		}
 		g.served++
 	}
 	return g, nil
