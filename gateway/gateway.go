@@ -156,6 +156,8 @@ func (g *Gateway) newMux() *mux.Router {
 		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions)
 	}
 	r.Handle("/mcp", fd)
+	// NoETL's playbook-as-MCP endpoint; {path} may hold "/" (see playbook_jsonrpc.go).
+	r.HandleFunc("/api/mcp/playbook/{path:.+}/jsonrpc", g.servePlaybookRPC).Methods(http.MethodPost)
 	r.HandleFunc("/healthz", g.serveHealth).Methods(http.MethodGet, http.MethodHead)
 	r.Use(g.accessLog)
 	return r
