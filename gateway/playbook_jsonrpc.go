@@ -180,7 +180,7 @@ func writeRPC(w http.ResponseWriter, id json.RawMessage, result any, e *noetlErr
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Result  any             `json:"result,omitempty"`
-		Error   *noetlError       `json:"error,omitempty"`
+		Error   *noetlError     `json:"error,omitempty"`
 	}{"2.0", id, result, e}
 	raw, err := json.Marshal(resp)
 	if err != nil {
