@@ -31,6 +31,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/examples/orchestrator/api"
+	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
@@ -162,6 +163,9 @@ func (c *common) loadConfig(o gateway.Overrides, allowDemo bool) (cfg *gateway.C
 	if err := cfg.Apply(o); err != nil {
 		return nil, false, &exitError{2, err}
 	}
+	if demo { // after Apply, whose flags name the orchestrator
+		cfg.Upstreams = append(cfg.Upstreams, demoPlaybooks())
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, false, &exitError{2, fmt.Errorf("config: %v", err)}
 	}
@@ -175,6 +179,12 @@ func demoUpstream() gateway.Upstream {
 		OpenAPI: "/openapi.json",
 		Handler: api.New(nil).Handler(),
 	}
+}
+
+// demoPlaybooks is the example playbook engine, served in-process: its
+// routes and playbooks are found through its document's x-mcp-playbook.
+func demoPlaybooks() gateway.Upstream {
+	return gateway.Upstream{Name: "playbooks", OpenAPI: "/openapi.json", Handler: engine.New(nil).Handler(), Playbooks: &gateway.Playbooks{}}
 }
 
 func (c *common) logger(w io.Writer) (*slog.Logger, error) {
@@ -247,7 +257,7 @@ func serve(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "mcpgate: listening on %s (%d tools, %s)\n", url, g.Served(), mode)
 	if demo {
-		fmt.Fprintln(os.Stderr, "mcpgate: serving the built-in demo (examples/orchestrator, in-process)")
+		fmt.Fprintln(os.Stderr, "mcpgate: serving the built-in demo (examples/orchestrator and examples/playbooks, in-process)")
 	}
 	fmt.Fprint(os.Stderr, snippets(url))
 
