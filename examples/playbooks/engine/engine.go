@@ -174,6 +174,7 @@ func (e *Engine) Handler() http.Handler {
 	api := r.PathPrefix("/api").Subrouter()
 	api.Use(e.auth)
 	api.HandleFunc("/execute", e.execute).Methods(http.MethodPost)
+	api.HandleFunc("/executions", e.list).Methods(http.MethodGet)
 	api.HandleFunc("/executions/{id}/status", e.status).Methods(http.MethodGet)
 	api.HandleFunc("/executions/{id}/cancel", e.cancel).Methods(http.MethodPost)
 	api.HandleFunc("/catalog", e.catalog).Methods(http.MethodGet)
@@ -286,6 +287,25 @@ func (e *Engine) cancel(w http.ResponseWriter, r *http.Request) {
 	}
 	e.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"execution_id": x.id, "status": "CANCELLED"})
+}
+
+// list answers the runs started so far, oldest first: {"executions":
+// [{execution_id, path, workload, started, cancelled}]}. Not in the
+// document: it is for tests and operators, not for the gateway.
+func (e *Engine) list(w http.ResponseWriter, _ *http.Request) {
+	e.mu.Lock()
+	xs := make([]*execution, 0, len(e.runs))
+	for _, x := range e.runs {
+		xs = append(xs, x)
+	}
+	slices.SortFunc(xs, func(a, b *execution) int { return a.started.Compare(b.started) })
+	out := make([]map[string]any, 0, len(xs))
+	for _, x := range xs {
+		out = append(out, map[string]any{"execution_id": x.id, "path": x.pb.Path, "workload": x.workload,
+			"started": x.started.UTC().Format(time.RFC3339Nano), "cancelled": x.cancelled})
+	}
+	e.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"executions": out})
 }
 
 // finished reports whether x ran its course (a finished run cannot be

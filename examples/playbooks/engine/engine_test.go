@@ -87,6 +87,9 @@ func TestEngineCancelAndErrors(t *testing.T) {
 	if st["status"] != "CANCELLED" || st["completed"] != true || st["failed"] != true {
 		t.Errorf("after cancel: %v", st)
 	}
+	if _, l := do(t, srv, "GET", "/api/executions", "tok", ""); len(l["executions"].([]any)) != 1 || l["executions"].([]any)[0].(map[string]any)["cancelled"] != true {
+		t.Errorf("executions: %v", l)
+	}
 	if c := e.Counts(); c.Started != 1 || c.Cancelled != 1 {
 		t.Errorf("counts = %+v", c)
 	}
