@@ -46,8 +46,9 @@ type Tool struct {
 	// Source is the document the tool came from, as configured.
 	Source string
 
-	baseDescription string // the description before binding notes
-	size            int    // bytes of the tool's JSON in tools/list
+	playbook        *playbookTool // set on playbook tools (see playbook.go)
+	baseDescription string        // the description before binding notes
+	size            int           // bytes of the tool's JSON in tools/list
 }
 
 // Catalog is the set of tools the gateway serves, built once from the
@@ -61,6 +62,9 @@ type Catalog struct {
 	// Selection is every operation of every upstream's document, in
 	// catalog order, and why it is or is not a tool (`--explain`).
 	Selection []Selection
+	// playbooks are the playbook tools and hidden playbooks, by path, for
+	// the NoETL-compatible endpoint.
+	playbooks playbookSet
 	// ServeErr says why the catalog cannot be served — an upstream with no
 	// base URL — or is nil. Listing and auditing do not need to serve.
 	ServeErr error
@@ -120,6 +124,13 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 	var validations []func() []string // each waits for one document's validation
 	for i := range cfg.Upstreams {
 		u := &cfg.Upstreams[i]
+		if u.OpenAPI == "" && u.Document == nil {
+			// A playbook engine without a document (see Playbooks).
+			if err := cat.addPlaybookEngine(ctx, namer, u, budget); err != nil {
+				return nil, fmt.Errorf("upstream %s: playbooks: %v", u.Name, err)
+			}
+			continue
+		}
 		doc, err := loadUpstreamDocument(ctx, u, &upstream.LoadOptions{IncludeOrigin: o.IncludeOrigin})
 		if err != nil {
 			return nil, &DocumentError{Upstream: u.Name, Source: u.OpenAPI, Err: err}
@@ -161,6 +172,11 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 			}
 			t.OAuthScopes = oauthScopes(doc.T, t.Security)
 			cat.Tools = append(cat.Tools, t)
+		}
+		if u.Playbooks != nil {
+			if err := cat.buildPlaybooks(ctx, namer, u, doc, client); err != nil {
+				return nil, fmt.Errorf("upstream %s: playbooks: %v", u.Name, err)
+			}
 		}
 		cat.Upstreams = append(cat.Upstreams, countOperations(u, doc, len(ops)))
 		name := u.Name

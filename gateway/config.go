@@ -188,6 +188,9 @@ type Upstream struct {
 	// default with a single remote upstream or an in-process handler),
 	// exchange, client_credentials, static or none; see auth.Upstream.
 	Auth auth.Upstream `yaml:"auth"`
+	// Playbooks, when set, makes the workflow engine's playbooks tools (see
+	// Playbooks). Without openapi, base_url and the routes are required.
+	Playbooks *Playbooks `yaml:"playbooks"`
 
 	// Handler, when set, serves this upstream's calls in-process instead of
 	// over the network. Code only; not settable from YAML.
@@ -244,6 +247,12 @@ func ParseConfig(data []byte) (*Config, error) {
 		}
 		return nil, upstream.DecodeError(data, err)
 	}
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) == nil {
+		if err := checkStrictBools(&root, ""); err != nil {
+			return nil, err
+		}
+	}
 	return &cfg, nil
 }
 
@@ -294,8 +303,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("upstreams[%d]: name %q is used twice", i, u.Name)
 		}
 		names[u.Name] = true
-		if u.OpenAPI == "" && u.Document == nil {
+		if u.OpenAPI == "" && u.Document == nil && u.Playbooks == nil {
 			return fmt.Errorf("upstreams[%d] (%s): openapi is required", i, u.Name)
+		}
+		if err := validateUpstreamPlaybooks(i, u); err != nil {
+			return err
 		}
 		if u.Timeout < 0 {
 			return fmt.Errorf("upstreams[%d] (%s): timeout must not be negative", i, u.Name)

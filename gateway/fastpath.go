@@ -427,6 +427,9 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 		writeError(w, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown tool %q", p.Name))
 		return true
 	}
+	if t.IsPlaybook() {
+		return false // its runner polls and may report progress: go-sdk's session serves it
+	}
 	// What go-sdk hands the tool handler of a POST: its header, and the
 	// token info an auth middleware put in its context. The front door's
 	// request id (set on every POST before the fast path) names the call in

@@ -135,7 +135,13 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		if g.drift.Drifted(t.Tool.Name) {
 			continue
 		}
-		g.server.AddTool(t.Tool, g.toolHandler(t))
+		if t.IsPlaybook() {
+			// A playbook tool runs the runner (and may report progress),
+			// so the fast path hands its calls to go-sdk; it lists it.
+			g.server.AddTool(t.Tool, g.playbookHandler(t))
+		} else {
+			g.server.AddTool(t.Tool, g.toolHandler(t))
+		}
 		served = append(served, t)
 	}
 	g.served = len(served)
@@ -208,15 +214,20 @@ func (g *Gateway) newMux() *mux.Router {
 	if g.cfg.Stateful {
 		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions)
 	}
+	playbookRPC := http.Handler(http.HandlerFunc(g.servePlaybookRPC))
 	if g.verifier != nil {
 		fd.authorize = g.authorizeCall
 		r.Handle("/mcp", g.verifier.Middleware(fd))
+		// The NoETL-compatible endpoint is verified like /mcp: tools/list
+		// as well as tools/call.
+		playbookRPC = g.verifier.Middleware(playbookRPC)
 		for _, p := range g.verifier.MetadataPaths() {
 			r.Handle(p, g.verifier.MetadataHandler()).Methods(http.MethodGet, http.MethodOptions)
 		}
 	} else {
 		r.Handle("/mcp", fd)
 	}
+	r.Handle("/api/mcp/playbook/{path:.+}/jsonrpc", playbookRPC).Methods(http.MethodPost)
 	r.HandleFunc("/healthz", g.serveHealth).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/readyz", g.serveReady).Methods(http.MethodGet, http.MethodHead)
 	if g.metrics != nil {

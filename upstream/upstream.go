@@ -175,6 +175,18 @@ type Credentials struct {
 	Value  string
 }
 
+// apply sets c on an upstream request's header. Every request a Client sends
+// (REST calls and playbook routes alike) takes its credential here, so a
+// credential mode cannot apply to one and not the other.
+func (c Credentials) apply(h http.Header) {
+	if c.BearerToken != "" {
+		h.Set("Authorization", "Bearer "+c.BearerToken)
+	}
+	if c.Header != "" {
+		h.Set(c.Header, c.Value)
+	}
+}
+
 // Outcome says how a call ended, in a word fit for a log attribute or a
 // metric label.
 type Outcome string
@@ -258,12 +270,7 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 	// (path values are escaped per segment), so the token goes to the
 	// upstream's origin and nowhere else. Redirects are not followed, for the
 	// same reason.
-	if cred.BearerToken != "" {
-		req.Header.Set("Authorization", "Bearer "+cred.BearerToken)
-	}
-	if cred.Header != "" {
-		req.Header.Set(cred.Header, cred.Value)
-	}
+	cred.apply(req.Header)
 	start := time.Now()
 	resp, err := c.rt.RoundTrip(req)
 	if err != nil {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/examples/orchestrator/api"
+	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
 	"github.com/mcpgate/mcpgate/gateway"
 )
 
@@ -182,6 +183,9 @@ func (c *common) loadConfig(o gateway.Overrides, allowDemo bool) (cfg *gateway.C
 	if err := cfg.Apply(o); err != nil {
 		return nil, false, &exitError{2, err}
 	}
+	if demo { // after Apply, whose flags name the orchestrator
+		cfg.Upstreams = append(cfg.Upstreams, demoPlaybooks())
+	}
 	if err := cfg.Validate(); err != nil {
 		if c.config != "" {
 			err = fmt.Errorf("--config %s: %v", c.config, err)
@@ -225,6 +229,12 @@ func demoUpstream() gateway.Upstream {
 		OpenAPI: "/openapi.json",
 		Handler: api.New(nil).Handler(),
 	}
+}
+
+// demoPlaybooks is the example playbook engine, served in-process: its
+// routes and playbooks are found through its document's x-mcp-playbook.
+func demoPlaybooks() gateway.Upstream {
+	return gateway.Upstream{Name: "playbooks", OpenAPI: "/openapi.json", Handler: engine.New(nil).Handler(), Playbooks: &gateway.Playbooks{}}
 }
 
 func (c *common) logger(w io.Writer) (*slog.Logger, error) {
@@ -343,7 +353,7 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(m.stderr, "mcpgate: listening on %s (%d tools, %s)\n", url, g.Served(), mode)
 	if demo {
-		fmt.Fprintln(m.stderr, "mcpgate: serving the built-in demo (examples/orchestrator, in-process)")
+		fmt.Fprintln(m.stderr, "mcpgate: serving the built-in demo (examples/orchestrator and examples/playbooks, in-process)")
 	}
 	fmt.Fprint(m.stderr, snippets(url))
 

@@ -3,16 +3,19 @@
 import assert from 'node:assert/strict';
 import { EXPECTED_TOOLS, text } from './lib.mjs';
 
-export async function checkToolList(client) {
+// extra are the tools expected beside the orchestrator's (the built-in
+// demo's playbooks), with their hints.
+export async function checkToolList(client, extra = {}) {
+  const expected = { ...EXPECTED_TOOLS, ...extra };
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
-  assert.deepEqual(names, Object.keys(EXPECTED_TOOLS).sort(), 'exactly the agent-exposed operations');
+  assert.deepEqual(names, Object.keys(expected).sort(), 'exactly the agent-exposed operations');
   for (const tool of tools) {
     const a = tool.annotations;
     for (const hint of ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint']) {
       assert.equal(typeof a?.[hint], 'boolean', `${tool.name}.${hint} is explicit`);
     }
-    const want = EXPECTED_TOOLS[tool.name];
+    const want = expected[tool.name];
     assert.equal(a.readOnlyHint, want.ro, `${tool.name} readOnlyHint`);
     assert.equal(a.destructiveHint, want.destr, `${tool.name} destructiveHint`);
     assert.equal(a.idempotentHint, want.idem, `${tool.name} idempotentHint`);

@@ -27,11 +27,20 @@ describe('built-in demo (in-process)', () => {
   });
 
   test('lists at least 5 tools with four explicit hints, and calls them', async () => {
-    const tools = await checkToolList(client);
+    // The example engine's playbooks are served beside the orchestrator:
+    // writes, neither idempotent nor destructive.
+    const playbook = { ro: false, destr: false, idem: false };
+    const tools = await checkToolList(client, { demo_fast: playbook, demo_slow: playbook, demo_fail: playbook });
     assert.ok(tools.length >= 5);
     const res = await client.callTool({ name: 'list_workflows', arguments: {} });
     assert.equal(res.isError ?? false, false);
     assert.ok(res.structuredContent.result.length >= 3);
     await checkCalls(client);
+  });
+
+  test('calls a playbook of the demo engine', async () => {
+    const res = await client.callTool({ name: 'demo_fast', arguments: { name: 'Ada' } });
+    assert.equal(res.isError ?? false, false);
+    assert.equal(res.content[0].text, 'Hello, Ada!');
   });
 });

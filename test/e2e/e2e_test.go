@@ -22,7 +22,7 @@ import (
 )
 
 // binaries are built once per test binary run.
-type binaries struct{ mcpgate, orchestrator, embedded string }
+type binaries struct{ mcpgate, orchestrator, embedded, playbooks string }
 
 func setup(t *testing.T) binaries {
 	t.Helper()
@@ -51,8 +51,8 @@ func requireNode(t *testing.T) {
 func build(t *testing.T) binaries {
 	t.Helper()
 	dir := t.TempDir()
-	b := binaries{filepath.Join(dir, "mcpgate"), filepath.Join(dir, "orchestrator"), filepath.Join(dir, "embedded")}
-	for bin, pkg := range map[string]string{b.mcpgate: "./cmd/mcpgate", b.orchestrator: "./examples/orchestrator", b.embedded: "./examples/embedded"} {
+	b := binaries{filepath.Join(dir, "mcpgate"), filepath.Join(dir, "orchestrator"), filepath.Join(dir, "embedded"), filepath.Join(dir, "playbooks")}
+	for bin, pkg := range map[string]string{b.mcpgate: "./cmd/mcpgate", b.orchestrator: "./examples/orchestrator", b.embedded: "./examples/embedded", b.playbooks: "./examples/playbooks"} {
 		cmd := exec.Command("go", "build", "-o", bin, pkg)
 		cmd.Dir = "../.."
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -125,7 +125,7 @@ func TestClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", append([]string{"--test", "--test-reporter=spec", "--test-concurrency=1"}, files...)...)
-	cmd.Env = append(os.Environ(), "MCPGATE_BIN="+b.mcpgate, "ORCHESTRATOR_BIN="+b.orchestrator, "EMBEDDED_BIN="+b.embedded)
+	cmd.Env = append(os.Environ(), "MCPGATE_BIN="+b.mcpgate, "ORCHESTRATOR_BIN="+b.orchestrator, "EMBEDDED_BIN="+b.embedded, "PLAYBOOKS_BIN="+b.playbooks)
 	out, err := cmd.CombinedOutput()
 	if err != nil || testing.Verbose() {
 		t.Logf("node --test output:\n%s", out)

@@ -1,0 +1,77 @@
+// Command playbooks serves the example playbook engine (package engine)
+// standalone, so that mcpgate can front it over the network:
+//
+//	go run ./examples/playbooks [--addr 127.0.0.1:8082] [--token T] [--step 1s]
+//
+// It listens first and then prints one line to stderr,
+//
+//	playbooks: listening on http://127.0.0.1:8082
+//
+// with the bound address, so that --addr 127.0.0.1:0 picks a free port that
+// a test can read. SIGINT or SIGTERM shuts it down gracefully.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8082", "listen on `HOST:PORT` (port 0: any free port)")
+	token := flag.String("token", "", "require `TOKEN` as a bearer token on /api/ requests")
+	step := flag.Duration("step", engine.DefaultStep, "how long each step of demo/slow takes")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "playbooks: unexpected arguments: %v\n", flag.Args())
+		os.Exit(2)
+	}
+	if err := run(*addr, &engine.Options{Token: *token, Step: *step}); err != nil {
+		fmt.Fprintf(os.Stderr, "playbooks: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(addr string, opts *engine.Options) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "playbooks: listening on http://%s\n", ln.Addr())
+
+	srv := &http.Server{
+		Handler:           engine.New(opts).Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	// Serve returns as soon as Shutdown starts; wait for Shutdown itself,
+	// which lets in-flight requests finish.
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

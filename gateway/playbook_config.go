@@ -1,0 +1,234 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/mcpgate/mcpgate/upstream/playbook"
+)
+
+// Playbooks makes a workflow engine's playbooks tools: each exposed
+// playbook is a tool that starts a run through the execute route, polls the
+// status route and returns the run's result (see package
+// upstream/playbook). The routes default to what the engine's OpenAPI
+// document marks with x-mcp-playbook: execute|status|cancel|catalog; routes
+// set here win. With a catalog route, the playbooks are discovered from the
+// engine, and Items refine or hide them.
+//
+//	playbooks:
+//	  execute: POST /api/execute                  # body {"path","workload"} -> {"execution_id"}
+//	  status: GET /api/executions/{id}/status     # -> {"completed": bool, "failed": bool, ...}
+//	  cancel: POST /api/executions/{id}/cancel    # optional
+//	  poll_interval: 1.5s
+//	  timeout: 90s
+//	  items:
+//	    - path: demo/fast
+//	      workload: {name: world}
+type Playbooks struct {
+	// Execute starts a run: "METHOD /path", sent {"path", "workload"},
+	// answering {"execution_id"}. Default: the document's operation marked
+	// x-mcp-playbook: execute.
+	Execute string `yaml:"execute"`
+	// Status reports a run: "METHOD /path/{id}". Default: the document's
+	// x-mcp-playbook: status.
+	Status string `yaml:"status"`
+	// Cancel stops a run; optional. Without it, a run past its ceiling or
+	// abandoned by its client goes on, and results say so. Default: the
+	// document's x-mcp-playbook: cancel.
+	Cancel string `yaml:"cancel"`
+	// Catalog lists the engine's playbooks (GET, answering {"playbooks":
+	// [{path, description, workload, metadata: {exposes_as_mcp}}]}); read
+	// once at start-up, without credentials. Default: the document's
+	// x-mcp-playbook: catalog; none: only Items are tools.
+	Catalog string `yaml:"catalog"`
+	// PollInterval is the time between status polls. Default 1.5s.
+	PollInterval time.Duration `yaml:"poll_interval"`
+	// Timeout is a run's ceiling: past it the run is cancelled. Default 90s.
+	Timeout time.Duration `yaml:"timeout"`
+	// DedupWindow is how long a finished run answers a re-sent call (same
+	// caller, tool and arguments); while a run goes on, a re-send always
+	// attaches to it. Default 30s; negative: off.
+	DedupWindow time.Duration `yaml:"dedup_window"`
+	// Terminal says how a status is terminal. Default NoETL's "completed"
+	// and "failed" booleans; for engines reporting {"status": "RUNNING" |
+	// ...}: {pointer: /status, succeeded: [COMPLETED], failed: [FAILED]}.
+	Terminal playbook.Terminal `yaml:"terminal"`
+	// Items are the playbooks: with a catalog, they refine or hide the
+	// engine's (matched by path); without one, they are all there is.
+	Items []PlaybookItem `yaml:"items"`
+
+	routes playbook.Routes // parsed by validate
+}
+
+// PlaybookItem is one playbook.
+type PlaybookItem struct {
+	// Path is the playbook's path on the engine. Required.
+	Path string `yaml:"path" json:"path"`
+	// Name is the tool's name. Default: the path made client-safe
+	// ("demo/fast" → "demo_fast"), with the upstream's tool_prefix.
+	Name string `yaml:"name" json:"name,omitempty"`
+	// Description is what a model reads. Default: "Runs playbook PATH."
+	Description string `yaml:"description" json:"description,omitempty"`
+	// Workload holds the defaults of the run's inputs: its keys become the
+	// tool's input schema, typed after their values; a null or empty value
+	// is an optional, unconstrained input.
+	Workload map[string]any `yaml:"workload" json:"workload,omitempty"`
+	// ExposesAsMCP false hides the playbook everywhere: tools/list, audit,
+	// lockfile, and the NoETL-compatible endpoint. Must be a boolean.
+	// Default true.
+	ExposesAsMCP *bool `yaml:"exposes_as_mcp" json:"-"`
+	// Destructive sets the destructive hint. Default false: a playbook is
+	// a write (not read-only, not idempotent), not a destruction.
+	Destructive bool `yaml:"destructive" json:"-"`
+	// Inputs refine workload keys: secret (the default is never shown),
+	// description, enum.
+	Inputs map[string]PlaybookInput `yaml:"inputs" json:"-"`
+}
+
+// PlaybookInput refines one workload key (the config's form of a
+// playbook file's "# ui:secret", "# ui:enum=[a,b]" and "# ui:description="
+// directives).
+type PlaybookInput struct {
+	// Secret keeps the default out of the input schema (it is still sent
+	// when the caller gives no value).
+	Secret bool `yaml:"secret"`
+	// Description is the input's description.
+	Description string `yaml:"description"`
+	// Enum lists the values allowed.
+	Enum []any `yaml:"enum"`
+}
+
+// exposed reports whether the item is a tool.
+func (p *PlaybookItem) exposed() bool { return p.ExposesAsMCP == nil || *p.ExposesAsMCP }
+
+var strictToolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// validate checks the block and parses its routes; a missing route may still
+// come from the document (see resolveRoutes).
+func (p *Playbooks) validate() error {
+	for _, r := range []struct {
+		key  string
+		text string
+		to   *playbook.Route
+	}{{"execute", p.Execute, &p.routes.Execute}, {"status", p.Status, &p.routes.Status}, {"cancel", p.Cancel, &p.routes.Cancel}} {
+		if r.text == "" {
+			continue
+		}
+		rt, err := playbook.ParseRoute(r.text)
+		if err != nil {
+			return fmt.Errorf("playbooks.%s: %v", r.key, err)
+		}
+		*r.to = rt
+	}
+	for _, r := range []playbook.Route{p.routes.Status, p.routes.Cancel} {
+		if !r.IsZero() && !strings.Contains(r.Path, "{id}") {
+			return fmt.Errorf("playbooks: route %s has no {id}", r)
+		}
+	}
+	if p.Catalog != "" {
+		rt, err := playbook.ParseRoute(p.Catalog)
+		if err != nil {
+			return fmt.Errorf("playbooks.catalog: %v", err)
+		}
+		if rt.Method != "GET" {
+			return fmt.Errorf("playbooks.catalog: %s must be a GET route", p.Catalog)
+		}
+	}
+	switch {
+	case p.PollInterval < 0:
+		return fmt.Errorf("playbooks.poll_interval: %s must not be negative", p.PollInterval)
+	case p.Timeout < 0:
+		return fmt.Errorf("playbooks.timeout: %s must not be negative", p.Timeout)
+	case p.PollInterval > 0 && p.Timeout > 0 && p.PollInterval > p.Timeout:
+		return fmt.Errorf("playbooks.poll_interval: %s is longer than the timeout %s", p.PollInterval, p.Timeout)
+	}
+	if err := p.Terminal.Validate(); err != nil {
+		return fmt.Errorf("playbooks.%v", err)
+	}
+	seen := map[string]bool{}
+	for i, it := range p.Items {
+		switch {
+		case strings.TrimSpace(it.Path) == "":
+			return fmt.Errorf("playbooks.items[%d]: path is required", i)
+		case seen[it.Path]:
+			return fmt.Errorf("playbooks.items[%d]: path %q is listed twice", i, it.Path)
+		case it.Name != "" && !strictToolName.MatchString(it.Name):
+			return fmt.Errorf("playbooks.items[%d]: name %q is not a tool name clients accept (^[a-zA-Z0-9_-]{1,64}$)", i, it.Name)
+		}
+		seen[it.Path] = true
+		for k := range it.Inputs {
+			if _, ok := it.Workload[k]; !ok && it.Workload != nil {
+				return fmt.Errorf("playbooks.items[%d] (%s): inputs.%s is not a workload key", i, it.Path, k)
+			}
+		}
+	}
+	return nil
+}
+
+// validateUpstreamPlaybooks is Validate's part for u.Playbooks.
+func validateUpstreamPlaybooks(i int, u *Upstream) error {
+	if u.Playbooks == nil {
+		return nil
+	}
+	if err := u.Playbooks.validate(); err != nil {
+		return fmt.Errorf("upstreams[%d] (%s): %v", i, u.Name, err)
+	}
+	if u.OpenAPI == "" && u.Document == nil {
+		// No document to find routes in, nor a base URL.
+		switch {
+		case u.BaseURL == "" && u.Handler == nil:
+			return fmt.Errorf("upstreams[%d] (%s): a playbook engine without openapi needs base_url", i, u.Name)
+		case u.Playbooks.Execute == "" || u.Playbooks.Status == "":
+			return fmt.Errorf("upstreams[%d] (%s): without openapi, playbooks.execute and playbooks.status are required", i, u.Name)
+		case len(u.Playbooks.Items) == 0 && u.Playbooks.Catalog == "":
+			return fmt.Errorf("upstreams[%d] (%s): playbooks has no items and no catalog route", i, u.Name)
+		}
+	}
+	return nil
+}
+
+// strictBoolKeys are the keys whose values must be YAML booleans: yaml.v3
+// takes YAML 1.1's yes/no/on/off (even quoted) into a Go bool, and a
+// "yes" that quietly means true is how a hidden playbook gets exposed.
+var strictBoolKeys = map[string]bool{"exposes_as_mcp": true, "destructive": true, "secret": true}
+
+// checkStrictBools reports the first of strictBoolKeys whose value is not
+// true or false, naming its line and key.
+func checkStrictBools(n *yaml.Node, path string) error {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if err := checkStrictBools(c, path); err != nil {
+				return err
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if path != "" {
+				p = path + "." + k.Value
+			}
+			if strictBoolKeys[k.Value] && v.Kind == yaml.ScalarNode && v.Tag != "!!bool" {
+				return fmt.Errorf("line %d: %s: %q is not a boolean (true or false)", v.Line, p, v.Value)
+			}
+			if err := checkStrictBools(v, p); err != nil {
+				return err
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if err := checkStrictBools(c, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+var errNoPlaybookRoutes = errors.New("no execute and status routes: set playbooks.execute and playbooks.status, or mark the engine's operations x-mcp-playbook: execute|status")

@@ -1,0 +1,210 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/gorilla/mux"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/upstream"
+	"github.com/mcpgate/mcpgate/upstream/playbook"
+)
+
+// NoETL's JSON-RPC error codes, kept on the NoETL-compatible endpoint only:
+// from protocol 2026-07-28 on, −32020…−32099 are reserved by the MCP spec.
+const (
+	codeCeiling      = -32011 // the run reached its ceiling
+	codeAccessDenied = -32020 // the engine refused the caller, or the playbook is not exposed
+)
+
+// defaultNoETLProtocol is what initialize answers a client that names no
+// protocol version (NoETL's).
+const defaultNoETLProtocol = "2024-11-05"
+
+// servePlaybookRPC is POST /api/mcp/playbook/{path}/jsonrpc: NoETL's
+// playbook-as-MCP endpoint, one playbook = one tool, plain JSON-RPC over
+// HTTP (no sessions, no SSE). Protocol outcomes are HTTP 200 with a JSON-RPC
+// body; a notification is 202 with no body. It fixes NoETL's known defects:
+// notifications get no body, tool names keep to ^[a-zA-Z0-9_-]{1,64}$, a run
+// past its ceiling is cancelled upstream, null defaults are unconstrained
+// and secrets are never shown. A playbook that is hidden (exposes_as_mcp
+// false) is answered exactly as one that does not exist, so the endpoint
+// does not reveal it.
+func (g *Gateway) servePlaybookRPC(w http.ResponseWriter, r *http.Request) {
+	path := mux.Vars(r)["path"]
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeRPC(w, nil, nil, &noetlError{Code: -32600, Message: fmt.Sprintf("request body over %d bytes", g.cfg.MaxBodyBytes)})
+			return
+		}
+		return // the client went away
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		writeRPC(w, nil, nil, &noetlError{Code: -32600, Message: "batches are not supported: send one JSON-RPC request per POST"})
+		return
+	}
+	var msg struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(body, &msg); err != nil {
+		writeRPC(w, nil, nil, &noetlError{Code: -32700, Message: "parse error: the body is not a JSON-RPC object"})
+		return
+	}
+	if msg.ID == nil {
+		// A notification: nothing to answer (JSON-RPC 2.0 §4.1).
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if msg.JSONRPC != "2.0" || msg.Method == "" {
+		writeRPC(w, msg.ID, nil, &noetlError{Code: -32600, Message: `invalid request: "jsonrpc" must be "2.0" and "method" is required`})
+		return
+	}
+	t := g.catalog.playbooks.tools[path]
+	if t == nil || g.drift.Drifted(t.Tool.Name) {
+		writeRPC(w, msg.ID, nil, &noetlError{Code: codeAccessDenied, Message: fmt.Sprintf("no playbook %q is exposed over MCP", path),
+			Data: map[string]any{"http_status": http.StatusNotFound}})
+		return
+	}
+	switch msg.Method {
+	case "initialize":
+		var p struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		json.Unmarshal(msg.Params, &p)
+		if p.ProtocolVersion == "" {
+			p.ProtocolVersion = defaultNoETLProtocol
+		}
+		writeRPC(w, msg.ID, map[string]any{
+			"protocolVersion": p.ProtocolVersion,
+			"capabilities":    map[string]any{"tools": map[string]any{"listChanged": false}},
+			"serverInfo":      map[string]any{"name": "mcpgate", "version": Version},
+		}, nil)
+	case "ping":
+		writeRPC(w, msg.ID, map[string]any{}, nil)
+	case "tools/list":
+		writeRPC(w, msg.ID, map[string]any{"tools": []*mcp.Tool{t.Tool}}, nil)
+	case "tools/call":
+		g.playbookRPCCall(w, r, msg.ID, msg.Params, t)
+	default:
+		writeRPC(w, msg.ID, nil, &noetlError{Code: -32601, Message: fmt.Sprintf("method %q not found: this endpoint serves initialize, ping, tools/list and tools/call", msg.Method)})
+	}
+}
+
+func (g *Gateway) playbookRPCCall(w http.ResponseWriter, r *http.Request, id, raw json.RawMessage, t *Tool) {
+	var p struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		writeRPC(w, id, nil, &noetlError{Code: -32602, Message: "invalid params: tools/call needs {\"name\", \"arguments\"}"})
+		return
+	}
+	if p.Name != t.Tool.Name {
+		writeRPC(w, id, nil, &noetlError{Code: -32602, Message: fmt.Sprintf("unknown tool %q: this endpoint serves %q", p.Name, t.Tool.Name)})
+		return
+	}
+	args, err := upstream.DecodeArguments(p.Arguments)
+	if err == nil {
+		err = t.Binding.Validate(args)
+	}
+	if err != nil {
+		// As on /mcp: the model can read which field to correct.
+		res := &mcp.CallToolResult{}
+		res.SetError(err)
+		writeRPC(w, id, res, nil)
+		return
+	}
+	if g.verifier != nil {
+		// The same step-up as on /mcp, in this endpoint's words: access
+		// denied with the HTTP status /mcp would have answered.
+		if status, challenge, ok := g.authorizeCall(r, "tools/call", t.Tool.Name); !ok {
+			w.Header().Set("WWW-Authenticate", challenge)
+			writeRPC(w, id, nil, &noetlError{Code: codeAccessDenied, Message: "access denied: the token lacks a scope this playbook needs",
+				Data: map[string]any{"http_status": status}})
+			return
+		}
+	}
+	// The engine is shown what its upstream's auth mode says, exactly as
+	// for a call through /mcp, never simply the inbound token.
+	cred, err := g.credentials(r.Context(), t, &mcp.CallToolRequest{Extra: &mcp.RequestExtra{
+		Header: r.Header, TokenInfo: sdkauth.TokenInfoFromContext(r.Context())}})
+	if err != nil {
+		res := &mcp.CallToolResult{}
+		res.SetError(fmt.Errorf("the gateway could not obtain a credential for upstream %s", t.Upstream))
+		writeRPC(w, id, res, nil)
+		return
+	}
+	pb := t.playbook
+	// r.Context ends when the client hangs up: the run is then left, and
+	// cancelled upstream after the runner's linger.
+	out := pb.runner.Run(r.Context(), playbook.Request{Tool: t.Tool.Name, Path: pb.path, Workload: pb.workload(args), Cred: cred})
+	g.logRun(r.Context(), t, out)
+	switch out.State {
+	case playbook.TimedOut:
+		writeRPC(w, id, nil, &noetlError{Code: codeCeiling, Message: resultText(out.Result),
+			Data: map[string]any{"execution_id": out.ExecutionID, "status": out.Status, "cancelled": out.CancelSent}})
+	case playbook.NotStarted:
+		if out.HTTPStatus == http.StatusUnauthorized || out.HTTPStatus == http.StatusForbidden {
+			writeRPC(w, id, nil, &noetlError{Code: codeAccessDenied, Message: "access denied: " + resultText(out.Result),
+				Data: map[string]any{"http_status": out.HTTPStatus}})
+			return
+		}
+		data := map[string]any{}
+		if out.HTTPStatus != 0 {
+			data["http_status"] = out.HTTPStatus
+		}
+		writeRPC(w, id, nil, &noetlError{Code: -32603, Message: resultText(out.Result), Data: data})
+	default:
+		writeRPC(w, id, out.Result, nil)
+	}
+}
+
+func resultText(res *mcp.CallToolResult) string {
+	if res != nil && len(res.Content) > 0 {
+		if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+			return tc.Text
+		}
+	}
+	return ""
+}
+
+// noetlError is a JSON-RPC error object.
+type noetlError struct {
+	Code    int            `json:"code"`
+	Message string         `json:"message"`
+	Data    map[string]any `json:"data,omitempty"`
+}
+
+// writeRPC writes a JSON-RPC response, HTTP 200: the endpoint's protocol
+// outcomes are all in the body, as NoETL's clients expect.
+func writeRPC(w http.ResponseWriter, id json.RawMessage, result any, e *noetlError) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	resp := struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  any             `json:"result,omitempty"`
+		Error   *noetlError     `json:"error,omitempty"`
+	}{"2.0", id, result, e}
+	raw, err := json.Marshal(resp)
+	if err != nil {
+		raw = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"the gateway could not encode its answer"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(raw)
+}

@@ -1,0 +1,209 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
+)
+
+// playbookGateway serves the example engine in-process (its document's
+// x-mcp-playbook routes and catalog) behind a gateway, over HTTP.
+func playbookGateway(t *testing.T, eopts *engine.Options, pb *Playbooks) (*Gateway, *engine.Engine, *httptest.Server) {
+	t.Helper()
+	e := engine.New(eopts)
+	if pb == nil {
+		pb = &Playbooks{}
+	}
+	cfg := &Config{Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: e.Handler(), Playbooks: pb}}}
+	g, err := New(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(srv.Close)
+	return g, e, srv
+}
+
+func TestPlaybookConfig(t *testing.T) {
+	good := `
+upstreams:
+  - name: noetl
+    base_url: http://127.0.0.1:8082
+    playbooks:
+      execute: POST /api/execute
+      status: GET /api/executions/{id}/status
+      cancel: POST /api/executions/{id}/cancel
+      poll_interval: 1.5s
+      timeout: 90s
+      items:
+        - path: demo/fast
+          name: demo_fast
+          description: Says hello.
+          workload: {name: world}
+        - path: internal/tool
+          exposes_as_mcp: false
+`
+	cfg, err := ParseConfig([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Upstreams[0].Playbooks
+	if p.PollInterval != 1500*time.Millisecond || p.Timeout != 90*time.Second || p.routes.Status.Path != "/api/executions/{id}/status" ||
+		p.Items[1].exposed() || !p.Items[0].exposed() || p.Items[0].Workload["name"] != "world" {
+		t.Errorf("parsed %+v", p)
+	}
+	for _, tt := range []struct {
+		name, yaml, want string
+	}{
+		{"exposes_as_mcp must be a boolean", strings.Replace(good, "exposes_as_mcp: false", `exposes_as_mcp: "yes"`, 1),
+			`line 17: upstreams[0].playbooks.items[1].exposes_as_mcp: "yes" is not a boolean (true or false)`},
+		{"bare yes is not a boolean either", strings.Replace(good, "exposes_as_mcp: false", `exposes_as_mcp: yes`, 1),
+			`line 17: upstreams[0].playbooks.items[1].exposes_as_mcp: "yes" is not a boolean`},
+		{"unknown key", strings.Replace(good, "timeout: 90s", "timeout: 90s\n      ceiling: 9s", 1), `line 11: unknown key "ceiling"`},
+		{"duration", strings.Replace(good, "timeout: 90s", "timeout: soon", 1), `line 10: upstreams[0].playbooks.timeout is "soon", not a duration such as "30s"`},
+		{"bad route", strings.Replace(good, "execute: POST /api/execute", "execute: /api/execute", 1), `playbooks.execute: route "/api/execute" is not METHOD /path`},
+		{"status without id", strings.Replace(good, "status: GET /api/executions/{id}/status", "status: GET /api/status", 1), `route GET /api/status has no {id}`},
+		{"no routes without a document", strings.Replace(good, "      status: GET /api/executions/{id}/status\n", "", 1), `without openapi, playbooks.execute and playbooks.status are required`},
+		{"no base url", strings.Replace(good, "    base_url: http://127.0.0.1:8082\n", "", 1), `a playbook engine without openapi needs base_url`},
+		{"path twice", strings.Replace(good, "path: internal/tool", "path: demo/fast", 1), `playbooks.items[1]: path "demo/fast" is listed twice`},
+		{"bad name", strings.Replace(good, "name: demo_fast", "name: demo.fast", 1), `name "demo.fast" is not a tool name clients accept`},
+		{"negative poll", strings.Replace(good, "poll_interval: 1.5s", "poll_interval: -1s", 1), `playbooks.poll_interval: -1s must not be negative`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := ParseConfig([]byte(tt.yaml))
+			if err == nil {
+				err = cfg.Validate()
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestPlaybookTools(t *testing.T) {
+	g, _, _ := playbookGateway(t, nil, &Playbooks{Items: []PlaybookItem{
+		{Path: "demo/fail", Destructive: true},
+		{Path: "demo/fast", Inputs: map[string]PlaybookInput{"name": {Description: "Whom to greet.", Enum: []any{"world", "Ada"}}}},
+	}})
+	byName := map[string]*Tool{}
+	for _, tl := range g.Catalog().Tools {
+		byName[tl.Tool.Name] = tl
+	}
+	for _, hidden := range []string{"internal_tool", "execute_playbook", "get_execution_status"} {
+		if byName[hidden] != nil {
+			t.Errorf("%s is a tool", hidden)
+		}
+	}
+	for _, f := range g.Catalog().Facts() {
+		if strings.Contains(f.OperationID, "internal/tool") {
+			t.Errorf("the hidden playbook is in the audit: %+v", f)
+		}
+	}
+	tests := []struct {
+		name        string
+		destructive bool
+		provDestr   string
+		schema      string
+	}{
+		{"demo_fast", false, "playbook", `{"type":"object","properties":{"name":{"type":"string","default":"world","description":"Whom to greet.","enum":["world","Ada"]}}}`},
+		{"demo_slow", false, "playbook", `{"type":"object","properties":{"label":{"type":"string","default":"demo"},"note":{}}}`},
+		{"demo_fail", true, "config", `{"type":"object","properties":{"reason":{"type":"string","default":"the demo fails on purpose"}}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tl := byName[tt.name]
+			if tl == nil {
+				t.Fatalf("no tool %s among %v", tt.name, keys(byName))
+			}
+			a := tl.Tool.Annotations
+			if a.ReadOnlyHint || a.IdempotentHint || a.OpenWorldHint == nil || *a.OpenWorldHint || a.DestructiveHint == nil || *a.DestructiveHint != tt.destructive {
+				t.Errorf("hints %+v", a)
+			}
+			if p := tl.Derived.Provenance; p.ReadOnly != "playbook" || p.Destructive != tt.provDestr || p.OpenWorld != "playbook" || p.Idempotent != "playbook" {
+				t.Errorf("provenance %+v", p)
+			}
+			got, _ := json.Marshal(tl.Tool.InputSchema)
+			var a1, a2 any
+			json.Unmarshal(got, &a1)
+			json.Unmarshal([]byte(tt.schema), &a2)
+			g1, _ := json.Marshal(a1)
+			g2, _ := json.Marshal(a2)
+			if string(g1) != string(g2) {
+				t.Errorf("input schema\n got %s\nwant %s", g1, g2)
+			}
+		})
+	}
+}
+
+func TestWorkloadSchemaSecrets(t *testing.T) {
+	s := workloadSchema(PlaybookItem{Workload: map[string]any{"api_key": "s3cr3t", "n": 3.0, "ratio": 0.5, "on": true, "empty": "", "none": nil, "list": []any{}, "tags": []any{"a"}},
+		Inputs: map[string]PlaybookInput{"api_key": {Secret: true}}})
+	raw, _ := json.Marshal(s)
+	if strings.Contains(string(raw), "s3cr3t") || strings.Contains(string(raw), `"null"`) {
+		t.Errorf("schema shows a secret or a null type: %s", raw)
+	}
+	for _, want := range []string{`"n":{"default":3,"type":"integer"}`, `"ratio":{"default":0.5,"type":"number"}`, `"empty":{}`, `"none":{}`, `"list":{}`, `"tags":{"default":["a"],"type":"array"}`} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("schema %s lacks %s", raw, want)
+		}
+	}
+}
+
+func keys(m map[string]*Tool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestPlaybookCallOverMCP calls a slow playbook with a progressToken through
+// the go-sdk client over Streamable HTTP (stateless, SSE answers).
+func TestPlaybookCallOverMCP(t *testing.T) {
+	_, e, srv := playbookGateway(t, &engine.Options{Step: 100 * time.Millisecond}, &Playbooks{PollInterval: 60 * time.Millisecond})
+	var progress []string
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			progress = append(progress, r.Params.Message)
+		},
+	})
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: "demo_slow", Arguments: map[string]any{"label": "x"}}
+	params.SetProgressToken("p1")
+	res, err := cs.CallTool(t.Context(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError || res.Content[0].(*mcp.TextContent).Text != "x: counted 5 steps" || res.Meta["noetl_execution_id"] == nil {
+		t.Fatalf("result %+v", res)
+	}
+	if len(progress) < 3 || !strings.Contains(progress[1], "step") {
+		t.Errorf("progress %q", progress)
+	}
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "demo_fail", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "fails on purpose") {
+		t.Errorf("fail: %v %+v", err, res)
+	}
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "demo_fast", Arguments: map[string]any{"name": 3}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "name") {
+		t.Errorf("invalid arguments: %v %+v", err, res)
+	}
+	if c := e.Counts(); c.Started != 2 {
+		t.Errorf("engine started %d runs, want 2 (invalid arguments start none)", c.Started)
+	}
+}

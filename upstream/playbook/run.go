@@ -1,0 +1,523 @@
+package playbook
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/upstream"
+)
+
+// A Request asks for one playbook run.
+type Request struct {
+	// Tool is the tool's name: with the caller and Workload, it keys the
+	// dedup table.
+	Tool string
+	// Path is the playbook's path on the engine ("demo/slow").
+	Path string
+	// Workload is sent as is (the caller merges defaults).
+	Workload map[string]any
+	// Cred is what the engine is shown, as for any REST tool call.
+	Cred upstream.Credentials
+	// Progress, if set, is called on the caller's goroutine after each
+	// status poll that this request saw.
+	Progress func(Progress)
+}
+
+// Progress is what one status poll said.
+type Progress struct {
+	// Polls counts the status polls so far; it only grows.
+	Polls int
+	// Fraction is the engine's own "progress" field, if it sent a number.
+	Fraction *float64
+	// Message is the engine's own "message" field, if any.
+	Message string
+}
+
+// State is how a run ended.
+type State string
+
+// The states of an [Outcome].
+const (
+	Succeeded  State = "succeeded"   // terminal, not failed
+	Failed     State = "failed"      // terminal and failed, or the status could not be read
+	TimedOut   State = "timeout"     // the ceiling was reached
+	Cancelled  State = "cancelled"   // the request was cancelled, or the client hung up
+	NotStarted State = "not_started" // the execute route refused or could not be reached
+)
+
+// Outcome is what a request got of its run.
+type Outcome struct {
+	State       State
+	ExecutionID string // "" when NotStarted
+	// Status is the last status the engine reported (nil before the first).
+	Status map[string]any
+	// Result is the tool result: IsError unless Succeeded.
+	Result *mcp.CallToolResult
+	// HTTPStatus is the engine's answer to execute when NotStarted (0: no
+	// answer): 401 and 403 mean access denied.
+	HTTPStatus int
+	// CancelSent reports that the cancel route was called.
+	CancelSent bool
+	// Attached reports that the request joined a run another one started.
+	Attached bool
+	// Polls counts the status polls.
+	Polls int
+}
+
+// run is one execution, shared by the requests waiting for it.
+type run struct {
+	key    string
+	ctx    context.Context // the run's own; cancelled when abandoned
+	cancel context.CancelFunc
+
+	done chan struct{} // closed when out is set
+	out  *Outcome
+
+	mu       sync.Mutex // guards the fields below
+	waiters  int
+	progress Progress
+	changed  chan struct{} // closed and replaced on each poll
+	linger   *time.Timer
+	id       string    // execution id, once known
+	expires  time.Time // when done: the end of its dedup window
+}
+
+// Run runs req's playbook, or joins the run a same request started within
+// the dedup window, and waits for its outcome, calling req.Progress after
+// each poll. When ctx ends first, Run returns at once with a Cancelled
+// outcome; the run itself is cancelled upstream once no request waits for it
+// (after Options.Linger).
+func (r *Runner) Run(ctx context.Context, req Request) *Outcome {
+	key := r.key(req)
+	rn, attached := r.attach(key, req)
+	seen := 0
+	for {
+		rn.mu.Lock()
+		changed, p := rn.changed, rn.progress
+		rn.mu.Unlock()
+		if p.Polls > seen {
+			seen = p.Polls
+			if req.Progress != nil {
+				req.Progress(p)
+			}
+		}
+		select {
+		case <-rn.done:
+			r.detach(rn)
+			out := *rn.out
+			out.Attached = attached
+			return &out
+		case <-ctx.Done():
+			r.detach(rn)
+			rn.mu.Lock()
+			id := rn.id
+			rn.mu.Unlock()
+			select {
+			case <-rn.done: // it ended meanwhile: say how
+				out := *rn.out
+				out.Attached = attached
+				return &out
+			default:
+			}
+			return &Outcome{State: Cancelled, ExecutionID: id, Attached: attached, Polls: seen,
+				Result: errorResult(r.abandonText(req.Path, id), id, req.Path, nil, r.opts.MaxStructured)}
+		case <-changed:
+		}
+	}
+}
+
+func (r *Runner) abandonText(path, id string) string {
+	what := fmt.Sprintf("the call was cancelled before playbook %s finished", path)
+	if id != "" {
+		what += fmt.Sprintf(" (execution %s)", id)
+	}
+	switch {
+	case r.opts.Routes.Cancel.IsZero():
+		return what + "; the engine has no cancel route, so the run may go on"
+	case r.opts.DedupWindow < 0 || r.opts.Linger < 0:
+		return what + "; the gateway cancels the run upstream"
+	}
+	return what + fmt.Sprintf("; the gateway cancels the run upstream unless the same call is re-sent within %s", r.opts.Linger)
+}
+
+// key is the dedup key: a hash of the caller's credential, the tool and the
+// arguments. The credential itself is never kept. "" when dedup is off.
+func (r *Runner) key(req Request) string {
+	if r.opts.DedupWindow < 0 {
+		return ""
+	}
+	args, err := json.Marshal(req.Workload) // map keys sorted: canonical
+	if err != nil {
+		return ""
+	}
+	cred := sha256.Sum256([]byte(req.Cred.BearerToken))
+	h := sha256.New()
+	h.Write(cred[:])
+	h.Write([]byte{0})
+	h.Write([]byte(req.Tool))
+	h.Write([]byte{0})
+	h.Write([]byte(req.Path))
+	h.Write([]byte{0})
+	h.Write(args)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// attach finds the run for key or starts one, and counts the caller as
+// waiting for it.
+func (r *Runner) attach(key string, req Request) (*run, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	r.prune(now)
+	if rn := r.runs[key]; key != "" && rn != nil {
+		rn.mu.Lock()
+		select {
+		case <-rn.done:
+			if now.After(rn.expires) {
+				rn.mu.Unlock()
+				break
+			}
+			rn.waiters++
+			rn.mu.Unlock()
+			return rn, true
+		default:
+			rn.waiters++
+			if rn.linger != nil {
+				rn.linger.Stop()
+				rn.linger = nil
+			}
+			rn.mu.Unlock()
+			return rn, true
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rn := &run{key: key, ctx: ctx, cancel: cancel, done: make(chan struct{}), changed: make(chan struct{}), waiters: 1}
+	if key != "" {
+		r.runs[key] = rn
+	}
+	go r.drive(rn, req)
+	return rn, false
+}
+
+// prune drops ended runs whose window has passed, at most twice a window.
+func (r *Runner) prune(now time.Time) {
+	if len(r.runs) == 0 || now.Sub(r.lastPrune) < r.opts.DedupWindow/2 {
+		return
+	}
+	r.lastPrune = now
+	for k, rn := range r.runs {
+		select {
+		case <-rn.done:
+			rn.mu.Lock()
+			expired := now.After(rn.expires)
+			rn.mu.Unlock()
+			if expired {
+				delete(r.runs, k)
+			}
+		default:
+		}
+	}
+}
+
+// detach counts a caller out; the last one out of a run still going starts
+// its linger, after which the run is cancelled.
+func (r *Runner) detach(rn *run) {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	rn.waiters--
+	if rn.waiters > 0 {
+		return
+	}
+	select {
+	case <-rn.done:
+		return
+	default:
+	}
+	if r.opts.Linger < 0 || rn.key == "" {
+		rn.cancel()
+		return
+	}
+	rn.linger = time.AfterFunc(r.opts.Linger, func() {
+		rn.mu.Lock()
+		defer rn.mu.Unlock()
+		if rn.waiters == 0 {
+			rn.cancel()
+		}
+	})
+}
+
+// drive starts the run and polls it to its end. It is the run's only
+// goroutine; between polls it waits on timers, not in a loop.
+func (r *Runner) drive(rn *run, req Request) {
+	out := r.poll(rn, req)
+	rn.cancel() // frees the run's context either way
+	r.mu.Lock()
+	rn.mu.Lock()
+	rn.out = out
+	rn.expires = time.Now().Add(r.opts.DedupWindow)
+	if rn.linger != nil {
+		rn.linger.Stop()
+		rn.linger = nil
+	}
+	rn.mu.Unlock()
+	if out.State == NotStarted || out.State == Cancelled {
+		// A re-send after these should try again, not get the same answer.
+		if r.runs[rn.key] == rn {
+			delete(r.runs, rn.key)
+		}
+	}
+	r.mu.Unlock()
+	close(rn.done)
+	r.logger.LogAttrs(context.Background(), slog.LevelInfo, "playbook run",
+		slog.String("playbook", req.Path), slog.String("execution_id", out.ExecutionID),
+		slog.String("outcome", string(out.State)), slog.Int("polls", out.Polls),
+		slog.Bool("cancel_sent", out.CancelSent))
+}
+
+func (r *Runner) poll(rn *run, req Request) *Outcome {
+	// The ceiling bounds the whole run, its requests included.
+	ctx, cancel := context.WithTimeout(rn.ctx, r.opts.Timeout)
+	defer cancel()
+	id, status, err := r.execute(ctx, req)
+	if err != nil {
+		if rn.ctx.Err() != nil {
+			return &Outcome{State: Cancelled, Result: errorResult(fmt.Sprintf("the call was cancelled before playbook %s started", req.Path), "", req.Path, nil, 0)}
+		}
+		return &Outcome{State: NotStarted, HTTPStatus: status,
+			Result: errorResult(fmt.Sprintf("playbook %s could not be started: %v", req.Path, err), "", req.Path, nil, 0)}
+	}
+	rn.mu.Lock()
+	rn.id = id
+	rn.mu.Unlock()
+	out := &Outcome{ExecutionID: id}
+	tick := time.NewTimer(0) // the first poll at once: a fast run answers at once
+	defer tick.Stop()
+	failures := 0
+	var lastErr error
+	for {
+		select {
+		case <-ctx.Done():
+			return r.stop(rn, req, out, lastErr)
+		case <-tick.C:
+		}
+		st, err := r.status(ctx, id, req.Cred)
+		if err != nil {
+			if ctx.Err() != nil {
+				return r.stop(rn, req, out, err)
+			}
+			var fatal *fatalError
+			failures++
+			lastErr = err
+			if errors.As(err, &fatal) || failures >= r.opts.MaxPollFailures {
+				out.State = Failed
+				msg := fmt.Sprintf("playbook %s (execution %s): its status could not be read: %v", req.Path, id, err)
+				out.CancelSent, msg = r.cancelUpstream(id, req.Cred, msg)
+				out.Result = errorResult(msg, id, req.Path, out.Status, r.opts.MaxStructured)
+				return out
+			}
+			tick.Reset(r.opts.PollInterval)
+			continue
+		}
+		failures = 0
+		out.Status = st
+		out.Polls++
+		p := Progress{Polls: out.Polls}
+		if f, ok := st["progress"].(float64); ok {
+			p.Fraction = &f
+		}
+		p.Message, _ = st["message"].(string)
+		rn.mu.Lock()
+		rn.progress = p
+		close(rn.changed)
+		rn.changed = make(chan struct{})
+		rn.mu.Unlock()
+		switch r.terminal(st) {
+		case Succeeded:
+			out.State = Succeeded
+			out.Result = r.successResult(id, req.Path, st)
+			return out
+		case Failed:
+			out.State = Failed
+			out.Result = errorResult(failureText(req.Path, id, st), id, req.Path, st, r.opts.MaxStructured)
+			return out
+		}
+		tick.Reset(r.opts.PollInterval)
+	}
+}
+
+// stop ends a run whose context ended: past the ceiling, or abandoned.
+func (r *Runner) stop(rn *run, req Request, out *Outcome, cause error) *Outcome {
+	var msg string
+	if rn.ctx.Err() != nil {
+		out.State = Cancelled
+		msg = fmt.Sprintf("the call was cancelled before playbook %s finished (execution %s)", req.Path, out.ExecutionID)
+	} else {
+		out.State = TimedOut
+		msg = fmt.Sprintf("playbook %s did not finish within %s (execution %s)", req.Path, r.opts.Timeout, out.ExecutionID)
+	}
+	out.CancelSent, msg = r.cancelUpstream(out.ExecutionID, req.Cred, msg)
+	out.Result = errorResult(msg, out.ExecutionID, req.Path, out.Status, r.opts.MaxStructured)
+	return out
+}
+
+// cancelUpstream calls the cancel route, if any, and adds to msg what
+// became of it. It has its own short deadline: the run's has passed.
+func (r *Runner) cancelUpstream(id string, cred upstream.Credentials, msg string) (bool, string) {
+	if r.opts.Routes.Cancel.IsZero() {
+		return false, msg + "; the engine has no cancel route, so the run may go on"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rt := r.opts.Routes.Cancel
+	a, err := r.client.Send(ctx, rt.Method, expand(rt.Path, id), nil, cred)
+	switch {
+	case err != nil:
+		return true, msg + "; cancelling it upstream failed: " + err.Error()
+	case a.Status < 200 || a.Status > 299:
+		return true, msg + fmt.Sprintf("; the engine refused to cancel it (HTTP %d)", a.Status)
+	}
+	return true, msg + "; it was cancelled upstream"
+}
+
+// fatalError is a status answer that polling again cannot mend (4xx).
+type fatalError struct{ msg string }
+
+func (e *fatalError) Error() string { return e.msg }
+
+func (r *Runner) execute(ctx context.Context, req Request) (id string, status int, err error) {
+	workload := req.Workload
+	if workload == nil {
+		workload = map[string]any{}
+	}
+	body, err := json.Marshal(map[string]any{"path": req.Path, "workload": workload})
+	if err != nil {
+		return "", 0, fmt.Errorf("the workload is not JSON: %v", err)
+	}
+	rt := r.opts.Routes.Execute
+	a, err := r.client.Send(ctx, rt.Method, expand(rt.Path, ""), body, req.Cred)
+	if err != nil {
+		return "", 0, err
+	}
+	if a.Status < 200 || a.Status > 299 {
+		return "", a.Status, fmt.Errorf("the engine answered HTTP %d%s", a.Status, detail(a.Body))
+	}
+	var m map[string]any
+	if err := json.Unmarshal(a.Body, &m); err != nil {
+		return "", a.Status, errors.New("the engine's answer to execute is not a JSON object")
+	}
+	switch v := m["execution_id"].(type) {
+	case string:
+		id = v
+	case float64:
+		id = fmt.Sprint(int64(v))
+	}
+	if id == "" {
+		return "", a.Status, errors.New("the engine's answer to execute has no execution_id")
+	}
+	return id, a.Status, nil
+}
+
+func (r *Runner) status(ctx context.Context, id string, cred upstream.Credentials) (map[string]any, error) {
+	rt := r.opts.Routes.Status
+	a, err := r.client.Send(ctx, rt.Method, expand(rt.Path, id), nil, cred)
+	if err != nil {
+		return nil, err
+	}
+	if a.Status >= 400 && a.Status < 500 && a.Status != 429 {
+		return nil, &fatalError{fmt.Sprintf("the engine answered HTTP %d%s", a.Status, detail(a.Body))}
+	}
+	if a.Status < 200 || a.Status > 299 {
+		return nil, fmt.Errorf("the engine answered HTTP %d%s", a.Status, detail(a.Body))
+	}
+	var m map[string]any
+	if err := json.Unmarshal(a.Body, &m); err != nil || m == nil {
+		return nil, errors.New("the engine's status is not a JSON object")
+	}
+	return m, nil
+}
+
+// terminal reads st as Succeeded, Failed, or "" (still running).
+func (r *Runner) terminal(st map[string]any) State {
+	t := r.opts.Terminal
+	if t.Pointer == "" {
+		if st["failed"] == true {
+			return Failed
+		}
+		if st["completed"] == true {
+			return Succeeded
+		}
+		return ""
+	}
+	v, ok := pointer(st, t.Pointer)
+	if !ok || v == nil {
+		return ""
+	}
+	s := fmt.Sprint(v)
+	for _, f := range t.Failed {
+		if strings.EqualFold(s, f) {
+			return Failed
+		}
+	}
+	for _, ok := range t.Succeeded {
+		if strings.EqualFold(s, ok) {
+			return Succeeded
+		}
+	}
+	return ""
+}
+
+// pointer resolves an RFC 6901 JSON pointer in v.
+func pointer(v any, p string) (any, bool) {
+	if p == "" {
+		return v, true
+	}
+	for _, tok := range strings.Split(p[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[tok]; !ok {
+				return nil, false
+			}
+		case []any:
+			var i int
+			if _, err := fmt.Sscanf(tok, "%d", &i); err != nil || i < 0 || i >= len(x) {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// expand puts the escaped id into a route path.
+func expand(path, id string) string {
+	return strings.ReplaceAll(path, "{id}", url.PathEscape(id))
+}
+
+// detail is a short ": <message>" from an engine's error body, or "".
+func detail(body []byte) string {
+	var m map[string]any
+	if json.Unmarshal(body, &m) != nil {
+		return ""
+	}
+	for _, k := range []string{"detail", "message", "error"} {
+		if s, ok := m[k].(string); ok && s != "" {
+			return ": " + shorten(s, 300)
+		}
+	}
+	return ""
+}

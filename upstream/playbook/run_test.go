@@ -1,0 +1,391 @@
+package playbook
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
+	"github.com/mcpgate/mcpgate/upstream"
+)
+
+var noetl = Routes{
+	Execute: Route{"POST", "/api/execute"},
+	Status:  Route{"GET", "/api/executions/{id}/status"},
+	Cancel:  Route{"POST", "/api/executions/{id}/cancel"},
+}
+
+// newRunner serves e in-process (so that the whole run lives in a synctest
+// bubble) behind a Runner with opts.
+func newRunner(t *testing.T, h http.Handler, opts Options) *Runner {
+	t.Helper()
+	if opts.Routes.Execute.IsZero() {
+		opts.Routes = noetl
+	}
+	r, err := New(upstream.NewInProcess(h, nil), &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func text(res *mcp.CallToolResult) string {
+	if res == nil || len(res.Content) == 0 {
+		return ""
+	}
+	return res.Content[0].(*mcp.TextContent).Text
+}
+
+func TestRunOutcomes(t *testing.T) {
+	tests := []struct {
+		name     string
+		path     string
+		workload map[string]any
+		opts     Options
+		noCancel bool
+		token    string
+
+		state     State
+		isError   bool
+		text      []string // substrings
+		elapsed   time.Duration
+		polls     int
+		cancelled int // runs the engine saw cancelled
+	}{
+		{name: "fast run answers at the first poll", path: "demo/fast", workload: map[string]any{"name": "Ada"},
+			state: Succeeded, text: []string{"Hello, Ada!"}, elapsed: 0, polls: 1},
+		{name: "slow run polls at the interval", path: "demo/slow",
+			state: Succeeded, text: []string{"demo: counted 5 steps"}, elapsed: 6 * time.Second, polls: 5},
+		{name: "failed run is an error result", path: "demo/fail",
+			state: Failed, isError: true, text: []string{"playbook demo/fail failed", "step check failed: the demo fails on purpose"}, polls: 1},
+		{name: "ceiling cancels upstream and says so", path: "demo/slow", opts: Options{Timeout: 4 * time.Second},
+			state: TimedOut, isError: true, text: []string{"did not finish within 4s", "it was cancelled upstream"}, elapsed: 4 * time.Second, polls: 3, cancelled: 1},
+		{name: "ceiling without a cancel route says the run may go on", path: "demo/slow", opts: Options{Timeout: 4 * time.Second}, noCancel: true,
+			state: TimedOut, isError: true, text: []string{"did not finish within 4s", "no cancel route, so the run may go on"}, elapsed: 4 * time.Second, polls: 3},
+		{name: "unknown playbook is not started", path: "nope",
+			state: NotStarted, isError: true, text: []string{"could not be started", "HTTP 404", `no playbook \"nope\"`}},
+		{name: "a refused credential is not started, with the status", path: "demo/fast", token: "wrong",
+			state: NotStarted, isError: true, text: []string{"HTTP 401", "not authenticated"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := engine.New(&engine.Options{Token: "tok", Step: time.Second})
+				if tt.noCancel {
+					tt.opts.Routes = noetl
+					tt.opts.Routes.Cancel = Route{}
+				}
+				r := newRunner(t, e.Handler(), tt.opts)
+				tok := "tok"
+				if tt.token != "" {
+					tok = tt.token
+				}
+				start := time.Now()
+				out := r.Run(t.Context(), Request{Tool: "t", Path: tt.path, Workload: tt.workload, Cred: upstream.Credentials{BearerToken: tok}})
+				if out.State != tt.state || out.Result.IsError != tt.isError {
+					t.Fatalf("state %s, isError %v; want %s, %v (%s)", out.State, out.Result.IsError, tt.state, tt.isError, text(out.Result))
+				}
+				for _, s := range tt.text {
+					if got, _ := json.Marshal(text(out.Result)); !strings.Contains(string(got), s) {
+						t.Errorf("text %s lacks %q", got, s)
+					}
+				}
+				if el := time.Since(start); el != tt.elapsed && tt.state != NotStarted && tt.state != Failed {
+					t.Errorf("took %s, want %s", el, tt.elapsed)
+				}
+				if out.Polls != tt.polls {
+					t.Errorf("polls = %d, want %d", out.Polls, tt.polls)
+				}
+				if c := e.Counts(); c.Cancelled != tt.cancelled {
+					t.Errorf("engine saw %d cancels, want %d", c.Cancelled, tt.cancelled)
+				}
+				if tt.state != NotStarted {
+					if out.ExecutionID == "" || out.Result.Meta[MetaExecutionID] != out.ExecutionID || out.Result.Meta[MetaPath] != tt.path {
+						t.Errorf("execution id %q, _meta %v", out.ExecutionID, out.Result.Meta)
+					}
+				}
+				if tt.token == "wrong" && out.HTTPStatus != 401 {
+					t.Errorf("HTTPStatus = %d, want 401", out.HTTPStatus)
+				}
+			})
+		})
+	}
+}
+
+func TestProgressCadence(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := engine.New(&engine.Options{Step: time.Second})
+		r := newRunner(t, e.Handler(), Options{})
+		start := time.Now()
+		var at []time.Duration
+		var msgs []string
+		out := r.Run(t.Context(), Request{Tool: "t", Path: "demo/slow", Progress: func(p Progress) {
+			at = append(at, time.Since(start))
+			frac := -1.0
+			if p.Fraction != nil {
+				frac = *p.Fraction
+			}
+			msgs = append(msgs, p.Message+"@"+jsonNum(frac))
+			if p.Polls != len(at) {
+				t.Errorf("poll %d reported as %d", len(at), p.Polls)
+			}
+		}})
+		if out.State != Succeeded {
+			t.Fatalf("state %s: %s", out.State, text(out.Result))
+		}
+		want := []time.Duration{0, 1500 * time.Millisecond, 3 * time.Second, 4500 * time.Millisecond, 6 * time.Second}
+		if len(at) != len(want) {
+			t.Fatalf("progress at %v, want %v", at, want)
+		}
+		for i := range want {
+			if at[i] != want[i] {
+				t.Errorf("progress %d at %s, want %s", i, at[i], want[i])
+			}
+		}
+		if msgs[0] != "step 1 of 5@0" || msgs[2] != "step 4 of 5@0.6" || msgs[4] != "@1" {
+			t.Errorf("messages %q", msgs)
+		}
+	})
+}
+
+func jsonNum(f float64) string { b, _ := json.Marshal(f); return string(b) }
+
+func TestTerminalPointer(t *testing.T) {
+	// An engine that reports {"state": {"phase": "RUNNING"|"SUCCESS"|"ERROR"}}.
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		polls := map[string]int{}
+		h := http.NewServeMux()
+		h.HandleFunc("POST /run", func(w http.ResponseWriter, r *http.Request) {
+			var b struct{ Path string }
+			json.NewDecoder(r.Body).Decode(&b)
+			json.NewEncoder(w).Encode(map[string]any{"execution_id": 42.0 + float64(len(b.Path))})
+		})
+		h.HandleFunc("GET /runs/{id}", func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			polls[r.PathValue("id")]++
+			n := polls[r.PathValue("id")]
+			mu.Unlock()
+			phase := "RUNNING"
+			if n >= 2 {
+				phase = map[string]string{"45": "success", "46": "ERROR"}[r.PathValue("id")]
+			}
+			json.NewEncoder(w).Encode(map[string]any{"state": map[string]any{"phase": phase}, "output": "out " + phase})
+		})
+		opts := Options{Routes: Routes{Execute: Route{"POST", "/run"}, Status: Route{"GET", "/runs/{id}"}},
+			Terminal: Terminal{Pointer: "/state/phase", Succeeded: []string{"SUCCESS"}, Failed: []string{"ERROR", "CANCELLED"}}}
+		r := newRunner(t, h, opts)
+		for _, tt := range []struct {
+			path  string
+			state State
+			text  string
+		}{{"abc", Succeeded, "out success"}, {"abcd", Failed, "out ERROR"}} {
+			out := r.Run(t.Context(), Request{Tool: "t", Path: tt.path})
+			if out.State != tt.state || out.ExecutionID != json.Number(jsonNum(42+float64(len(tt.path)))).String() || !strings.Contains(text(out.Result), tt.text) {
+				t.Errorf("%s: %s %s %q", tt.path, out.State, out.ExecutionID, text(out.Result))
+			}
+		}
+	})
+}
+
+func TestConfigErrors(t *testing.T) {
+	c := upstream.NewInProcess(http.NotFoundHandler(), nil)
+	for _, tt := range []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"no execute", Options{Routes: Routes{Status: noetl.Status}}, "execute route is missing"},
+		{"status without id", Options{Routes: Routes{Execute: noetl.Execute, Status: Route{"GET", "/s"}}}, "has no {id}"},
+		{"pointer without sets", Options{Routes: noetl, Terminal: Terminal{Pointer: "/status"}}, "needs both succeeded and failed"},
+		{"pointer syntax", Options{Routes: noetl, Terminal: Terminal{Pointer: "status", Succeeded: []string{"a"}, Failed: []string{"b"}}}, "must start with /"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := New(c, &tt.opts); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+	for _, tt := range []struct{ in, want string }{
+		{"POST /api/execute", ""}, {"get /x", "upper-case"}, {"POST", "not METHOD /path"}, {"GET x", "must start with /"},
+	} {
+		_, err := ParseRoute(tt.in)
+		if (err == nil) != (tt.want == "") || err != nil && !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParseRoute(%q) = %v, want %q", tt.in, err, tt.want)
+		}
+	}
+}
+
+// TestCancelAndDedup covers the requests around one run: the client goes
+// away, re-sends, sends twice at once, and different callers.
+func TestCancelAndDedup(t *testing.T) {
+	slow := Request{Tool: "demo_slow", Path: "demo/slow", Workload: map[string]any{"label": "x"}, Cred: upstream.Credentials{BearerToken: "tok"}}
+
+	t.Run("client cancel: error result at once, upstream cancel after the linger", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := engine.New(&engine.Options{Token: "tok", Step: time.Hour})
+			r := newRunner(t, e.Handler(), Options{})
+			ctx, cancel := context.WithCancel(t.Context())
+			time.AfterFunc(3*time.Second, cancel)
+			start := time.Now()
+			out := r.Run(ctx, slow)
+			if out.State != Cancelled || !out.Result.IsError || time.Since(start) != 3*time.Second {
+				t.Fatalf("%s after %s: %s", out.State, time.Since(start), text(out.Result))
+			}
+			if !strings.Contains(text(out.Result), "unless the same call is re-sent within 2s") {
+				t.Errorf("text: %s", text(out.Result))
+			}
+			time.Sleep(DefaultLinger - time.Millisecond)
+			synctest.Wait()
+			if c := e.Counts(); c.Cancelled != 0 {
+				t.Fatalf("cancelled during the linger: %+v", c)
+			}
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+			if c := e.Counts(); c.Cancelled != 1 || c.Started != 1 {
+				t.Fatalf("after the linger: %+v, want 1 started, 1 cancelled", c)
+			}
+			// synctest.Test returns only once every goroutine of the run
+			// has ended: a leak fails it.
+		})
+	})
+
+	t.Run("re-sent within the linger attaches and is not cancelled", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := engine.New(&engine.Options{Token: "tok", Step: time.Second})
+			r := newRunner(t, e.Handler(), Options{})
+			ctx, cancel := context.WithCancel(t.Context())
+			time.AfterFunc(2*time.Second, cancel)
+			first := r.Run(ctx, slow)
+			time.Sleep(time.Second)
+			second := r.Run(t.Context(), slow)
+			if second.State != Succeeded || !second.Attached || second.ExecutionID != first.ExecutionID {
+				t.Fatalf("re-send: %s attached=%v id %s vs %s", second.State, second.Attached, second.ExecutionID, first.ExecutionID)
+			}
+			if c := e.Counts(); c.Started != 1 || c.Cancelled != 0 {
+				t.Errorf("engine %+v, want 1 started, 0 cancelled", c)
+			}
+		})
+	})
+
+	t.Run("concurrent, after the end, and past the window", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := engine.New(&engine.Options{Token: "tok", Step: time.Second})
+			r := newRunner(t, e.Handler(), Options{DedupWindow: 10 * time.Second})
+			outs := make([]*Outcome, 3)
+			var wg sync.WaitGroup
+			for i := range outs {
+				wg.Go(func() { outs[i] = r.Run(t.Context(), slow) })
+			}
+			wg.Wait()
+			attached := 0
+			for _, o := range outs {
+				if o.ExecutionID != outs[0].ExecutionID || o.State != Succeeded {
+					t.Errorf("outcome %s %s, want %s succeeded", o.ExecutionID, o.State, outs[0].ExecutionID)
+				}
+				if o.Attached {
+					attached++
+				}
+			}
+			if attached != 2 {
+				t.Errorf("%d attached, want 2", attached)
+			}
+			time.Sleep(9 * time.Second)
+			if o := r.Run(t.Context(), slow); !o.Attached || o.ExecutionID != outs[0].ExecutionID {
+				t.Errorf("within the window: attached=%v", o.Attached)
+			}
+			other := slow
+			other.Cred.BearerToken = "tok" // same token, other args
+			other.Workload = map[string]any{"label": "y"}
+			if o := r.Run(t.Context(), other); o.Attached {
+				t.Error("other arguments attached to the run")
+			}
+			time.Sleep(11 * time.Second)
+			if o := r.Run(t.Context(), slow); o.Attached || o.ExecutionID == outs[0].ExecutionID {
+				t.Error("past the window: attached to the old run")
+			}
+			if c := e.Counts(); c.Started != 3 {
+				t.Errorf("engine started %d runs, want 3", c.Started)
+			}
+		})
+	})
+
+	t.Run("another caller never attaches", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := engine.New(&engine.Options{Step: time.Second})
+			r := newRunner(t, e.Handler(), Options{})
+			var wg sync.WaitGroup
+			for _, tok := range []string{"alice", "bob"} {
+				req := slow
+				req.Cred.BearerToken = tok
+				wg.Go(func() {
+					if o := r.Run(t.Context(), req); o.Attached {
+						t.Errorf("%s attached", tok)
+					}
+				})
+			}
+			wg.Wait()
+			if c := e.Counts(); c.Started != 2 {
+				t.Errorf("engine started %d runs, want 2", c.Started)
+			}
+			for k := range r.runs {
+				if strings.Contains(k, "alice") || strings.Contains(k, "tok") {
+					t.Errorf("key %q holds a credential", k)
+				}
+			}
+		})
+	})
+}
+
+// TestOverTheNetwork runs against a real HTTP engine, and checks that
+// cancelled runs leave no goroutine behind.
+func TestOverTheNetwork(t *testing.T) {
+	e := engine.New(&engine.Options{Step: 30 * time.Millisecond})
+	srv := httptest.NewServer(e.Handler())
+	defer srv.Close()
+	tr := upstream.NewTransport()
+	c, err := upstream.NewRemote(srv.URL, &upstream.ClientOptions{Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(c, &Options{Routes: noetl, PollInterval: 20 * time.Millisecond, Linger: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := r.Run(t.Context(), Request{Tool: "t", Path: "demo/slow"}); out.State != Succeeded || out.Polls < 5 {
+		t.Fatalf("slow: %s after %d polls: %s", out.State, out.Polls, text(out.Result))
+	}
+	before := runtime.NumGoroutine()
+	for i := range 20 {
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		out := r.Run(ctx, Request{Tool: "t", Path: "demo/slow", Workload: map[string]any{"i": i}})
+		cancel()
+		if out.State != Cancelled {
+			t.Fatalf("run %d: %s", i, out.State)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for e.Counts().Cancelled < 20 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if c := e.Counts(); c.Cancelled != 20 {
+		t.Fatalf("engine saw %d cancels, want 20", c.Cancelled)
+	}
+	tr.CloseIdleConnections()
+	srv.CloseClientConnections()
+	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before+2 {
+		t.Errorf("%d goroutines after 20 cancelled runs, %d before", n, before)
+	}
+}

@@ -1,0 +1,101 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// An Answer is what [Client.Send] read of one response.
+type Answer struct {
+	Status    int
+	Header    http.Header
+	Body      []byte // at most the client's MaxResponseBytes
+	Truncated bool   // the body went on past Body
+	Elapsed   time.Duration
+}
+
+// A SendError says why [Client.Send] got no answer. Its message is worded
+// for a model ("the upstream could not be reached (502 Bad Gateway)"); the
+// detail, which may name internal addresses, is in Cause.
+type SendError struct {
+	Outcome Outcome
+	Msg     string
+	Cause   error
+}
+
+func (e *SendError) Error() string { return e.Msg }
+func (e *SendError) Unwrap() error { return e.Cause }
+
+// Send sends one request the caller speaks the protocol of — the playbook
+// runner's execute, status and cancel calls — under the same bounds as
+// [Client.Call]: a concurrency slot, Timeout, MaxResponseBytes and the
+// response budget, with the same credentials and no redirects. path is
+// already escaped and is appended to the base URL's path, so a caller's
+// token goes to the configured origin and nowhere else. body, if not nil,
+// is sent as application/json. A failure to get an answer is a *SendError;
+// any answer, 2xx or not, is an Answer.
+func (c *Client) Send(ctx context.Context, method, path string, body []byte, cred Credentials) (*Answer, error) {
+	if !strings.HasPrefix(path, "/") || strings.Contains(path, "..") {
+		return nil, &SendError{Outcome: OutcomeInvalidArguments, Msg: "the gateway built an invalid upstream path", Cause: fmt.Errorf("upstream: path %q", path)}
+	}
+	escaped := strings.TrimSuffix(c.base.EscapedPath(), "/") + path
+	u := url.URL{Scheme: c.base.Scheme, Host: c.base.Host}
+	var err error
+	if u.Path, err = url.PathUnescape(escaped); err != nil {
+		return nil, &SendError{Outcome: OutcomeInvalidArguments, Msg: "the gateway built an invalid upstream path", Cause: err}
+	}
+	u.RawPath = escaped
+	res := &reservation{budget: c.opts.ResponseBudget, wait: c.opts.QueueTimeout, limit: c.opts.MaxResponseBytes}
+	defer res.release()
+	if c.inproc {
+		ctx = withReservation(ctx, res)
+	}
+	releaseSlot, err := c.slots.acquire(ctx, c.opts.Name, c.opts.QueueTimeout)
+	if err != nil {
+		return nil, c.sendError(ctx, err)
+	}
+	defer releaseSlot()
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return nil, &SendError{Outcome: OutcomeInvalidArguments, Msg: "the gateway built an invalid upstream request", Cause: err}
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("User-Agent", c.opts.UserAgent)
+	req.Header.Set("Accept", "application/json")
+	cred.apply(req.Header)
+	start := time.Now()
+	resp, err := c.rt.RoundTrip(req)
+	if err != nil {
+		return nil, c.sendError(ctx, err)
+	}
+	defer resp.Body.Close()
+	a := &Answer{Status: resp.StatusCode, Header: resp.Header}
+	if held, ok := resp.Body.(*heldBody); ok {
+		a.Body, a.Truncated = held.data, held.cut
+	} else if a.Body, a.Truncated, err = readBody(ctx, resp.Body, c.opts.MaxResponseBytes, resp.ContentLength, res); err != nil {
+		return nil, c.sendError(ctx, err)
+	}
+	a.Elapsed = time.Since(start)
+	return a, nil
+}
+
+func (c *Client) sendError(ctx context.Context, err error) *SendError {
+	r, rep := c.failure(ctx, err, 0)
+	return &SendError{Outcome: rep.Outcome, Msg: r.Content[0].(*mcp.TextContent).Text, Cause: err}
+}
