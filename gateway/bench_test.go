@@ -28,7 +28,7 @@ func BenchmarkCatalog(b *testing.B) {
 				if err := cfg.Validate(); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := BuildCatalog(context.Background(), cfg); err != nil {
+				if _, err := BuildCatalog(context.Background(), cfg, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

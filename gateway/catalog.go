@@ -17,6 +17,7 @@ import (
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/tagging"
 	"github.com/mcpgate/mcpgate/upstream"
+	"github.com/mcpgate/mcpgate/upstream/playbook"
 )
 
 // MetaProvenance is the tool _meta key holding the provenance of each hint.
@@ -25,12 +26,12 @@ const MetaProvenance = "mcpgate/provenance"
 // MetaLarge is the tool _meta key set on tools that may return many records.
 const MetaLarge = "mcpgate/large"
 
-// Tool is one entry of the catalog: the MCP tool, the binding that turns its
-// arguments into a request, and the client that sends it.
+// Tool is one entry of the catalog: the MCP tool and the binding that turns
+// its arguments into a request. The client that sends it is the serving
+// state's (one per upstream, made by New), not the catalog's.
 type Tool struct {
 	Tool       *mcp.Tool
 	Binding    *upstream.Binding
-	Client     *upstream.Client
 	Upstream   string // the upstream's name
 	Operation  tagging.Operation
 	Derived    annotations.Derived
@@ -65,9 +66,12 @@ type Catalog struct {
 	// playbooks are the playbook tools and hidden playbooks, by path, for
 	// the NoETL-compatible endpoint.
 	playbooks playbookSet
-	// ServeErr says why the catalog cannot be served — an upstream with no
-	// base URL — or is nil. Listing and auditing do not need to serve.
-	ServeErr error
+	// bases is where each upstream's calls go, by name; an upstream without
+	// one can be listed and audited but not served.
+	bases map[string]baseURL
+	// engines are the playbook routes and options of each upstream that has
+	// playbooks, by name: New makes each one's runner.
+	engines map[string]*playbook.Options
 	// Upstreams says, per upstream in configuration order, how many
 	// operations its document has and how many passed the gate: with none,
 	// the CLI explains why it serves no tools.
@@ -102,13 +106,11 @@ type CatalogOptions struct {
 	Validated func(warnings []string)
 }
 
-// BuildCatalog loads every upstream's document and builds its tools.
-func BuildCatalog(ctx context.Context, cfg *Config) (*Catalog, error) {
-	return BuildCatalogWith(ctx, cfg, nil)
-}
-
-// BuildCatalogWith is BuildCatalog with options.
-func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Catalog, error) {
+// BuildCatalog loads every upstream's document and builds its tools: the
+// pure description that `tools` and `audit` print and that [New] serves. It
+// makes no client that serving uses (New makes one per upstream); opts may be
+// nil.
+func BuildCatalog(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Catalog, error) {
 	var o CatalogOptions
 	if opts != nil {
 		o = *opts
@@ -118,15 +120,14 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 		style = tagging.SpecNames
 	}
 	namer := tagging.NewNamer(style)
-	// One budget for the answers of every upstream of this catalog.
-	budget := upstream.NewResponseBudget(cfg.MaxResponseMemory)
-	cat := &Catalog{}
+	cat := &Catalog{bases: map[string]baseURL{}}
 	var validations []func() []string // each waits for one document's validation
 	for i := range cfg.Upstreams {
 		u := &cfg.Upstreams[i]
 		if u.OpenAPI == "" && u.Document == nil {
 			// A playbook engine without a document (see Playbooks).
-			if err := cat.addPlaybookEngine(ctx, namer, u, budget); err != nil {
+			cat.bases[u.Name] = resolveBase(u, nil)
+			if err := cat.buildPlaybooks(ctx, namer, u, nil); err != nil {
 				return nil, fmt.Errorf("upstream %s: playbooks: %v", u.Name, err)
 			}
 			continue
@@ -135,11 +136,7 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 		if err != nil {
 			return nil, &DocumentError{Upstream: u.Name, Source: u.OpenAPI, Err: err}
 		}
-		client, err := newClient(u, doc, budget)
-		if err != nil && cat.ServeErr == nil {
-			// Listing and auditing need no client: only serving fails.
-			cat.ServeErr = fmt.Errorf("upstream %s: %v", u.Name, err)
-		}
+		cat.bases[u.Name] = resolveBase(u, doc)
 		// Validation reads the document for as long as building its tools
 		// does (seconds, for Stripe's): do both at once.
 		validated := make(chan struct{})
@@ -164,7 +161,6 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 				cat.skip(u.Name, u.OpenAPI, op, err)
 				continue
 			}
-			t.Client = client
 			t.Source = u.OpenAPI
 			t.Security = doc.T.Security
 			if op.Operation.Security != nil {
@@ -174,7 +170,7 @@ func BuildCatalogWith(ctx context.Context, cfg *Config, opts *CatalogOptions) (*
 			cat.Tools = append(cat.Tools, t)
 		}
 		if u.Playbooks != nil {
-			if err := cat.buildPlaybooks(ctx, namer, u, doc, client); err != nil {
+			if err := cat.buildPlaybooks(ctx, namer, u, doc); err != nil {
 				return nil, fmt.Errorf("upstream %s: playbooks: %v", u.Name, err)
 			}
 		}
@@ -446,7 +442,30 @@ func (c *Catalog) dropDocuments() {
 	}
 }
 
-func newClient(u *Upstream, doc *upstream.Document, budget *upstream.ResponseBudget) (*upstream.Client, error) {
+// baseURL is where an upstream's calls go: the configured base_url, else the
+// document's absolute server URL; err says why there is none. An in-process
+// upstream (Handler) needs none.
+type baseURL struct {
+	url string
+	err error
+}
+
+func resolveBase(u *Upstream, doc *upstream.Document) baseURL {
+	if u.Handler != nil || u.BaseURL != "" {
+		return baseURL{url: u.BaseURL}
+	}
+	if doc != nil {
+		if su := doc.ServerURL(); su != nil {
+			return baseURL{url: su.String()}
+		}
+	}
+	return baseURL{err: errors.New("no base_url, and the document names no absolute server URL: set base_url (--upstream)")}
+}
+
+// newClient makes the client of upstream u: in-process for a Handler, else
+// remote at base. Serving makes one per upstream (see New); budget bounds the
+// answers all of them hold at once.
+func newClient(u *Upstream, base baseURL, budget *upstream.ResponseBudget) (*upstream.Client, error) {
 	opts := &upstream.ClientOptions{
 		Timeout:        u.Timeout,
 		Name:           u.Name,
@@ -457,15 +476,10 @@ func newClient(u *Upstream, doc *upstream.Document, budget *upstream.ResponseBud
 	if u.Handler != nil {
 		return upstream.NewInProcess(u.Handler, opts), nil
 	}
-	base := u.BaseURL
-	if base == "" {
-		su := doc.ServerURL()
-		if su == nil {
-			return nil, fmt.Errorf("no base_url, and the document names no absolute server URL: set base_url (--upstream)")
-		}
-		base = su.String()
+	if base.err != nil {
+		return nil, base.err
 	}
-	return upstream.NewRemote(base, opts)
+	return upstream.NewRemote(base.url, opts)
 }
 
 func countOperations(u *Upstream, doc *upstream.Document, selected int) UpstreamCount {

@@ -188,7 +188,7 @@ func TestConfigRelativeOpenAPI(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	cat, err := BuildCatalog(context.Background(), cfg)
+	cat, err := BuildCatalog(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatalf("the document next to the config was not found from another folder: %v", err)
 	}

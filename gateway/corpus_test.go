@@ -37,7 +37,7 @@ func TestCorpus(t *testing.T) {
 			if err := cfg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			cat, err := BuildCatalog(context.Background(), cfg)
+			cat, err := BuildCatalog(context.Background(), cfg, nil)
 			if err != nil {
 				refused++
 				if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, name) {
@@ -124,7 +124,7 @@ func TestCorpusDescriptions(t *testing.T) {
 			if err := cfg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			cat, err := BuildCatalog(context.Background(), cfg)
+			cat, err := BuildCatalog(context.Background(), cfg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,7 +183,7 @@ func TestCatalogSameOnEveryStart(t *testing.T) {
 				if err := cfg.Validate(); err != nil {
 					t.Fatal(err)
 				}
-				cat, err := BuildCatalog(context.Background(), cfg)
+				cat, err := BuildCatalog(context.Background(), cfg, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -22,6 +22,7 @@ import (
 	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/upstream"
+	"github.com/mcpgate/mcpgate/upstream/playbook"
 )
 
 // Version is the gateway's version, reported in initialize.
@@ -62,6 +63,11 @@ type Gateway struct {
 	calls   *callContexts // the POSTs being served, for the tool handlers (see frontDoor)
 	metrics *metrics      // nil when metrics are off
 
+	// The serving state: one client per upstream, by name, all under one
+	// response budget; the runner of each upstream that has playbooks.
+	clients map[string]*upstream.Client
+	runners map[string]*playbook.Runner
+
 	validated chan struct{} // closed when the documents' validation has ended
 	fast      *fastPath     // nil: every request goes to go-sdk
 
@@ -91,7 +97,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	// reports: its warnings are logged when it ends.
 	logger := g.logger
 	validated := g.validated
-	cat, err := BuildCatalogWith(ctx, cfg, &CatalogOptions{Validated: func(ws []string) {
+	cat, err := BuildCatalog(ctx, cfg, &CatalogOptions{Validated: func(ws []string) {
 		for _, w := range ws {
 			logger.Warn("openapi document", "warning", w)
 		}
@@ -100,16 +106,12 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cat.ServeErr != nil {
-		return nil, cat.ServeErr
-	}
 	g.catalog = cat
+	if err := g.startClients(); err != nil {
+		return nil, err
+	}
 	if cfg.Metrics.On() {
-		clients := map[string]*upstream.Client{}
-		for _, t := range cat.Tools {
-			clients[t.Upstream] = t.Client
-		}
-		g.metrics = newMetrics(clients)
+		g.metrics = newMetrics(g.clients)
 	}
 	if err := g.setUpAuth(ctx); err != nil {
 		return nil, err
@@ -149,6 +151,36 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 		return nil, err
 	}
 	return g, nil
+}
+
+// startClients makes the serving state from the catalog: one client per
+// upstream (an upstream without a base URL can be listed and audited, not
+// served) and one playbook runner per playbook engine, handed to its tools.
+func (g *Gateway) startClients() error {
+	budget := upstream.NewResponseBudget(g.cfg.MaxResponseMemory)
+	g.clients = make(map[string]*upstream.Client, len(g.cfg.Upstreams))
+	g.runners = map[string]*playbook.Runner{}
+	for i := range g.cfg.Upstreams {
+		u := &g.cfg.Upstreams[i]
+		c, err := newClient(u, g.catalog.bases[u.Name], budget)
+		if err != nil {
+			return fmt.Errorf("upstream %s: %v", u.Name, err)
+		}
+		g.clients[u.Name] = c
+		if opts := g.catalog.engines[u.Name]; opts != nil {
+			r, err := playbook.New(c, opts)
+			if err != nil {
+				return fmt.Errorf("upstream %s: playbooks: %v", u.Name, err)
+			}
+			g.runners[u.Name] = r
+		}
+	}
+	for _, t := range g.catalog.Tools {
+		if t.playbook != nil {
+			t.playbook.runner = g.runners[t.Upstream]
+		}
+	}
+	return nil
 }
 
 // Validated is closed once the background validation of the documents has
@@ -350,7 +382,7 @@ func (g *Gateway) callTool(ctx context.Context, t *Tool, req *mcp.CallToolReques
 		g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeUnreachable, Cause: err})
 		return res
 	}
-	res, rep := t.Client.Call(ctx, t.Binding, args, cred)
+	res, rep := g.clients[t.Upstream].Call(ctx, t.Binding, args, cred)
 	g.logCall(ctx, t, req, rep)
 	return res
 }

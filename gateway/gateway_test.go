@@ -40,7 +40,7 @@ func TestGolden(t *testing.T) {
 			if err := cfg.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			cat, err := BuildCatalog(context.Background(), cfg)
+			cat, err := BuildCatalog(context.Background(), cfg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,7 +65,7 @@ func TestGolden(t *testing.T) {
 				t.Errorf("%d tools, want %d", len(cat.Tools), doc.tools)
 			}
 			// The same document must give byte-identical output every time.
-			cat2, _ := BuildCatalog(context.Background(), cfg)
+			cat2, _ := BuildCatalog(context.Background(), cfg, nil)
 			var buf2 bytes.Buffer
 			cat2.Listing().WriteJSON(&buf2)
 			if !bytes.Equal(buf.Bytes(), buf2.Bytes()) {

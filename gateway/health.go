@@ -50,7 +50,7 @@ func (g *Gateway) readiness() error {
 		return errors.New("no tool is served (none exposed, or all held back by the lock)")
 	}
 	for _, t := range g.catalog.Tools {
-		if t.Client == nil {
+		if g.clients[t.Upstream] == nil {
 			return fmt.Errorf("upstream %s has no client", t.Upstream)
 		}
 	}

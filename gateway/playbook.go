@@ -49,7 +49,12 @@ type playbookSet struct {
 
 // buildPlaybooks makes u's playbook tools. doc is nil for an engine without
 // an OpenAPI document.
-func (c *Catalog) buildPlaybooks(ctx context.Context, namer *tagging.Namer, u *Upstream, doc *upstream.Document, client *upstream.Client) error {
+//
+// The runner that serves the tools is made by New, with the upstream's
+// serving client (see Gateway.startRunners); the catalog keeps the routes and
+// options it needs. A catalog route is read here, at build time, through a
+// client of its own, without credentials.
+func (c *Catalog) buildPlaybooks(ctx context.Context, namer *tagging.Namer, u *Upstream, doc *upstream.Document) error {
 	p := u.Playbooks
 	routes, catalogRoute := p.routes, p.Catalog
 	if doc != nil {
@@ -69,22 +74,29 @@ func (c *Catalog) buildPlaybooks(ctx context.Context, namer *tagging.Namer, u *U
 	if routes.Execute.IsZero() || routes.Status.IsZero() {
 		return errNoPlaybookRoutes
 	}
-	if client == nil {
-		return nil // listing or auditing without a base URL: ServeErr says why
-	}
-	runner, err := playbook.New(client, &playbook.Options{
+	engine := &playbook.Options{
 		Routes:       routes,
 		PollInterval: p.PollInterval,
 		Timeout:      p.Timeout,
 		DedupWindow:  p.DedupWindow,
 		Terminal:     p.Terminal,
-	})
-	if err != nil {
+	}
+	if err := engine.Check(); err != nil {
 		return err
 	}
+	if c.engines == nil {
+		c.engines = map[string]*playbook.Options{}
+	}
+	c.engines[u.Name] = engine
 	items := slices.Clone(p.Items)
 	if catalogRoute != "" {
-		found, err := discoverPlaybooks(ctx, client, catalogRoute)
+		found, err := []PlaybookItem(nil), error(nil)
+		client, cerr := newClient(u, c.bases[u.Name], nil)
+		if cerr != nil {
+			err = cerr
+		} else {
+			found, err = discoverPlaybooks(ctx, client, catalogRoute)
+		}
 		if err != nil {
 			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: playbook catalog %s: %v; serving only the configured items", u.Name, catalogRoute, err))
 		}
@@ -107,8 +119,6 @@ func (c *Catalog) buildPlaybooks(ctx context.Context, namer *tagging.Namer, u *U
 			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: playbook %s: skipped: %v", u.Name, it.Path, err))
 			continue
 		}
-		t.Client = client
-		t.playbook.runner = runner
 		c.Tools = append(c.Tools, t)
 		c.playbooks.tools[it.Path] = t
 	}
@@ -441,20 +451,4 @@ func (g *Gateway) logRun(ctx context.Context, t *Tool, out *playbook.Outcome) {
 		slog.String("tool", t.Tool.Name), slog.String("upstream", t.Upstream),
 		slog.String("execution_id", out.ExecutionID), slog.String("outcome", string(out.State)),
 		slog.Int("polls", out.Polls), slog.Bool("attached", out.Attached), slog.Bool("cancel_sent", out.CancelSent))
-}
-
-// addPlaybookEngine serves an upstream that has playbooks and no OpenAPI
-// document: its client needs base_url (or a Handler).
-func (c *Catalog) addPlaybookEngine(ctx context.Context, namer *tagging.Namer, u *Upstream, budget *upstream.ResponseBudget) error {
-	opts := &upstream.ClientOptions{Timeout: u.Timeout, Name: u.Name, MaxConcurrent: u.MaxConcurrent, QueueTimeout: u.QueueTimeout, ResponseBudget: budget}
-	var client *upstream.Client
-	if u.Handler != nil {
-		client = upstream.NewInProcess(u.Handler, opts)
-	} else {
-		var err error
-		if client, err = upstream.NewRemote(u.BaseURL, opts); err != nil {
-			return err
-		}
-	}
-	return c.buildPlaybooks(ctx, namer, u, nil, client)
 }

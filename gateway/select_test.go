@@ -88,7 +88,7 @@ func selectCatalog(t *testing.T, include, exclude []string) *Catalog {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	cat, err := BuildCatalogWith(context.Background(), cfg, &CatalogOptions{IncludeOrigin: true})
+	cat, err := BuildCatalog(context.Background(), cfg, &CatalogOptions{IncludeOrigin: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestIncludeStripe(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	cat, err := BuildCatalog(context.Background(), cfg)
+	cat, err := BuildCatalog(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

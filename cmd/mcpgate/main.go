@@ -441,7 +441,7 @@ func (m *cli) tools(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cat, err := gateway.BuildCatalog(ctx, cfg)
+	cat, err := gateway.BuildCatalog(ctx, cfg, nil)
 	if err != nil {
 		return c.loadError(err)
 	}
@@ -514,7 +514,7 @@ func (m *cli) audit(ctx context.Context, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	cat, err := gateway.BuildCatalogWith(ctx, cfg, &gateway.CatalogOptions{IncludeOrigin: true})
+	cat, err := gateway.BuildCatalog(ctx, cfg, &gateway.CatalogOptions{IncludeOrigin: true})
 	if err != nil {
 		return 0, c.loadError(err)
 	}

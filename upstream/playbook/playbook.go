@@ -188,6 +188,21 @@ type Runner struct {
 	lastPrune time.Time
 }
 
+// Check reports what New would refuse in o, so that a configuration can be
+// checked before any client exists.
+func (o *Options) Check() error {
+	if err := o.Routes.Validate(); err != nil {
+		return fmt.Errorf("playbook: %v", err)
+	}
+	if err := o.Terminal.Validate(); err != nil {
+		return fmt.Errorf("playbook: %v", err)
+	}
+	if o.PollInterval < 0 || o.Timeout < 0 {
+		return errors.New("playbook: poll_interval and timeout must not be negative")
+	}
+	return nil
+}
+
 // New returns a Runner that sends through c.
 func New(c *upstream.Client, opts *Options) (*Runner, error) {
 	r := &Runner{client: c, runs: map[string]*run{}}
@@ -195,14 +210,8 @@ func New(c *upstream.Client, opts *Options) (*Runner, error) {
 		r.opts = *opts
 	}
 	o := &r.opts
-	if err := o.Routes.Validate(); err != nil {
-		return nil, fmt.Errorf("playbook: %v", err)
-	}
-	if err := o.Terminal.Validate(); err != nil {
-		return nil, fmt.Errorf("playbook: %v", err)
-	}
-	if o.PollInterval < 0 || o.Timeout < 0 {
-		return nil, errors.New("playbook: poll_interval and timeout must not be negative")
+	if err := o.Check(); err != nil {
+		return nil, err
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = DefaultPollInterval
