@@ -443,6 +443,16 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 	if res.Content == nil {
 		res.Content = []mcp.Content{} // Server.callTool: avoid "null"
 	}
+	buf := getBuffer()
+	buf.WriteString("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":")
+	buf.Write(id)
+	buf.WriteString(",\"result\":")
+	if appendCallResult(buf, res) {
+		buf.Write(sseEnd)
+		writeSSE(w, buf)
+		return true
+	}
+	putBuffer(buf)
 	data, err := res.MarshalJSON()
 	if err != nil {
 		// go-sdk would fail the call the same way: an internal error.
