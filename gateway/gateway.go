@@ -398,9 +398,14 @@ func (g *Gateway) callTool(ctx context.Context, t *Tool, req *mcp.CallToolReques
 // call is counted. The ids come from req.Extra.Header, the header of the POST
 // that carried the call (the front door set requestIDHeader there): a call
 // path outside go-sdk passes a request whose Extra.Header is that header.
+//
+// A call that went well is a debug line: at 10k calls a second the line cost
+// 10 µs of a call's 80-90 µs of CPU (mcpgate-bench, c=8), and its counts and
+// latencies are in the metrics. A failed call is a warning at every level
+// but error.
 func (g *Gateway) logCall(ctx context.Context, t *Tool, req *mcp.CallToolRequest, rep upstream.Report) {
 	g.metrics.observeCall(t.Tool.Name, t.Upstream, rep)
-	level := slog.LevelInfo
+	level := slog.LevelDebug
 	if rep.Failed() {
 		level = slog.LevelWarn
 	}
