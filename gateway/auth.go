@@ -1,8 +1,8 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -99,18 +99,30 @@ func (g *Gateway) credentials(ctx context.Context, t *Tool, req *mcp.CallToolReq
 }
 
 // peekCall reads a JSON-RPC message's method and, for tools/call, the tool's
-// name. A body that does not parse gives empty strings (go-sdk answers it).
-func peekCall(body []byte) (method, tool string) {
-	var m struct {
-		Method string `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-		} `json:"params"`
+// name, with the decoder and the struct go-sdk itself reads the message with
+// (sdkParse, fastMessage: case-sensitive keys, as the dispatcher sees them),
+// so that the step-up check decides on the very method and tool that will
+// run. ok is false when the message cannot be read that way (a method or
+// params of the wrong type): the front door then refuses it, rather than let
+// it past a check it could not make.
+func peekCall(body []byte) (method, tool string, ok bool) {
+	var msg fastMessage
+	if !sdkParse(body, &msg) {
+		return "", "", false
 	}
-	if json.Unmarshal(body, &m) != nil {
-		return "", ""
+	if len(msg.Method) > 0 && !sdkParse(msg.Method, &method) {
+		return "", "", false
 	}
-	return m.Method, m.Params.Name
+	if method != "tools/call" {
+		return method, "", true
+	}
+	var p struct {
+		Name string `json:"name"`
+	}
+	if len(msg.Params) > 0 && !bytes.Equal(msg.Params, []byte("null")) && !sdkParse(msg.Params, &p) {
+		return "", "", false
+	}
+	return method, p.Name, true
 }
 
 // refuseCall answers a call the step-up policy refused.

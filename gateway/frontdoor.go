@@ -97,7 +97,14 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if f.authorize != nil {
-			method, tool := peekCall(body)
+			method, tool, ok := peekCall(body)
+			if !ok {
+				writeRPCError(w, http.StatusBadRequest, &jsonrpc.Error{
+					Code:    jsonrpc.CodeInvalidRequest,
+					Message: "invalid request: the method, or a tools/call's params, is not of the type JSON-RPC and MCP give it",
+				})
+				return
+			}
 			if status, challenge, ok := f.authorize(r, method, tool); !ok {
 				refuseCall(w, status, challenge)
 				return
