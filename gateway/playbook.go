@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -399,7 +401,7 @@ func (g *Gateway) playbookHandler(t *Tool) mcp.ToolHandler {
 			g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeUnreachable, Cause: err})
 			return res, nil
 		}
-		run := playbook.Request{Tool: t.Tool.Name, Path: pb.path, Workload: pb.workload(args), Cred: cred}
+		run := playbook.Request{Tool: t.Tool.Name, Path: pb.path, Workload: pb.workload(args), Cred: cred, Caller: g.callerID(req)}
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 			run.Progress = func(p playbook.Progress) {
 				// Errors are the client's stream gone: the run carries on
@@ -425,6 +427,19 @@ func (pb *playbookTool) workload(args map[string]any) map[string]any {
 	return w
 }
 
+// callerID is an opaque digest of who makes a call, for the playbook dedup
+// table: of the POST's Authorization header (verified or not: a different
+// header is a different caller), or over stdio of the static token. Never
+// the credential itself.
+func (g *Gateway) callerID(req *mcp.CallToolRequest) string {
+	who := "stdio:" + g.opts.StaticToken
+	if req.Extra != nil && req.Extra.Header != nil {
+		who = "http:" + req.Extra.Header.Get("Authorization")
+	}
+	sum := sha256.Sum256([]byte(who))
+	return hex.EncodeToString(sum[:])
+}
+
 // progressMessage is what a client shows while a run goes on.
 func progressMessage(path string, p playbook.Progress) string {
 	msg := fmt.Sprintf("playbook %s running (poll %d)", path, p.Polls)
@@ -442,7 +457,11 @@ func progressMessage(path string, p playbook.Progress) string {
 }
 
 // logRun writes the line a playbook call leaves: never the workload.
+//
+// It also counts the run in mcpgate_playbook_runs_total, so that both front
+// ends (/mcp and the NoETL endpoint) are counted.
 func (g *Gateway) logRun(ctx context.Context, t *Tool, out *playbook.Outcome) {
+	g.metrics.playbookRun(t.Tool.Name, string(out.State))
 	level := slog.LevelInfo
 	if out.State == playbook.TimedOut || out.State == playbook.NotStarted && out.HTTPStatus >= 500 {
 		level = slog.LevelWarn

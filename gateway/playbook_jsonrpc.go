@@ -139,8 +139,8 @@ func (g *Gateway) playbookRPCCall(w http.ResponseWriter, r *http.Request, id, ra
 	}
 	// The engine is shown what its upstream's auth mode says, exactly as
 	// for a call through /mcp, never simply the inbound token.
-	cred, err := g.credentials(r.Context(), t, &mcp.CallToolRequest{Extra: &mcp.RequestExtra{
-		Header: r.Header, TokenInfo: sdkauth.TokenInfoFromContext(r.Context())}})
+	callReq := &mcp.CallToolRequest{Extra: &mcp.RequestExtra{Header: r.Header, TokenInfo: sdkauth.TokenInfoFromContext(r.Context())}}
+	cred, err := g.credentials(r.Context(), t, callReq)
 	if err != nil {
 		res := &mcp.CallToolResult{}
 		res.SetError(fmt.Errorf("the gateway could not obtain a credential for upstream %s", t.Upstream))
@@ -150,7 +150,7 @@ func (g *Gateway) playbookRPCCall(w http.ResponseWriter, r *http.Request, id, ra
 	pb := t.playbook
 	// r.Context ends when the client hangs up: the run is then left, and
 	// cancelled upstream after the runner's linger.
-	out := pb.runner.Run(r.Context(), playbook.Request{Tool: t.Tool.Name, Path: pb.path, Workload: pb.workload(args), Cred: cred})
+	out := pb.runner.Run(r.Context(), playbook.Request{Tool: t.Tool.Name, Path: pb.path, Workload: pb.workload(args), Cred: cred, Caller: g.callerID(callReq)})
 	g.logRun(r.Context(), t, out)
 	switch out.State {
 	case playbook.TimedOut:

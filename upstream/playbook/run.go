@@ -29,6 +29,11 @@ type Request struct {
 	Workload map[string]any
 	// Cred is what the engine is shown, as for any REST tool call.
 	Cred upstream.Credentials
+	// Caller names who asks, for the dedup table: an opaque digest of the
+	// caller's own inbound credential (never the credential). It matters
+	// because Cred may be the same for every caller (client_credentials,
+	// static, none): two callers must never share a run.
+	Caller string
 	// Progress, if set, is called on the caller's goroutine after each
 	// status poll that this request saw.
 	Progress func(Progress)
@@ -151,8 +156,8 @@ func (r *Runner) abandonText(path, id string) string {
 	return what + fmt.Sprintf("; the gateway cancels the run upstream unless the same call is re-sent within %s", r.opts.Linger)
 }
 
-// key is the dedup key: a hash of the caller's credential, the tool and the
-// arguments. The credential itself is never kept. "" when dedup is off.
+// key is the dedup key: a hash of the caller, the credential the engine is
+// shown, the tool and the arguments. Neither credential is kept. "" when dedup is off.
 func (r *Runner) key(req Request) string {
 	if r.opts.DedupWindow < 0 {
 		return ""
@@ -161,10 +166,11 @@ func (r *Runner) key(req Request) string {
 	if err != nil {
 		return ""
 	}
-	cred := sha256.Sum256([]byte(req.Cred.BearerToken))
 	h := sha256.New()
-	h.Write(cred[:])
-	h.Write([]byte{0})
+	for _, part := range []string{req.Caller, req.Cred.BearerToken, req.Cred.Header, req.Cred.Value} {
+		sum := sha256.Sum256([]byte(part)) // fixed length: no part can run into the next
+		h.Write(sum[:])
+	}
 	h.Write([]byte(req.Tool))
 	h.Write([]byte{0})
 	h.Write([]byte(req.Path))
