@@ -246,7 +246,7 @@ func (g *Gateway) newMux() *mux.Router {
 	if g.cfg.Stateful {
 		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions)
 	}
-	playbookRPC := http.Handler(http.HandlerFunc(g.servePlaybookRPC))
+	playbookRPC := http.Handler(&noetlDoor{fd: fd, next: http.HandlerFunc(g.servePlaybookRPC)})
 	if g.verifier != nil {
 		fd.authorize = g.authorizeCall
 		r.Handle("/mcp", g.verifier.Middleware(fd))

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/gorilla/mux"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,6 +39,39 @@ const defaultNoETLProtocol = "2024-11-05"
 // and secrets are never shown. A playbook that is hidden (exposes_as_mcp
 // false) is answered exactly as one that does not exist, so the endpoint
 // does not reveal it.
+// noetlDoor is the NoETL-compatible endpoint's front door: the checks /mcp
+// makes before anything runs, which a playbook run needs as much as a tool
+// call. A JSON Content-Type (a browser sends text/plain cross-site without a
+// preflight, so a web page could start runs on a local gateway); on a
+// loopback listener, a loopback Host (DNS rebinding, as go-sdk refuses it on
+// /mcp); and the body read once under max_body_bytes and body_timeout, so a
+// trickling body cannot hold a connection forever.
+type noetlDoor struct {
+	fd   *frontDoor
+	next http.Handler
+}
+
+func (d *noetlDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
+		if isLoopback(la.String()) && !isLoopback(r.Host) {
+			writeRPCError(w, http.StatusForbidden, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+				Message: "forbidden: a gateway listening on loopback answers only a loopback Host (DNS rebinding protection)"})
+			return
+		}
+	}
+	if !isJSON(r.Header.Get("Content-Type")) {
+		writeRPCError(w, http.StatusUnsupportedMediaType, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: "unsupported media type: POST a JSON-RPC message as application/json"})
+		return
+	}
+	body, ok := d.fd.readBody(w, r)
+	if !ok {
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	d.next.ServeHTTP(w, r)
+}
+
 func (g *Gateway) servePlaybookRPC(w http.ResponseWriter, r *http.Request) {
 	path := mux.Vars(r)["path"]
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes))
