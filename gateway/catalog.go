@@ -149,6 +149,9 @@ func BuildCatalog(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Cata
 			return nil, fmt.Errorf("upstream %s: %v", u.Name, err)
 		}
 		ops := cat.explain(u.Name, tagging.Explain(doc.T, selOpts))
+		if u.Playbooks != nil {
+			ops = cat.withoutPlaybookRoutes(u, doc, ops)
+		}
 		for _, p := range tagging.Problems(doc.T) {
 			cat.Warnings = append(cat.Warnings, u.Name+": "+p)
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -125,6 +126,35 @@ func (c *Catalog) buildPlaybooks(ctx context.Context, namer *tagging.Namer, u *U
 		c.playbooks.tools[it.Path] = t
 	}
 	return nil
+}
+
+// withoutPlaybookRoutes drops from ops an engine's own playbook routes
+// (execute, status, cancel, catalog: configured or marked x-mcp-playbook).
+// Served as REST tools they would bypass what the playbook tools enforce:
+// execute would start any playbook by path, hidden ones included, and the
+// catalog would list them, secret defaults and all. The selection says why.
+func (c *Catalog) withoutPlaybookRoutes(u *Upstream, doc *upstream.Document, ops []tagging.Operation) []tagging.Operation {
+	routes := map[string]bool{}
+	for _, r := range []playbook.Route{u.Playbooks.routes.Execute, u.Playbooks.routes.Status, u.Playbooks.routes.Cancel} {
+		if !r.IsZero() {
+			routes[r.String()] = true
+		}
+	}
+	if cr, err := playbook.ParseRoute(u.Playbooks.Catalog); err == nil {
+		routes[cr.String()] = true
+	}
+	for _, r := range markedRoutes(doc.T) {
+		routes[r.String()] = true
+	}
+	kept := ops[:0]
+	for _, op := range ops {
+		if routes[op.Method+" "+op.Path] {
+			c.skipSelection(u.Name, op, errors.New("a playbook route of this upstream: its playbooks are served as playbook tools, and the route itself is not a tool"))
+			continue
+		}
+		kept = append(kept, op)
+	}
+	return kept
 }
 
 // markedRoutes finds the operations marked x-mcp-playbook, by role.
