@@ -124,6 +124,11 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w = sw
 		}
 	}
+	if r.Method == http.MethodPost {
+		ew := &rpcErrors{ResponseWriter: w, body: body}
+		defer ew.finish()
+		w = ew
+	}
 	f.next.ServeHTTP(w, r)
 }
 
