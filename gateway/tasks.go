@@ -371,7 +371,7 @@ func (d *taskDoor) create(r *http.Request, p *taskParams) (any, *jsonrpc.Error) 
 	}
 	runner := t.playbook.runner
 	now := d.now()
-	c := &taskClaims{Upstream: t.Upstream, Path: t.playbook.path, Caller: callerHash(r), Created: now.UnixMilli(),
+	c := &taskClaims{Upstream: t.Upstream, Path: t.playbook.path, Caller: callerHash(r), Created: now.UnixMilli(), // the run's start, once known
 		TTL: d.grantTTL(p.Task.TTL, runner.Options().Timeout).Milliseconds()}
 	ctx := r.Context()
 	req := callRequest(r, p.Name, p.Arguments)
@@ -392,7 +392,14 @@ func (d *taskDoor) create(r *http.Request, p *taskParams) (any, *jsonrpc.Error) 
 			break
 		}
 		run := playbook.Request{Tool: t.Tool.Name, Path: t.playbook.path, Workload: t.playbook.workload(args), Cred: cred}
-		c.Execution, out = runner.Start(ctx, run)
+		var begun time.Time
+		c.Execution, begun, out = runner.Start(ctx, run)
+		if !begun.IsZero() {
+			// The task is the run: created when it began (earlier, when
+			// the call joined a run already going), so that the task's
+			// ceiling is the run's own.
+			c.Created = begun.UnixMilli()
+		}
 		if out != nil {
 			c.Error = statusText(out.Result)
 			d.g.logRun(ctx, t, out)
@@ -492,8 +499,10 @@ func (d *taskDoor) get(r *http.Request, id string) (any, *jsonrpc.Error) {
 	case s.State == "" && d.now().After(deadline(c, runner)):
 		// Past its ceiling: the runner that drives it cancels it (if the
 		// engine can); tasks/result says so too.
-		return d.wire(id, c, runner, playbook.TimedOut,
-			fmt.Sprintf("playbook %s did not finish within %s (execution %s)", c.Path, runner.Options().Timeout, c.Execution)), nil
+		return d.wire(id, c, runner, playbook.TimedOut, runner.CeilingText(c.Path, c.Execution)), nil
+	case s.State == playbook.Cancelled && !d.now().Before(deadline(c, runner)):
+		// Cancelled by the runner at the ceiling, not by request.
+		return d.wire(id, c, runner, playbook.TimedOut, runner.CeilingText(c.Path, c.Execution)+"; it was cancelled upstream"), nil
 	case s.State == "":
 		return d.wire(id, c, runner, "", runningMessage(c.Path, s.Progress)), nil
 	}

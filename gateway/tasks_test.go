@@ -261,8 +261,8 @@ func TestTaskCeiling(t *testing.T) {
 		t.Errorf("tasks/result took %s: not bounded by the 300ms ceiling", d)
 	}
 	waitFor(t, "the engine to see the cancel", func() bool { return te.e.Counts().Cancelled == 1 })
-	if task, _ := te.poll(t, "", id); task["status"] != "cancelled" {
-		t.Errorf("after the ceiling: %v", task)
+	if task, _ := te.poll(t, "", id); task["status"] != "failed" || !strings.Contains(task["statusMessage"].(string), "did not finish within 300ms") {
+		t.Errorf("after the ceiling: %v, want failed past its ceiling", task)
 	}
 }
 

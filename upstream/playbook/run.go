@@ -84,6 +84,7 @@ type run struct {
 	done    chan struct{} // closed when out is set
 	out     *Outcome
 	started chan struct{} // closed when the engine has given the execution id
+	begun   time.Time     // when the run started: its ceiling runs from here
 
 	mu       sync.Mutex // guards the fields below
 	waiters  int
@@ -203,7 +204,7 @@ func (r *Runner) attach(key string, req Request) (*run, bool) {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	rn := &run{key: key, ctx: ctx, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), changed: make(chan struct{}), waiters: 1}
+	rn := &run{key: key, ctx: ctx, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), changed: make(chan struct{}), waiters: 1, begun: time.Now()}
 	if key != "" {
 		r.runs[key] = rn
 	}

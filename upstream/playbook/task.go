@@ -32,16 +32,18 @@ var ErrNoCancelRoute = errors.New("playbook: the engine has no cancel route")
 // after the linger; this runner polls it to its end, and at the ceiling
 // (Options.Timeout) cancels it upstream, as for any run.
 //
-// When the engine refuses to start the run, or ctx ends before it answers,
-// Start returns the outcome to report and no id.
-func (r *Runner) Start(ctx context.Context, req Request) (string, *Outcome) {
+// It returns the execution id and when the run began (earlier than now
+// when it joined a run already going): the run's ceiling is that plus
+// Options.Timeout. When the engine refuses to start the run, or ctx ends
+// before it answers, Start returns the outcome to report and no id.
+func (r *Runner) Start(ctx context.Context, req Request) (string, time.Time, *Outcome) {
 	rn, attached := r.attach(r.key(req), req)
 	select {
 	case <-rn.started:
 	case <-rn.done:
 	case <-ctx.Done():
 		r.detach(rn)
-		return "", &Outcome{State: Cancelled, Attached: attached,
+		return "", time.Time{}, &Outcome{State: Cancelled, Attached: attached,
 			Result: errorResult(r.abandonText(req.Path, ""), "", req.Path, nil, r.opts.MaxStructured)}
 	}
 	rn.mu.Lock()
@@ -50,9 +52,9 @@ func (r *Runner) Start(ctx context.Context, req Request) (string, *Outcome) {
 	if id == "" { // done without an id: the engine did not start it
 		out := *rn.out
 		out.Attached = attached
-		return "", &out
+		return "", time.Time{}, &out
 	}
-	return id, nil
+	return id, rn.begun, nil
 }
 
 // Snapshot is what one status poll says of a run.
@@ -137,6 +139,10 @@ func (r *Runner) Await(ctx context.Context, id, path string, cred upstream.Crede
 		}
 		s, err := r.Check(ctx, id, path, cred)
 		switch {
+		case err == nil && s.State == Cancelled && !time.Now().Before(deadline):
+			// The runner that drives the run cancelled it at the ceiling.
+			return &Outcome{State: TimedOut, ExecutionID: id, Status: s.Status, Polls: polls + 1, CancelSent: true,
+				Result: errorResult(r.CeilingText(path, id)+"; it was cancelled upstream", id, path, s.Status, r.opts.MaxStructured)}, nil
 		case err == nil && s.State != "":
 			return &Outcome{State: s.State, ExecutionID: id, Status: s.Status, Result: s.Result, Polls: polls + 1}, nil
 		case err != nil && ctx.Err() != nil:
@@ -156,13 +162,18 @@ func (r *Runner) Await(ctx context.Context, id, path string, cred upstream.Crede
 			if s != nil {
 				out.Status = s.Status
 			}
-			msg := fmt.Sprintf("playbook %s did not finish within %s (execution %s)", path, r.opts.Timeout, id)
-			out.CancelSent, msg = r.cancelUpstream(id, cred, msg)
+			var msg string
+			out.CancelSent, msg = r.cancelUpstream(id, cred, r.CeilingText(path, id))
 			out.Result = errorResult(msg, id, path, out.Status, r.opts.MaxStructured)
 			return out, nil
 		}
 		tick.Reset(min(wait, r.opts.PollInterval))
 	}
+}
+
+// CeilingText says that a run did not finish within Options.Timeout.
+func (r *Runner) CeilingText(path, id string) string {
+	return fmt.Sprintf("playbook %s did not finish within %s (execution %s)", path, r.opts.Timeout, id)
 }
 
 // Cancel calls the cancel route for execution id. It returns
