@@ -89,6 +89,10 @@ type Config struct {
 	// Upstreams are the APIs served. At least one.
 	Upstreams []Upstream `yaml:"upstreams"`
 
+	// Tasks configures MCP tasks (2025-11-25) for playbook tools: the key
+	// that seals task ids, and their ttl. See TasksConfig.
+	Tasks TasksConfig `yaml:"tasks"`
+
 	// Auth verifies inbound bearer tokens (issuer, audience, scopes, the
 	// step-up policy); see auth.Config. Nil: nothing is verified, and the
 	// gateway says so at start-up.
@@ -285,6 +289,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.Metrics.validate(); err != nil {
+		return err
+	}
+	if err := c.Tasks.validate(); err != nil {
 		return err
 	}
 	if len(c.Upstreams) == 0 {

@@ -120,6 +120,7 @@ func buildToolPages(served []*Tool, pageSize int) (*toolPages, error) {
 		tools = append(tools, t.Tool)
 	}
 	slices.SortFunc(tools, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
+	tasks := taskToolNames(served) // go-sdk's answer gets them from taskDoor.middleware
 	p := &toolPages{cursors: map[string]int{}, after: map[string]int{}}
 	for start := 0; ; start += pageSize {
 		end := min(start+pageSize, len(tools))
@@ -136,6 +137,9 @@ func buildToolPages(served []*Tool, pageSize int) (*toolPages, error) {
 			p.after[last] = len(p.pages) + 1
 		}
 		b, err := marshalNoEscape(res)
+		if err == nil {
+			b, err = withTaskSupport(b, tasks)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("gateway: prebuild tools/list: %v", err)
 		}

@@ -58,6 +58,7 @@ type frontDoor struct {
 	sessions    *sessionBook // nil when stateless
 	metrics     *metrics     // nil when metrics are off
 	fast        *fastPath    // nil: stateful, or turned off
+	tasks       *taskDoor    // nil: no playbook tools (see tasks.go)
 	// authorize, when set, is the step-up seam (see gateway/auth.go): it is
 	// called for every POSTed message after the body is parsed and before
 	// anything is dispatched; when it says no, the front door answers with
@@ -90,7 +91,8 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Header.Set(requestIDHeader, id)
 		w.Header().Set(requestIDHeader, id) // the caller's handle on the log lines of its calls
 	}
-	if r.Method == http.MethodPost && isJSON(r.Header.Get("Content-Type")) {
+	rpc := r.Method == http.MethodPost && isJSON(r.Header.Get("Content-Type"))
+	if rpc {
 		if e := checkMessage(body); e != nil {
 			f.metrics.refuseMessage(body, e)
 			writeRPCError(w, http.StatusBadRequest, e)
@@ -110,6 +112,12 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
+		// Task requests go-sdk cannot read (it drops params.task): a
+		// stateless gateway answers them here; a stateful one once the
+		// session is checked, below.
+		if f.sessions == nil && f.tasks.serve(w, r, body) {
+			return
+		}
 		if f.fast != nil && f.fast.serve(w, r, body) {
 			return
 		}
@@ -122,6 +130,9 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if sw != nil {
 			defer sw.finish()
 			w = sw
+		}
+		if rpc && r.Header.Get(sessionIDHeader) != "" && f.tasks.serve(w, r, body) {
+			return
 		}
 	}
 	if r.Method == http.MethodPost {

@@ -70,6 +70,7 @@ type Gateway struct {
 
 	validated chan struct{} // closed when the documents' validation has ended
 	fast      *fastPath     // nil: every request goes to go-sdk
+	tasks     *taskDoor     // nil: no playbook tools, so no MCP tasks
 
 	// Auth (see auth.go's seam notes): verifier is nil without cfg.Auth;
 	// outbound holds each upstream's credential source by name; require
@@ -149,6 +150,12 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	g.served = len(served)
 	if g.fast, err = newFastPath(g, served); err != nil {
 		return nil, err
+	}
+	if g.tasks, err = newTaskDoor(g, served); err != nil {
+		return nil, err
+	}
+	if g.tasks != nil {
+		g.server.AddReceivingMiddleware(g.tasks.middleware)
 	}
 	return g, nil
 }
@@ -242,6 +249,7 @@ func (g *Gateway) newMux() *mux.Router {
 		calls:       g.calls,
 		metrics:     g.metrics,
 		fast:        g.fast,
+		tasks:       g.tasks,
 	}
 	if g.cfg.Stateful {
 		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions)

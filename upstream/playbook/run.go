@@ -86,8 +86,10 @@ type run struct {
 	ctx    context.Context // the run's own; cancelled when abandoned
 	cancel context.CancelFunc
 
-	done chan struct{} // closed when out is set
-	out  *Outcome
+	done    chan struct{} // closed when out is set
+	out     *Outcome
+	started chan struct{} // closed when the engine has given the execution id
+	begun   time.Time     // when the run started: its ceiling runs from here
 
 	mu       sync.Mutex // guards the fields below
 	waiters  int
@@ -208,7 +210,7 @@ func (r *Runner) attach(key string, req Request) (*run, bool) {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	rn := &run{key: key, ctx: ctx, cancel: cancel, done: make(chan struct{}), changed: make(chan struct{}), waiters: 1}
+	rn := &run{key: key, ctx: ctx, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), changed: make(chan struct{}), waiters: 1, begun: time.Now()}
 	if key != "" {
 		r.runs[key] = rn
 	}
@@ -306,6 +308,7 @@ func (r *Runner) poll(rn *run, req Request) *Outcome {
 	rn.mu.Lock()
 	rn.id = id
 	rn.mu.Unlock()
+	close(rn.started)
 	out := &Outcome{ExecutionID: id}
 	tick := time.NewTimer(0) // the first poll at once: a fast run answers at once
 	defer tick.Stop()
@@ -397,7 +400,10 @@ func (r *Runner) cancelUpstream(id string, cred upstream.Credentials, msg string
 }
 
 // fatalError is a status answer that polling again cannot mend (4xx).
-type fatalError struct{ msg string }
+type fatalError struct {
+	msg    string
+	status int // the engine's HTTP status
+}
 
 func (e *fatalError) Error() string { return e.msg }
 
@@ -441,7 +447,7 @@ func (r *Runner) status(ctx context.Context, id string, cred upstream.Credential
 		return nil, err
 	}
 	if a.Status >= 400 && a.Status < 500 && a.Status != 429 {
-		return nil, &fatalError{fmt.Sprintf("the engine answered HTTP %d%s", a.Status, detail(a.Body))}
+		return nil, &fatalError{fmt.Sprintf("the engine answered HTTP %d%s", a.Status, detail(a.Body)), a.Status}
 	}
 	if a.Status < 200 || a.Status > 299 {
 		return nil, fmt.Errorf("the engine answered HTTP %d%s", a.Status, detail(a.Body))

@@ -1,0 +1,773 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/upstream"
+	"github.com/mcpgate/mcpgate/upstream/playbook"
+)
+
+// MCP tasks (protocol 2025-11-25, experimental in the spec) for playbook
+// tools, over HTTP at /mcp.
+//
+// A playbook run is what tasks exist for: a client sends tools/call with
+// params.task, gets a task at once, polls tasks/get and fetches the result
+// with tasks/result. go-sdk v1.8.0 knows none of this (it drops params.task
+// when it decodes tools/call), so the front door answers these requests
+// itself (taskDoor.serve), before go-sdk sees them, and go-sdk's own answers
+// to initialize and tools/list get the tasks capability and each playbook
+// tool's execution.taskSupport added by a receiving middleware
+// (taskDoor.middleware) — go-sdk's documented seam for changing a method's
+// result; its ServerCapabilities and Tool have no field for either.
+//
+// A task id is self-describing and sealed (AES-256-GCM, key from
+// TasksConfig.KeyEnv): it holds the upstream, the playbook, the engine's
+// execution id, a hash of the caller and the task's creation time and ttl.
+// So any replica of a stateless gateway that has the key can answer for any
+// task, without shared state: tasks/get polls the engine once, tasks/result
+// polls until the run ends, tasks/cancel calls the cancel route. An id
+// that does not open under the key, that another caller presents, or whose
+// ttl has passed is "not found" (-32602, as the spec says for an unknown
+// task). The id holds a hash of the caller's identity, never a credential.
+//
+// What this does not do, and why:
+//   - tasks/list answers an empty list: a stateless gateway keeps no record
+//     of the tasks it made. So the capability does not advertise "list"
+//     (the spec: a task tasks/get can see must be listed).
+//   - A task's state is the engine's. A cancelled task reads "cancelled"
+//     because the engine then reports the run CANCELLED (or CANCELED) in
+//     its status (at the terminal pointer, NoETL's "status"); an engine that
+//     reports a cancelled run otherwise shows it "failed".
+//   - No notifications/tasks/status (optional in the spec): a stateless
+//     POST has no stream to send it on.
+//   - Over stdio and in 2026-07-28 requests there are no tasks (the
+//     2026-07-28 tasks extension is another protocol).
+
+// DefaultTaskTTL is how long a task is kept when the client asks for no
+// ttl, and the longest ttl granted.
+const DefaultTaskTTL = time.Hour
+
+// minTaskKeyBytes is the least key material TasksConfig.KeyEnv may hold.
+const minTaskKeyBytes = 32
+
+// TasksConfig configures MCP tasks for playbook tools (see package doc of
+// tasks.go: task-augmented tools/call, tasks/get, tasks/result,
+// tasks/cancel).
+//
+//	tasks:
+//	  key_env: MCPGATE_TASK_KEY   # the variable holding the key
+//	  ttl: 1h
+type TasksConfig struct {
+	// KeyEnv names the environment variable that holds the key sealing
+	// task ids: any text of at least 32 bytes (e.g. `openssl rand -base64
+	// 32`). Every replica of a stateless gateway needs the same key, so that
+	// any of them can answer for a task another one made. Empty (the
+	// default): a random key made at start-up, so tasks work only against
+	// this process and not across a restart; a warning says so.
+	KeyEnv string `yaml:"key_env"`
+	// TTL is how long a task (its id) stays valid, from its creation, when
+	// the client asks for no ttl, and the longest granted: a client's ttl is
+	// granted within [the playbook's timeout, TTL]. Default DefaultTaskTTL
+	// (1h).
+	TTL time.Duration `yaml:"ttl"`
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func (c *TasksConfig) validate() error {
+	if c.TTL < 0 {
+		return fmt.Errorf("tasks.ttl: %s must not be negative", c.TTL)
+	}
+	if c.TTL == 0 {
+		c.TTL = DefaultTaskTTL
+	}
+	if c.KeyEnv != "" && !envName.MatchString(c.KeyEnv) {
+		return fmt.Errorf("tasks.key_env: %q is not an environment variable name", c.KeyEnv)
+	}
+	return nil
+}
+
+// taskKey returns the AEAD that seals task ids: from the variable
+// cfg.KeyEnv names, or random (with a warning) when it names none.
+func taskKey(cfg TasksConfig, logger *slog.Logger) (cipher.AEAD, error) {
+	var key [32]byte
+	if cfg.KeyEnv == "" {
+		rand.Read(key[:])
+		logger.Warn("tasks: no tasks.key_env: task ids are sealed with a random key, so MCP tasks work only against this process and not across a restart or between replicas")
+	} else {
+		v := os.Getenv(cfg.KeyEnv)
+		if len(v) < minTaskKeyBytes {
+			what := "is not set"
+			if v != "" {
+				what = fmt.Sprintf("holds %d bytes", len(v))
+			}
+			return nil, fmt.Errorf("tasks.key_env: $%s %s; a task key needs at least %d bytes (e.g. openssl rand -base64 32)", cfg.KeyEnv, what, minTaskKeyBytes)
+		}
+		// Any text of enough entropy will do: SHA-256 makes it an AES-256
+		// key, under a label of its own so the same secret used elsewhere
+		// gives another key.
+		key = sha256.Sum256([]byte("mcpgate task id key v1\x00" + v))
+	}
+	block, err := aes.NewCipher(key[:])
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+// taskClaims are what a task id holds, sealed.
+type taskClaims struct {
+	Upstream  string `json:"u"`
+	Path      string `json:"p"`           // the playbook
+	Execution string `json:"x,omitempty"` // the engine's execution id; "" when the run never started
+	Caller    []byte `json:"c"`           // callerHash of whoever created it
+	Created   int64  `json:"t"`           // Unix milliseconds
+	TTL       int64  `json:"l"`           // milliseconds
+	// Error is why the run never started (invalid arguments, the engine
+	// refused): the task is born failed, and this is its result's text.
+	Error string `json:"e,omitempty"`
+}
+
+// taskIDLabel is the additional data of every sealed id: an id of another
+// kind or version never opens as a task id.
+var taskIDLabel = []byte("mcpgate/task/v1")
+
+func sealTask(aead cipher.AEAD, c *taskClaims) (string, error) {
+	plain, err := json.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plain)+aead.Overhead())
+	rand.Read(nonce)
+	return base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, plain, taskIDLabel)), nil
+}
+
+func openTask(aead cipher.AEAD, id string) (*taskClaims, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(id)
+	if err != nil || len(raw) < aead.NonceSize() {
+		return nil, false
+	}
+	plain, err := aead.Open(nil, raw[:aead.NonceSize()], raw[aead.NonceSize():], taskIDLabel)
+	if err != nil {
+		return nil, false
+	}
+	var c taskClaims
+	if json.Unmarshal(plain, &c) != nil {
+		return nil, false
+	}
+	return &c, true
+}
+
+// callerHash is who a task belongs to: the verified token's subject when
+// the gateway verifies tokens (so a refreshed token still sees its tasks),
+// else the Authorization header. Hashed: the id never holds a credential,
+// even sealed.
+func callerHash(r *http.Request) []byte {
+	h := sha256.New()
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" {
+		h.Write([]byte("sub\x00" + ti.UserID))
+	} else {
+		h.Write([]byte("authorization\x00" + strings.Join(r.Header.Values("Authorization"), "\n")))
+	}
+	return h.Sum(nil)[:16]
+}
+
+// taskDoor answers the task requests at /mcp (see the notes at the top of
+// this file). Safe for concurrent use.
+type taskDoor struct {
+	g      *Gateway
+	aead   cipher.AEAD
+	maxTTL time.Duration
+	byName map[string]*Tool // every tool served, by name
+	byPath map[string]*Tool // the playbook tools served, by playbook path
+	names  map[string]bool  // the playbook tools' names
+	now    func() time.Time // tests
+}
+
+// newTaskDoor returns nil (no tasks) when no playbook tool is served.
+func newTaskDoor(g *Gateway, served []*Tool) (*taskDoor, error) {
+	d := &taskDoor{g: g, maxTTL: g.cfg.Tasks.TTL, byName: map[string]*Tool{}, byPath: map[string]*Tool{}, now: time.Now}
+	for _, t := range served {
+		d.byName[t.Tool.Name] = t
+		if t.IsPlaybook() {
+			d.byPath[t.playbook.path] = t
+		}
+	}
+	if len(d.byPath) == 0 {
+		return nil, nil
+	}
+	d.names = taskToolNames(served)
+	if d.maxTTL <= 0 {
+		d.maxTTL = DefaultTaskTTL
+	}
+	var err error
+	if d.aead, err = taskKey(g.cfg.Tasks, g.logger); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// The wire shapes of 2025-11-25 tasks (schema.ts: Task, CreateTaskResult,
+// ListTasksResult).
+type taskWire struct {
+	TaskID        string `json:"taskId"`
+	Status        string `json:"status"` // working | completed | failed | cancelled
+	StatusMessage string `json:"statusMessage,omitempty"`
+	CreatedAt     string `json:"createdAt"`
+	LastUpdatedAt string `json:"lastUpdatedAt"`
+	TTL           int64  `json:"ttl"`
+	PollInterval  int64  `json:"pollInterval,omitempty"`
+}
+
+// Keys of _meta the tasks spec defines.
+const (
+	metaRelatedTask       = "io.modelcontextprotocol/related-task"
+	metaImmediateResponse = "io.modelcontextprotocol/model-immediate-response"
+)
+
+// taskParams is every params field the task requests read.
+type taskParams struct {
+	Meta      map[string]any  `json:"_meta"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Task      *struct {
+		TTL *float64 `json:"ttl"`
+	} `json:"task"`
+	TaskID string `json:"taskId"`
+}
+
+// serve answers r when it is a task request: a tools/call with params.task,
+// tasks/get, tasks/result, tasks/cancel or tasks/list. It reports whether it
+// did; when it returns false it has written nothing and r goes on to go-sdk.
+// body is r's body, already checked to be one JSON object.
+func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if d == nil || !bytes.Contains(body, []byte(`"task`)) || !d.accepts(r) {
+		return false
+	}
+	var msg struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      any             `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != "2.0" {
+		return false
+	}
+	id, ok := echoID(msg.ID)
+	if !ok {
+		return false // a notification, or an id go-sdk would answer in its own way
+	}
+	var p taskParams
+	if len(msg.Params) > 0 && json.Unmarshal(msg.Params, &p) != nil {
+		return false // go-sdk says what is wrong with them
+	}
+	if _, ok := p.Meta[mcp.MetaKeyProtocolVersion]; ok {
+		return false // a 2026-07-28 request: not these tasks
+	}
+	var (
+		result any
+		rerr   *jsonrpc.Error
+	)
+	switch msg.Method {
+	case "tools/call":
+		if p.Task == nil {
+			return false
+		}
+		result, rerr = d.create(r, &p)
+	case "tasks/get":
+		result, rerr = d.get(r, p.TaskID)
+	case "tasks/result":
+		result, rerr = d.result(r, p.TaskID)
+	case "tasks/cancel":
+		result, rerr = d.cancel(r, p.TaskID)
+	case "tasks/list":
+		result = map[string]any{"tasks": []taskWire{}, "_meta": map[string]any{
+			"mcpgate/note": "this gateway is stateless and keeps no record of tasks; it cannot list them (the tasks capability does not advertise list)",
+		}}
+	default:
+		return false
+	}
+	d.g.metrics.rpcMethod(msg.Method)
+	if rerr != nil {
+		writeError(w, id, rerr.Code, rerr.Message)
+		return true
+	}
+	data, err := marshalNoEscape(result)
+	if err != nil {
+		writeError(w, id, jsonrpc.CodeInternalError, fmt.Sprintf("marshaling the result: %v", err))
+		return true
+	}
+	writeResult(w, id, data)
+	return true
+}
+
+// accepts applies the checks go-sdk's handler applies to any POST (see
+// fastPath.accepts): DNS-rebinding protection, a protocol version the
+// tasks exist in (or none), and an Accept that allows the SSE answer. A
+// request that fails one goes to go-sdk, which refuses it in its words.
+func (d *taskDoor) accepts(r *http.Request) bool {
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
+		if isLoopback(la.String()) && !isLoopback(r.Host) {
+			return false
+		}
+	}
+	if !slices.Contains(fastVersions, r.Header.Get("Mcp-Protocol-Version")) {
+		return false
+	}
+	jsonOK, streamOK := streamableAccepts(r.Header.Values("Accept"))
+	return jsonOK && streamOK && len(r.Header.Values("Last-Event-ID")) == 0
+}
+
+// notFound is the spec's error for an unknown task: the same for an id
+// that does not open, another caller's task and a tool no longer served,
+// so that holding an id reveals nothing.
+var errTaskNotFound = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "failed to retrieve task: task not found"}
+
+// callRequest is what go-sdk would hand a tool handler for this POST: the
+// credentials and the log line need it.
+func callRequest(r *http.Request, name string, args json.RawMessage) *mcp.CallToolRequest {
+	return &mcp.CallToolRequest{
+		Params: &mcp.CallToolParamsRaw{Name: name, Arguments: args},
+		Extra:  &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header},
+	}
+}
+
+// create starts a playbook run for a task-augmented tools/call and answers
+// the CreateTaskResult. A call that cannot start (invalid arguments, no
+// credential, the engine refused) is a task born failed whose result says
+// why, as the call's isError result would have.
+func (d *taskDoor) create(r *http.Request, p *taskParams) (any, *jsonrpc.Error) {
+	t, ok := d.byName[p.Name]
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", p.Name)}
+	}
+	if !t.IsPlaybook() {
+		// The spec: a tool whose taskSupport is forbidden (absent) SHOULD
+		// get -32601 when called as a task.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+			Message: fmt.Sprintf("tool %q does not support task-augmented calls (no execution.taskSupport); call it without params.task", p.Name)}
+	}
+	runner := t.playbook.runner
+	now := d.now()
+	c := &taskClaims{Upstream: t.Upstream, Path: t.playbook.path, Caller: callerHash(r), Created: now.UnixMilli(), // the run's start, once known
+		TTL: d.grantTTL(p.Task.TTL, runner.Options().Timeout).Milliseconds()}
+	ctx := r.Context()
+	req := callRequest(r, p.Name, p.Arguments)
+	args, err := upstream.DecodeArguments(p.Arguments)
+	if err == nil {
+		err = t.Binding.Validate(args)
+	}
+	var out *playbook.Outcome
+	switch {
+	case err != nil:
+		c.Error = cutText(err.Error())
+		d.g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeInvalidArguments, Cause: err})
+	default:
+		cred, err := d.g.credentials(ctx, t, req)
+		if err != nil {
+			c.Error = fmt.Sprintf("the gateway could not obtain a credential for upstream %s", t.Upstream)
+			d.g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeUnreachable, Cause: err})
+			break
+		}
+		run := playbook.Request{Tool: t.Tool.Name, Path: t.playbook.path, Workload: t.playbook.workload(args), Cred: cred}
+		var begun time.Time
+		c.Execution, begun, out = runner.Start(ctx, run)
+		if !begun.IsZero() {
+			// The task is the run: created when it began (earlier, when
+			// the call joined a run already going), so that the task's
+			// ceiling is the run's own.
+			c.Created = begun.UnixMilli()
+		}
+		if out != nil {
+			c.Error = statusText(out.Result)
+			d.g.logRun(ctx, t, out)
+		}
+	}
+	id, err := sealTask(d.aead, c)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("sealing the task id: %v", err)}
+	}
+	d.g.logger.LogAttrs(ctx, slog.LevelInfo, "playbook task",
+		slog.String("action", "create"), slog.String("tool", t.Tool.Name), slog.String("upstream", t.Upstream),
+		slog.String("execution_id", c.Execution), slog.Bool("failed", c.Error != ""))
+	var task taskWire
+	if c.Error != "" {
+		task = d.wire(id, c, runner, playbook.Failed, c.Error)
+	} else {
+		task = d.wire(id, c, runner, "", "")
+	}
+	return map[string]any{"task": task, "_meta": map[string]any{
+		metaImmediateResponse: fmt.Sprintf("Playbook %s is running as an MCP task (execution %s); its result comes with tasks/result.", c.Path, c.Execution),
+	}}, nil
+}
+
+// grantTTL is the task's ttl: the client's, within [timeout, maxTTL].
+func (d *taskDoor) grantTTL(asked *float64, timeout time.Duration) time.Duration {
+	ttl := d.maxTTL
+	if asked != nil && *asked > 0 {
+		if a := time.Duration(*asked * float64(time.Millisecond)); a < ttl {
+			ttl = max(a, timeout)
+		}
+	}
+	return ttl
+}
+
+// open finds the task an id names, for this caller.
+func (d *taskDoor) open(r *http.Request, id string) (*taskClaims, *Tool, *jsonrpc.Error) {
+	c, ok := openTask(d.aead, id)
+	if !ok || subtle.ConstantTimeCompare(c.Caller, callerHash(r)) != 1 {
+		return nil, nil, errTaskNotFound
+	}
+	t := d.byPath[c.Path]
+	if t == nil || t.Upstream != c.Upstream {
+		return nil, nil, errTaskNotFound
+	}
+	if d.now().After(time.UnixMilli(c.Created + c.TTL)) {
+		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("failed to retrieve task: task has expired (its ttl of %s has passed)", time.Duration(c.TTL)*time.Millisecond)}
+	}
+	return c, t, nil
+}
+
+// deadline is a task's run's ceiling: its creation plus the runner's
+// timeout (the runner that drives it cancels it then).
+func deadline(c *taskClaims, runner *playbook.Runner) time.Time {
+	return time.UnixMilli(c.Created).Add(runner.Options().Timeout)
+}
+
+// credential is what the engine is shown for this request.
+func (d *taskDoor) credential(r *http.Request, t *Tool) (upstream.Credentials, *jsonrpc.Error) {
+	cred, err := d.g.credentials(r.Context(), t, callRequest(r, t.Tool.Name, nil))
+	if err != nil {
+		return cred, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("the gateway could not obtain a credential for upstream %s", t.Upstream)}
+	}
+	return cred, nil
+}
+
+// check polls the task's run once.
+func (d *taskDoor) check(r *http.Request, c *taskClaims, t *Tool) (*playbook.Snapshot, *jsonrpc.Error) {
+	if c.Error != "" {
+		return &playbook.Snapshot{State: playbook.Failed}, nil
+	}
+	cred, rerr := d.credential(r, t)
+	if rerr != nil {
+		return nil, rerr
+	}
+	s, err := t.playbook.runner.Check(r.Context(), c.Execution, c.Path, cred)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("the status of playbook %s (execution %s) could not be read: %v", c.Path, c.Execution, err)}
+	}
+	return s, nil
+}
+
+func (d *taskDoor) get(r *http.Request, id string) (any, *jsonrpc.Error) {
+	c, t, rerr := d.open(r, id)
+	if rerr != nil {
+		return nil, rerr
+	}
+	s, rerr := d.check(r, c, t)
+	if rerr != nil {
+		return nil, rerr
+	}
+	runner := t.playbook.runner
+	switch {
+	case c.Error != "":
+		return d.wire(id, c, runner, playbook.Failed, c.Error), nil
+	case s.State == "" && d.now().After(deadline(c, runner)):
+		// Past its ceiling: the runner that drives it cancels it (if the
+		// engine can); tasks/result says so too.
+		return d.wire(id, c, runner, playbook.TimedOut, runner.CeilingText(c.Path, c.Execution)), nil
+	case s.State == playbook.Cancelled && !d.now().Before(deadline(c, runner)):
+		// Cancelled by the runner at the ceiling, not by request.
+		return d.wire(id, c, runner, playbook.TimedOut, runner.CeilingText(c.Path, c.Execution)+"; it was cancelled upstream"), nil
+	case s.State == "":
+		return d.wire(id, c, runner, "", runningMessage(c.Path, s.Progress)), nil
+	}
+	return d.wire(id, c, runner, s.State, statusText(s.Result)), nil
+}
+
+// result waits for the run to end (at most until its ceiling) and answers
+// its CallToolResult, as the call would have, with the task named in _meta.
+func (d *taskDoor) result(r *http.Request, id string) (any, *jsonrpc.Error) {
+	c, t, rerr := d.open(r, id)
+	if rerr != nil {
+		return nil, rerr
+	}
+	var res *mcp.CallToolResult
+	if c.Error != "" {
+		res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: c.Error}},
+			Meta: mcp.Meta{playbook.MetaPath: c.Path}}
+	} else {
+		cred, rerr := d.credential(r, t)
+		if rerr != nil {
+			return nil, rerr
+		}
+		runner := t.playbook.runner
+		out, err := runner.Await(r.Context(), c.Execution, c.Path, cred, deadline(c, runner))
+		if err != nil {
+			// The client went away: nobody reads this.
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the request ended before the task did"}
+		}
+		d.g.logRun(r.Context(), t, out)
+		res = out.Result
+	}
+	if res.Meta == nil {
+		res.Meta = mcp.Meta{}
+	}
+	res.Meta[metaRelatedTask] = map[string]string{"taskId": id}
+	if res.Content == nil {
+		res.Content = []mcp.Content{}
+	}
+	data, err := res.MarshalJSON()
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("marshaling call result: %v", err)}
+	}
+	return json.RawMessage(data), nil
+}
+
+// cancel cancels the run through the engine's cancel route. A task
+// already terminal cannot be (the spec: -32602), nor can one whose engine
+// has no cancel route.
+func (d *taskDoor) cancel(r *http.Request, id string) (any, *jsonrpc.Error) {
+	c, t, rerr := d.open(r, id)
+	if rerr != nil {
+		return nil, rerr
+	}
+	s, rerr := d.check(r, c, t)
+	if rerr != nil {
+		return nil, rerr
+	}
+	if s.State != "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("cannot cancel task: it is already %s", taskStatus(s.State))}
+	}
+	runner := t.playbook.runner
+	cred, rerr := d.credential(r, t)
+	if rerr != nil {
+		return nil, rerr
+	}
+	err := runner.Cancel(r.Context(), c.Execution, cred)
+	d.g.logger.LogAttrs(r.Context(), slog.LevelInfo, "playbook task",
+		slog.String("action", "cancel"), slog.String("tool", t.Tool.Name), slog.String("upstream", t.Upstream),
+		slog.String("execution_id", c.Execution), slog.Bool("cancelled", err == nil))
+	switch {
+	case errors.Is(err, playbook.ErrNoCancelRoute):
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("cannot cancel task: the engine of playbook %s has no cancel route, so its run goes on", c.Path)}
+	case err != nil:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("cancelling playbook %s (execution %s) failed: %v", c.Path, c.Execution, err)}
+	}
+	return d.wire(id, c, runner, playbook.Cancelled,
+		fmt.Sprintf("cancelled by request; the engine cancelled execution %s", c.Execution)), nil
+}
+
+// wire is the task as the spec shapes it. state "" is a run going on.
+func (d *taskDoor) wire(id string, c *taskClaims, runner *playbook.Runner, state playbook.State, msg string) taskWire {
+	created := time.UnixMilli(c.Created).UTC()
+	updated := created // a working task has been working since it was made
+	if state != "" {
+		updated = d.now().UTC() // when the gateway saw it end: it keeps no record of when that was
+	}
+	return taskWire{
+		TaskID:        id,
+		Status:        taskStatus(state),
+		StatusMessage: msg,
+		CreatedAt:     created.Format(time.RFC3339Nano),
+		LastUpdatedAt: updated.Format(time.RFC3339Nano),
+		TTL:           c.TTL,
+		PollInterval:  runner.Options().PollInterval.Milliseconds(),
+	}
+}
+
+// taskStatus maps a run's state to a task's status.
+func taskStatus(s playbook.State) string {
+	switch s {
+	case "":
+		return "working"
+	case playbook.Succeeded:
+		return "completed"
+	case playbook.Cancelled:
+		return "cancelled"
+	}
+	return "failed"
+}
+
+// runningMessage is a working task's statusMessage.
+func runningMessage(path string, p playbook.Progress) string {
+	msg := "playbook " + path + " is running"
+	if p.Fraction != nil {
+		f := *p.Fraction
+		if f <= 1 {
+			f *= 100
+		}
+		msg += fmt.Sprintf(", %.0f%%", f)
+	}
+	if p.Message != "" {
+		msg += ": " + p.Message
+	}
+	return msg
+}
+
+// maxStatusMessage bounds a statusMessage taken from a result's text.
+const maxStatusMessage = 500
+
+// statusText is a result's text, cut for a statusMessage (and for the
+// error a task id holds, which keeps ids short).
+func statusText(res *mcp.CallToolResult) string {
+	return cutText(resultText(res))
+}
+
+func cutText(s string) string {
+	if len(s) > maxStatusMessage {
+		s = strings.ToValidUTF8(s[:maxStatusMessage], "") + "…"
+	}
+	return s
+}
+
+// middleware adds what go-sdk cannot say to its answers of requests that
+// came through the front door (not stdio, which has no tasks): the tasks
+// capability in initialize (protocol 2025-11-25, where these tasks are),
+// and execution.taskSupport on the playbook tools in tools/list (not in
+// 2026-07-28 requests, whose results go-sdk stamps itself).
+func (d *taskDoor) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err != nil || req == nil || req.GetExtra() == nil || req.GetExtra().Header.Get(requestIDHeader) == "" {
+			return res, err
+		}
+		switch x := res.(type) {
+		case *mcp.InitializeResult:
+			if x.ProtocolVersion >= "2025-11-25" && x.ProtocolVersion < "2026-07-28" {
+				return taskInitResult{x}, nil
+			}
+		case *mcp.ListToolsResult:
+			if p := req.GetParams(); p != nil {
+				if _, v2026 := p.GetMeta()[mcp.MetaKeyProtocolVersion]; v2026 {
+					return res, nil
+				}
+			}
+			return taskListResult{x, d.names}, nil
+		}
+		return res, err
+	}
+}
+
+// taskCapability is the server's tasks capability (2025-11-25): tools/call
+// may be task-augmented, tasks/cancel is served; tasks/list is not
+// advertised (see the notes at the top of this file).
+var taskCapability = json.RawMessage(`{"cancel":{},"requests":{"tools":{"call":{}}}}`)
+
+// taskInitResult is go-sdk's initialize result with capabilities.tasks.
+type taskInitResult struct{ *mcp.InitializeResult }
+
+func (x taskInitResult) MarshalJSON() ([]byte, error) {
+	b, err := marshalNoEscape(x.InitializeResult)
+	if err != nil {
+		return nil, err
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
+		return nil, err
+	}
+	var caps map[string]json.RawMessage
+	if err := json.Unmarshal(top["capabilities"], &caps); err != nil || caps == nil {
+		caps = map[string]json.RawMessage{}
+	}
+	caps["tasks"] = taskCapability
+	if top["capabilities"], err = marshalNoEscape(caps); err != nil {
+		return nil, err
+	}
+	return marshalNoEscape(top)
+}
+
+// taskListResult is go-sdk's tools/list result with execution.taskSupport
+// on the playbook tools.
+type taskListResult struct {
+	*mcp.ListToolsResult
+	names map[string]bool // the tools that declare it
+}
+
+func (x taskListResult) MarshalJSON() ([]byte, error) {
+	b, err := marshalNoEscape(x.ListToolsResult)
+	if err != nil {
+		return nil, err
+	}
+	return withTaskSupport(b, x.names)
+}
+
+// taskToolNames are the names of the tools that may be called as tasks:
+// the playbook tools among tools.
+func taskToolNames(tools []*Tool) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range tools {
+		if t.IsPlaybook() {
+			out[t.Tool.Name] = true
+		}
+	}
+	return out
+}
+
+// taskSupportJSON is what a playbook tool declares: it may be called as a
+// task or as a plain call.
+const taskSupportJSON = `,"execution":{"taskSupport":"optional"}}`
+
+// withTaskSupport adds execution.taskSupport to the tools named in names of
+// a marshaled tools/list result. The fast path's prebuilt pages and
+// go-sdk's answers both go through it, so they stay alike.
+func withTaskSupport(list []byte, names map[string]bool) ([]byte, error) {
+	if len(names) == 0 {
+		return list, nil
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(list, &top); err != nil {
+		return nil, err
+	}
+	var tools []json.RawMessage
+	if err := json.Unmarshal(top["tools"], &tools); err != nil {
+		return nil, err
+	}
+	changed := false
+	for i, raw := range tools {
+		var head struct {
+			Name string `json:"name"`
+		}
+		raw = bytes.TrimSpace(raw)
+		if json.Unmarshal(raw, &head) != nil || !names[head.Name] || len(raw) < 2 {
+			continue
+		}
+		tools[i] = append(raw[:len(raw)-1:len(raw)-1], taskSupportJSON...)
+		changed = true
+	}
+	if !changed {
+		return list, nil
+	}
+	var err error
+	if top["tools"], err = marshalNoEscape(tools); err != nil {
+		return nil, err
+	}
+	return marshalNoEscape(top)
+}

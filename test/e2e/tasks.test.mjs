@@ -1,0 +1,141 @@
+// MCP tasks (2025-11-25) end to end: the example engine runs standalone, two
+// stateless mcpgate replicas share a task key (MCPGATE_TASK_KEY) in front of
+// it, and the official TS SDK's experimental tasks client calls a playbook as
+// a task and polls it to completion, reads a task one replica made through
+// the other, and cancels one.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { MCPGATE_BIN, connectHTTP, start, stop, text } from './lib.mjs';
+
+const PLAYBOOKS_BIN = process.env.PLAYBOOKS_BIN;
+
+async function executions(engineURL) {
+  const res = await fetch(`${engineURL}/api/executions`);
+  assert.equal(res.status, 200);
+  return (await res.json()).executions;
+}
+
+describe('MCP tasks (TS SDK experimental tasks client)', () => {
+  let engine, a, b;
+  before(async () => {
+    engine = await start(PLAYBOOKS_BIN, ['--addr', '127.0.0.1:0', '--step', '300ms'], /playbooks: listening on (http:\/\/\S+)/);
+    engine.url = engine.match[1];
+    const dir = mkdtempSync(join(tmpdir(), 'mcpgate-tasks-'));
+    const cfg = join(dir, 'mcpgate.yaml');
+    writeFileSync(cfg, `upstreams:
+  - name: noetl
+    base_url: ${engine.url}
+    openapi: ${engine.url}/openapi.json
+    playbooks:
+      poll_interval: 200ms
+      timeout: 30s
+tasks:
+  key_env: MCPGATE_TASK_KEY
+`);
+    const env = { ...process.env, MCPGATE_TASK_KEY: 'e2e-task-key-shared-by-both-replicas-0123456789' };
+    const serve = async () => {
+      const p = await start(MCPGATE_BIN, ['serve', '--addr', '127.0.0.1:0', '--config', cfg], /listening on (http:\/\/\S+\/mcp)/, { env });
+      return { ...p, url: p.match[1] };
+    };
+    a = await serve();
+    b = await serve();
+  });
+  after(async () => {
+    await stop(a);
+    await stop(b);
+    await stop(engine);
+  });
+
+  test('advertises tasks and the playbook tools take them', async () => {
+    const client = await connectHTTP(a.url);
+    try {
+      const caps = client.getServerCapabilities();
+      assert.deepEqual(caps.tasks?.requests?.tools?.call, {});
+      assert.deepEqual(caps.tasks?.cancel, {});
+      const { tools } = await client.listTools();
+      for (const t of tools) assert.equal(t.execution?.taskSupport, 'optional', t.name);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('a task-augmented call completes via polling (callToolStream)', async () => {
+    const client = await connectHTTP(a.url, { Authorization: 'Bearer alice' });
+    try {
+      await client.listTools(); // the client learns which tools take tasks
+      const seen = [];
+      let result;
+      for await (const m of client.experimental.tasks.callToolStream({ name: 'demo_slow', arguments: { label: 'e2e-task' } })) {
+        seen.push(m.type === 'result' ? 'result' : `${m.type}:${m.task?.status ?? m.error?.message}`);
+        if (m.type === 'result') result = m.result;
+        if (m.type === 'error') assert.fail(`the stream ended in an error: ${m.error.message}`);
+      }
+      assert.equal(seen[0], 'taskCreated:working', seen.join(' '));
+      assert.ok(seen.filter((s) => s === 'taskStatus:working').length >= 2, `polled while it ran: ${seen.join(' ')}`);
+      assert.ok(seen.includes('taskStatus:completed'), seen.join(' '));
+      assert.equal(seen.at(-1), 'result');
+      assert.equal(result.isError ?? false, false, text(result));
+      assert.equal(text(result), 'e2e-task: counted 5 steps');
+      assert.ok(result._meta?.['io.modelcontextprotocol/related-task']?.taskId, 'tasks/result names its task');
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('another replica answers for the task; another caller cannot see it', async () => {
+    const onA = await connectHTTP(a.url, { Authorization: 'Bearer bob' });
+    const onB = await connectHTTP(b.url, { Authorization: 'Bearer bob' });
+    const mallory = await connectHTTP(b.url, { Authorization: 'Bearer mallory' });
+    try {
+      await onA.listTools();
+      let taskId;
+      for await (const m of onA.experimental.tasks.callToolStream({ name: 'demo_slow', arguments: { label: 'e2e-replica' } })) {
+        if (m.type === 'taskCreated') {
+          taskId = m.task.taskId;
+          break; // replica A's client goes away; B takes over
+        }
+      }
+      assert.ok(taskId);
+      await assert.rejects(mallory.experimental.tasks.getTask(taskId), /task not found/);
+      let task;
+      for (let i = 0; i < 100; i++) {
+        task = await onB.experimental.tasks.getTask(taskId);
+        if (task.status !== 'working') break;
+        await new Promise((r) => setTimeout(r, task.pollInterval ?? 200));
+      }
+      assert.equal(task.status, 'completed', JSON.stringify(task));
+      const result = await onB.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+      assert.equal(text(result), 'e2e-replica: counted 5 steps');
+    } finally {
+      await onA.close();
+      await onB.close();
+      await mallory.close();
+    }
+  });
+
+  test('a cancelled task is cancelled upstream', async () => {
+    const client = await connectHTTP(a.url);
+    try {
+      await client.listTools();
+      let taskId;
+      for await (const m of client.experimental.tasks.callToolStream({ name: 'demo_slow', arguments: { label: 'e2e-task-cancel' } })) {
+        if (m.type === 'taskCreated') {
+          taskId = m.task.taskId;
+          break;
+        }
+      }
+      const cancelled = await client.experimental.tasks.cancelTask(taskId);
+      assert.equal(cancelled.status, 'cancelled');
+      assert.equal((await client.experimental.tasks.getTask(taskId)).status, 'cancelled');
+      const run = (await executions(engine.url)).find((x) => x.workload.label === 'e2e-task-cancel');
+      assert.equal(run?.cancelled, true, 'the engine saw the cancel');
+      await assert.rejects(client.experimental.tasks.cancelTask(taskId), /already cancelled/);
+    } finally {
+      await client.close();
+    }
+  });
+});
