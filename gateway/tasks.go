@@ -391,7 +391,7 @@ func (d *taskDoor) create(r *http.Request, p *taskParams) (any, *jsonrpc.Error) 
 			d.g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeUnreachable, Cause: err})
 			break
 		}
-		run := playbook.Request{Tool: t.Tool.Name, Path: t.playbook.path, Workload: t.playbook.workload(args), Cred: cred}
+		run := playbook.Request{Tool: t.Tool.Name, Path: t.playbook.path, Workload: t.playbook.workload(args), Cred: cred, Caller: d.g.callerID(req)}
 		var begun time.Time
 		c.Execution, begun, out = runner.Start(ctx, run)
 		if !begun.IsZero() {
