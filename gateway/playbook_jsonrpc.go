@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -41,11 +42,19 @@ const defaultNoETLProtocol = "2024-11-05"
 // does not reveal it.
 // noetlDoor is the NoETL-compatible endpoint's front door: the checks /mcp
 // makes before anything runs, which a playbook run needs as much as a tool
-// call. A JSON Content-Type (a browser sends text/plain cross-site without a
-// preflight, so a web page could start runs on a local gateway); on a
-// loopback listener, a loopback Host (DNS rebinding, as go-sdk refuses it on
-// /mcp); and the body read once under max_body_bytes and body_timeout, so a
-// trickling body cannot hold a connection forever.
+// call.
+//
+//   - Cross-site requests: a browser sends text/plain, form or multipart
+//     POSTs to any origin without a preflight, so a web page could start runs
+//     on a local gateway. Browsers always say where such a request comes
+//     from (Origin); a request with an Origin must come from the gateway's
+//     own (the Origin's host is the Host) and be JSON. Scripts and NoETL
+//     clients send no Origin and are not held to a Content-Type (curl -d
+//     sends a form type), as NoETL's own endpoint does not.
+//   - DNS rebinding: on a loopback listener, only a loopback Host, as go-sdk
+//     refuses it on /mcp.
+//   - The body is read once under max_body_bytes and body_timeout, so a
+//     trickling body cannot hold a connection forever.
 type noetlDoor struct {
 	fd   *frontDoor
 	next http.Handler
@@ -59,10 +68,18 @@ func (d *noetlDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !isJSON(r.Header.Get("Content-Type")) {
-		writeRPCError(w, http.StatusUnsupportedMediaType, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-			Message: "unsupported media type: POST a JSON-RPC message as application/json"})
-		return
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		if err != nil || u.Host != r.Host {
+			writeRPCError(w, http.StatusForbidden, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+				Message: "forbidden: a cross-origin request (its Origin is not this gateway)"})
+			return
+		}
+		if !isJSON(r.Header.Get("Content-Type")) {
+			writeRPCError(w, http.StatusUnsupportedMediaType, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+				Message: "unsupported media type: POST a JSON-RPC message as application/json"})
+			return
+		}
 	}
 	body, ok := d.fd.readBody(w, r)
 	if !ok {
