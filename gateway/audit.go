@@ -35,7 +35,7 @@ func (c *Catalog) Facts() []annotations.ToolFacts {
 			Provenance:        t.Derived.Provenance,
 			Large:             t.Derived.Large,
 			Security:          []annotations.SecurityAlternative{},
-			InputSchemaSHA256: t.Binding.DeclaredInputSHA256,
+			InputSchemaSHA256: t.Binding.DeclaredInputSHA256(),
 			Source:            t.Source,
 			Location:          operationPointer(op),
 			RefusedHeaders:    t.Binding.RefusedHeaders,

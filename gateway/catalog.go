@@ -435,6 +435,7 @@ func loadUpstreamDocument(ctx context.Context, u *Upstream, lo *upstream.LoadOpt
 // can no longer be rebuilt or re-bound afterwards.
 func (c *Catalog) dropDocuments() {
 	for _, t := range c.Tools {
+		t.Binding.ForgetDeclared()
 		op := t.Operation.Operation
 		if op == nil {
 			continue

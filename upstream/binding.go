@@ -43,10 +43,11 @@ type Binding struct {
 	// Renamed maps each argument whose name had to change to what it stands
 	// for in the API (a parameter or body property name).
 	Renamed map[string]string
-	// DeclaredInputSHA256 is the hex SHA-256 of the input schema as the
-	// operation declares it, before size budgets cut it (InputSchema is what
-	// is served). The lockfile records it.
-	DeclaredInputSHA256 string
+	// declared makes the input schema as the operation declares it, before
+	// size budgets cut it, for DeclaredInputSHA256; nil once hashed.
+	declared     func() jsonSchema
+	declaredOnce sync.Once
+	declaredSHA  string
 	// RefusedHeaders are header parameters the document declares but no
 	// argument may set (hop-by-hop, credentials, forwarding, method
 	// overrides): they are not arguments, and the audit lists them.
@@ -199,19 +200,21 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 		b.Notes = append(b.Notes, "Arguments renamed for strict clients: "+strings.Join(pairs, ", "))
 	}
 
-	in := inputSchema(args, 0)
+	// A schema over the budget is stopped while it is converted, as output
+	// schemas are (see sizeLimit): Kubernetes' request bodies run to MBs and
+	// are cut anyway. Then in is nil and inSize over the budget.
+	in, inSize := inputSchemaWithin(args, o.SchemaBudget)
 	// The lockfile's hash is of the schema the operation declares, taken
 	// before any size budget cuts it: a tool's entry must change only when
 	// its own operation does, not when unrelated operations change how much
-	// room the catalog budget leaves it.
-	b.DeclaredInputSHA256 = schemaSHA256(in)
-	var out jsonSchema
-	inSize := 0
-	if o.SchemaBudget > 0 {
-		// Sizes are counted only up to the budget: Stripe's output schemas
-		// run to half a MiB, and need not be written out to be refused.
-		inSize = jsonSizeUpTo(in, o.SchemaBudget)
+	// room the catalog budget leaves it. It is made when it is asked for
+	// (audit, the lock), not on every start.
+	if declared := in; declared != nil {
+		b.declared = func() jsonSchema { return declared }
+	} else {
+		b.declared = func() jsonSchema { return inputSchema(args, 0) }
 	}
+	var out jsonSchema
 	outTooLarge := false
 	if !o.NoOutputSchema {
 		// The output schema may take what the input schema leaves; one that
@@ -307,9 +310,48 @@ type toolArg struct {
 	schema   func(*schemaConverter) jsonSchema
 }
 
+// DeclaredInputSHA256 is the hex SHA-256 of the input schema as the operation
+// declares it, before size budgets cut it (InputSchema is what is served). The
+// lockfile records it. It is made on the first call; after ForgetDeclared, it
+// is whatever was made by then ("" if nothing was).
+func (b *Binding) DeclaredInputSHA256() string {
+	b.declaredOnce.Do(func() {
+		if b.declared != nil {
+			b.declaredSHA = schemaSHA256(b.declared())
+			b.declared = nil
+		}
+	})
+	return b.declaredSHA
+}
+
+// ForgetDeclared lets go of what DeclaredInputSHA256 would need (pointers into
+// the parsed document), once nothing will ask for it: a gateway that serves
+// does so after comparing its lock.
+func (b *Binding) ForgetDeclared() {
+	b.declaredOnce.Do(func() { b.declared = nil })
+}
+
+// inputSchemaWithin builds the flat input schema whole when budget <= 0, else
+// stops as soon as it is known to be over budget bytes (nil, and a size over
+// budget). size is the schema's JSON size, counted up to budget.
+func inputSchemaWithin(args []toolArg, budget int) (schema jsonSchema, size int) {
+	if budget <= 0 {
+		return inputSchema(args, 0), 0
+	}
+	conv := &schemaConverter{sizeLimit: budget}
+	in := inputSchemaWith(conv, args)
+	if conv.over {
+		return nil, budget + 1
+	}
+	return in, jsonSizeUpTo(in, budget)
+}
+
 // inputSchema builds the flat input schema; maxRefDepth as in schemaConverter.
 func inputSchema(args []toolArg, maxRefDepth int) jsonSchema {
-	conv := &schemaConverter{maxRefDepth: maxRefDepth}
+	return inputSchemaWith(&schemaConverter{maxRefDepth: maxRefDepth}, args)
+}
+
+func inputSchemaWith(conv *schemaConverter, args []toolArg) jsonSchema {
 	props := jsonSchema{}
 	var required []string
 	for _, a := range args {
