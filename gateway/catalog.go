@@ -391,8 +391,22 @@ func (t *Tool) bind(u *Upstream, budget int) error {
 		tool.OutputSchema = b.OutputSchema
 	}
 	t.Tool, t.Binding = &tool, b
-	t.size = jsonSize(&tool)
+	t.size = toolSize(&tool)
 	return nil
+}
+
+// toolSize is len(json.Marshal(t)) without marshalling the schemas, which are
+// most of a tool and are counted by walking them (upstream.JSONSize): at
+// start-up every tool is measured, more than once when the catalog must
+// shrink. TestToolSize checks it against json.Marshal on the corpus.
+func toolSize(t *mcp.Tool) int {
+	rest := *t
+	rest.InputSchema, rest.OutputSchema = json.RawMessage("{}"), nil
+	n := jsonSize(&rest) - len("{}") + upstream.JSONSize(t.InputSchema)
+	if t.OutputSchema != nil {
+		n += len(`,"outputSchema":`) + upstream.JSONSize(t.OutputSchema)
+	}
+	return n
 }
 
 func jsonSize(v any) int {

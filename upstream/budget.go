@@ -65,6 +65,13 @@ func shorten(s string, limit int) string {
 	return cut + "…"
 }
 
+// JSONSize is the size of a decoded JSON value (maps, slices, strings,
+// numbers, booleans, nil: what a schema is made of) as encoding/json writes
+// it, counted without writing it.
+func JSONSize(v any) int {
+	return sizeOf(v, 0, math.MaxInt)
+}
+
 func jsonSize(s jsonSchema) int {
 	return jsonSizeUpTo(s, math.MaxInt)
 }
