@@ -41,10 +41,18 @@ type Config struct {
 	// setting it is a configuration error.
 	Introspection *Introspection `yaml:"introspection"`
 	// List is "all" (default: tools/list shows every tool, so a client can
-	// discover what needs a step-up) or "callable" (only the tools the
-	// caller's scopes allow; not implemented yet, a configuration error).
+	// discover what needs a step-up) or "callable" (tools/list shows a
+	// caller only the tools its token's scopes let it call under Policy and
+	// the operations' OpenAPI scopes; a client then cannot discover what a
+	// step-up would unlock).
 	List string `yaml:"list"`
 }
+
+// The values of Config.List.
+const (
+	ListAll      = "all"
+	ListCallable = "callable"
+)
 
 // Policy is the annotation-aware step-up policy. Empty scopes are not
 // required.
@@ -86,10 +94,8 @@ func (c *Config) Validate() error {
 	}
 	switch c.List {
 	case "":
-		c.List = "all"
-	case "all":
-	case "callable":
-		return errors.New(`auth.list: "callable" is not implemented yet; use "all" (the default): a call without the needed scope is answered 403 insufficient_scope`)
+		c.List = ListAll
+	case ListAll, ListCallable:
 	default:
 		return fmt.Errorf("auth.list: %q is not all or callable", c.List)
 	}

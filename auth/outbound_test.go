@@ -158,7 +158,7 @@ func TestConfigValidate(t *testing.T) {
 		{"loopback http", Config{Issuer: "http://127.0.0.1:9", Audience: "http://localhost:8080/mcp"}, ""},
 		{"audience fragment", Config{Issuer: "https://idp", Audience: "https://gw/mcp#x"}, "fragment"},
 		{"introspection", Config{Issuer: "https://idp", Audience: "https://gw/mcp", Introspection: &Introspection{}}, "not supported yet"},
-		{"list callable", Config{Issuer: "https://idp", Audience: "https://gw/mcp", List: "callable"}, "not implemented yet"},
+		{"list callable", Config{Issuer: "https://idp", Audience: "https://gw/mcp", List: "callable"}, ""},
 		{"list bad", Config{Issuer: "https://idp", Audience: "https://gw/mcp", List: "some"}, "is not all or callable"},
 		{"scope with space", Config{Issuer: "https://idp", Audience: "https://gw/mcp", Scopes: []string{"a b"}}, "must not contain spaces"},
 	} {
