@@ -4,7 +4,9 @@
 // three recording upstreams exactly the credential its mode names: forward
 // (the caller's token), client_credentials (the gateway's own token for that
 // upstream) and none. The official TS SDK client drives the gateway, stateless
-// and stateful.
+// and stateful. A third gateway takes the provider's opaque tokens, checked at
+// its RFC 7662 introspection endpoint, and lists each caller only the tools
+// it may call (auth.list: callable).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -14,7 +16,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { discoverOAuthProtectedResourceMetadata, extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js';
-import { clearRecorded, recorded, start, startOrchestrator, stop, text, MCPGATE_BIN } from './lib.mjs';
+import { clearRecorded, recorded, start, startOrchestrator, stop, text, EXPECTED_TOOLS, MCPGATE_BIN } from './lib.mjs';
 import { decodeJWT, startIssuer } from './oidc-issuer.mjs';
 
 const CALLER = { client_id: 'e2e-caller', client_secret: 'caller-secret', scope: 'mcp mcp:write mcp:destructive' };
@@ -63,6 +65,7 @@ describe('auth with a real OpenID provider', () => {
   let issuer, fwd, cc, anon;
   const gws = {};
   const tokens = {};
+  const opaque = {};
   const ports = {};
   let dir;
 
@@ -70,11 +73,13 @@ describe('auth with a real OpenID provider', () => {
     [fwd, cc, anon] = await Promise.all([startOrchestrator(), startOrchestrator(), startOrchestrator()]);
     ports.stateless = await freePort();
     ports.stateful = await freePort();
+    ports.opaque = await freePort();
     const audience = (mode) => `http://127.0.0.1:${ports[mode]}/mcp`;
     issuer = await startIssuer({
       resources: {
         [audience('stateless')]: 'mcp mcp:write mcp:destructive',
         [audience('stateful')]: 'mcp mcp:write mcp:destructive',
+        [audience('opaque')]: { scope: 'mcp mcp:write mcp:destructive', opaque: true },
         [cc.url]: 'orders:read',
       },
       clients: [CALLER, GATEWAY],
@@ -90,6 +95,10 @@ describe('auth with a real OpenID provider', () => {
         wrongAud: await issuer.token(GATEWAY, { scope: 'orders:read', resource: cc.url }),
       };
     }
+    for (const [name, scope] of [['read', 'mcp'], ['write', 'mcp mcp:write'], ['all', 'mcp mcp:write mcp:destructive'], ['revoked', 'mcp']]) {
+      opaque[name] = await issuer.token(CALLER, { scope, resource: audience('opaque') });
+    }
+    await issuer.revoke(CALLER, opaque.revoked);
     issuer.clearRequests();
 
     dir = mkdtempSync(join(tmpdir(), 'mcpgate-auth-'));
@@ -113,6 +122,17 @@ describe('auth with a real OpenID provider', () => {
       gws[mode] = { ...p, url: p.match[1] };
       assert.equal(gws[mode].url, audience(mode));
     }
+    const file = join(dir, 'opaque.yaml');
+    writeFileSync(file, JSON.stringify({
+      auth: {
+        issuer: issuer.url, audience: audience('opaque'), scopes: ['mcp'], policy: POLICY, list: 'callable',
+        introspection: { url: `${issuer.url}/token/introspection`, client_id: GATEWAY.client_id, client_secret_env: 'E2E_GW_SECRET' },
+      },
+      upstreams: [{ name: 'fwd', openapi: `${fwd.url}/openapi.json`, base_url: fwd.url, auth: { mode: 'forward' } }],
+    }));
+    const p = await start(MCPGATE_BIN, ['serve', '--config', file, '--addr', `127.0.0.1:${ports.opaque}`],
+      /listening on (http:\/\/\S+\/mcp)/, { env: { ...process.env, E2E_GW_SECRET: GATEWAY.client_secret } });
+    gws.opaque = { ...p, url: p.match[1] };
   });
 
   after(async () => {
@@ -223,9 +243,54 @@ describe('auth with a real OpenID provider', () => {
     });
   }
 
+  describe('opaque tokens: introspection, auth.list: callable', () => {
+    const gw = () => gws.opaque;
+    const ro = Object.keys(EXPECTED_TOOLS).filter((n) => EXPECTED_TOOLS[n].ro).sort();
+
+    test('the tokens are opaque', () => {
+      for (const t of Object.values(opaque)) assert.ok(!t.includes('.'), 'a JWS-shaped token');
+    });
+
+    test('each caller lists exactly the tools it may call', async () => {
+      for (const [name, want] of [
+        ['read', ro],
+        ['write', [...ro, 'create_process', 'resume_process'].sort()],
+        ['all', Object.keys(EXPECTED_TOOLS).sort()],
+      ]) {
+        const { client } = await connect(gw().url, opaque[name]);
+        try {
+          const res = await client.listTools();
+          assert.deepEqual(res.tools.map((t) => t.name).sort(), want, name);
+          // Every tool listed is callable; one not listed is refused.
+          if (name === 'read') {
+            const ok = await client.callTool({ name: 'list_workflows', arguments: {} });
+            assert.equal(ok.isError ?? false, false, text(ok));
+            await assert.rejects(client.callTool({ name: 'create_process', arguments: { workflow_name: 'create_node', customer_id: 'c-opaque' } }),
+              (err) => err.code === 403);
+          }
+        } finally {
+          await client.close();
+        }
+      }
+    });
+
+    test('a revoked token is refused: 401 invalid_token', async () => {
+      const { client, error, last } = await connect(gw().url, opaque.revoked);
+      assert.equal(client, null);
+      assert.equal(error?.code, 401, String(error));
+      assert.equal(extractWWWAuthenticateParams(last()).error, 'invalid_token');
+    });
+
+    test('a JWT for another gateway is not introspected into acceptance', async () => {
+      const { client, error } = await connect(gw().url, tokens.stateless.all);
+      assert.equal(client, null);
+      assert.equal(error?.code, 401, String(error));
+    });
+  });
+
   test('each upstream got exactly its credential, and the caller tokens went nowhere else', async () => {
     const callerTokens = Object.values(tokens).flatMap((t) => Object.values(t));
-    const usedByCallers = new Set(Object.values(tokens).flatMap((t) => [t.read, t.write, t.all]));
+    const usedByCallers = new Set([...Object.values(tokens).flatMap((t) => [t.read, t.write, t.all]), opaque.read, opaque.write, opaque.all]);
 
     const fwdReqs = await recorded(fwd.url);
     assert.ok(fwdReqs.length >= 6, `forward upstream saw ${fwdReqs.length} requests`);
@@ -260,25 +325,33 @@ describe('auth with a real OpenID provider', () => {
     }
 
     // The provider saw only the gateways' own requests: discovery, the
-    // JWKS and the client-credentials grant for the cc upstream — never a
-    // caller's token.
+    // JWKS, the client-credentials grant for the cc upstream, and the opaque
+    // tokens' introspection — never a caller's JWT.
     const seen = issuer.requests();
     const everything = allRequests(seen);
     for (const t of callerTokens) assert.ok(!everything.includes(t), 'a caller token reached the provider');
+    const gwBasic = 'Basic ' + Buffer.from(`${GATEWAY.client_id}:${GATEWAY.client_secret}`).toString('base64');
     for (const r of seen) {
-      assert.ok(['/.well-known/openid-configuration', '/jwks', '/token'].includes(r.path), `unexpected ${r.method} ${r.path}`);
+      assert.ok(['/.well-known/openid-configuration', '/jwks', '/token', '/token/introspection'].includes(r.path), `unexpected ${r.method} ${r.path}`);
+      if (r.path === '/token/introspection') {
+        assert.ok(Object.values(opaque).includes(r.body.token), 'introspected a token that is not an opaque caller token');
+        assert.equal(r.authorization, gwBasic);
+      }
       if (r.path === '/token') {
         assert.equal(r.body.grant_type, 'client_credentials');
         assert.equal(r.body.resource, cc.url);
-        assert.equal(r.authorization, 'Basic ' + Buffer.from(`${GATEWAY.client_id}:${GATEWAY.client_secret}`).toString('base64'));
+        assert.equal(r.authorization, gwBasic);
       }
     }
     assert.ok(seen.some((r) => r.path === '/token'), 'the gateway never asked for a client-credentials token');
+    // Each opaque token was introspected once: the answer is cached.
+    const introspected = seen.filter((r) => r.path === '/token/introspection').map((r) => r.body.token);
+    assert.equal(introspected.length, new Set(introspected).size, 'an opaque token was introspected twice');
     await Promise.all([fwd, cc, anon].map((a) => clearRecorded(a.url)));
   });
 
   test('no token, cookie or claim appears in the gateways\' logs', () => {
-    const callerTokens = Object.values(tokens).flatMap((t) => Object.values(t));
+    const callerTokens = [...Object.values(tokens).flatMap((t) => Object.values(t)), ...Object.values(opaque)];
     for (const gw of Object.values(gws)) {
       const out = gw.output();
       for (const t of callerTokens) assert.ok(!out.includes(t), 'a token in the log');

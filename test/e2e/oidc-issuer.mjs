@@ -1,8 +1,10 @@
 // A real OpenID provider on loopback for the auth tests: npm oidc-provider
 // (pinned in package-lock.json), with the client-credentials grant and RFC
 // 8707 resource indicators, issuing RS256 `at+jwt` access tokens (RFC 9068)
-// for the resources it is told about, and nothing else. It records every
-// request it receives, so a test can check what the gateway sent it.
+// — or opaque ones, checked at its RFC 7662 introspection endpoint — for
+// the resources it is told about, and nothing else; tokens can be revoked
+// (RFC 7009). It records every request it receives, so a test can check what
+// the gateway sent it.
 import http from 'node:http';
 import { generateKeyPairSync } from 'node:crypto';
 import { Provider, errors } from 'oidc-provider';
@@ -11,7 +13,8 @@ import { Provider, errors } from 'oidc-provider';
 // {url, token(client, {scope, resource}), requests(), close()}.
 //
 // resources maps each resource indicator (a token's future aud) to the
-// scopes it may be granted; clients are {client_id, client_secret, scope}.
+// scopes it may be granted (its tokens are JWTs), or to {scope, opaque: true};
+// clients are {client_id, client_secret, scope}.
 export async function startIssuer({ resources, clients }) {
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const jwk = { ...privateKey.export({ format: 'jwk' }), kid: 'e2e-rs256', use: 'sig', alg: 'RS256' };
@@ -20,7 +23,8 @@ export async function startIssuer({ resources, clients }) {
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${server.address().port}`;
 
-  const allScopes = new Set(Object.values(resources).flatMap((s) => s.split(' ')));
+  const rs = Object.fromEntries(Object.entries(resources).map(([k, v]) => [k, typeof v === 'string' ? { scope: v } : v]));
+  const allScopes = new Set(Object.values(rs).flatMap((r) => r.scope.split(' ')));
   const provider = new Provider(url, {
     clients: clients.map((c) => ({
       ...c,
@@ -35,15 +39,19 @@ export async function startIssuer({ resources, clients }) {
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
+      // Any confidential client may introspect; a client revokes its own.
+      introspection: { enabled: true, allowedPolicy: (_ctx, client) => client.clientAuthMethod !== 'none' },
+      revocation: { enabled: true, allowedPolicy: (_ctx, client, token) => token.clientId === client.clientId },
       resourceIndicators: {
         enabled: true,
         // No resource, no JWT: the grant must name the audience it wants.
         defaultResource: () => undefined,
         useGrantedResource: () => true,
         getResourceServerInfo: (_ctx, resource) => {
-          const scope = resources[resource];
-          if (scope === undefined) throw new errors.InvalidTarget();
-          return { audience: resource, scope, accessTokenFormat: 'jwt', accessTokenTTL: 600, jwt: { sign: { alg: 'RS256' } } };
+          const r = rs[resource];
+          if (r === undefined) throw new errors.InvalidTarget();
+          if (r.opaque) return { audience: resource, scope: r.scope, accessTokenFormat: 'opaque', accessTokenTTL: 600 };
+          return { audience: resource, scope: r.scope, accessTokenFormat: 'jwt', accessTokenTTL: 600, jwt: { sign: { alg: 'RS256' } } };
         },
       },
     },
@@ -79,6 +87,18 @@ export async function startIssuer({ resources, clients }) {
       const body = await res.json();
       if (!res.ok) throw new Error(`token endpoint: HTTP ${res.status}: ${JSON.stringify(body)}`);
       return body.access_token;
+    },
+    // revoke revokes a token (RFC 7009) as the client it was issued to.
+    async revoke({ client_id, client_secret }, token) {
+      const res = await fetch(`${url}/token/revocation`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: 'Basic ' + Buffer.from(`${encodeURIComponent(client_id)}:${encodeURIComponent(client_secret)}`).toString('base64'),
+        },
+        body: new URLSearchParams({ token }),
+      });
+      if (!res.ok) throw new Error(`revocation endpoint: HTTP ${res.status}`);
     },
     requests: () => seen.slice(),
     clearRequests: () => { seen.length = 0; },
