@@ -37,14 +37,23 @@ type Config struct {
 	Scopes []string `yaml:"scopes"`
 	// Policy names the scopes that the tools' annotations call for.
 	Policy Policy `yaml:"policy"`
-	// Introspection would verify opaque tokens (RFC 7662). Not supported yet:
-	// setting it is a configuration error.
+	// Introspection, when set, verifies opaque tokens (anything that is not
+	// a JWS) at an RFC 7662 endpoint; JWTs are still verified locally.
+	// Default: none, and an opaque token is refused.
 	Introspection *Introspection `yaml:"introspection"`
 	// List is "all" (default: tools/list shows every tool, so a client can
-	// discover what needs a step-up) or "callable" (only the tools the
-	// caller's scopes allow; not implemented yet, a configuration error).
+	// discover what needs a step-up) or "callable" (tools/list shows a
+	// caller only the tools its token's scopes let it call under Policy and
+	// the operations' OpenAPI scopes; a client then cannot discover what a
+	// step-up would unlock).
 	List string `yaml:"list"`
 }
+
+// The values of Config.List.
+const (
+	ListAll      = "all"
+	ListCallable = "callable"
+)
 
 // Policy is the annotation-aware step-up policy. Empty scopes are not
 // required.
@@ -55,11 +64,38 @@ type Policy struct {
 	DestructiveScope string `yaml:"destructive_scope"`
 }
 
-// Introspection configures RFC 7662 token introspection (not yet supported).
+// Introspection configures RFC 7662 token introspection. An answer is
+// trusted only if it says active, has an exp still ahead (and nbf behind),
+// names the gateway's audience in aud, and, when it names an iss, names the
+// configured issuer; it is cached like a verified JWT (see
+// [Verifier.Verify]).
 type Introspection struct {
-	URL             string `yaml:"url"`
+	// URL is the introspection endpoint. Required; https, or http on a
+	// loopback host.
+	URL string `yaml:"url"`
+	// ClientID and ClientSecretEnv (the environment variable holding the
+	// secret) authenticate the gateway at URL (client_secret_basic, RFC
+	// 7662 §2.1). Both required.
 	ClientID        string `yaml:"client_id"`
 	ClientSecretEnv string `yaml:"client_secret_env"`
+}
+
+// Validate checks in. It reads the secret's environment variable, so a
+// missing secret stops the gateway at start-up.
+func (in *Introspection) Validate() error {
+	if in.URL == "" {
+		return errors.New("auth.introspection.url: required: the RFC 7662 endpoint opaque tokens are checked at")
+	}
+	if err := checkURL(in.URL); err != nil {
+		return fmt.Errorf("auth.introspection.url: %v", err)
+	}
+	if in.ClientID == "" || in.ClientSecretEnv == "" {
+		return errors.New("auth.introspection.client_id, client_secret_env: both required: the gateway authenticates at the introspection endpoint")
+	}
+	if os.Getenv(in.ClientSecretEnv) == "" {
+		return fmt.Errorf("auth.introspection.client_secret_env: environment variable %s is not set or empty", in.ClientSecretEnv)
+	}
+	return nil
 }
 
 // Validate checks c and applies its defaults.
@@ -82,14 +118,14 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.Introspection != nil {
-		return errors.New("auth.introspection: opaque-token introspection (RFC 7662) is not supported yet; have the issuer issue JWT access tokens and remove this key")
+		if err := c.Introspection.Validate(); err != nil {
+			return err
+		}
 	}
 	switch c.List {
 	case "":
-		c.List = "all"
-	case "all":
-	case "callable":
-		return errors.New(`auth.list: "callable" is not implemented yet; use "all" (the default): a call without the needed scope is answered 403 insufficient_scope`)
+		c.List = ListAll
+	case ListAll, ListCallable:
 	default:
 		return fmt.Errorf("auth.list: %q is not all or callable", c.List)
 	}

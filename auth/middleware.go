@@ -65,7 +65,8 @@ func (v *Verifier) MetadataHandler() http.Handler {
 
 // Middleware verifies the bearer token of every request and requires
 // Config.Scopes. A request without a valid token is answered 401, one
-// missing a scope 403, each with an RFC 6750 challenge; otherwise the
+// missing a scope 403, each with an RFC 6750 challenge; one whose token
+// could not be introspected 503 with Retry-After (see [ErrUnavailable]); otherwise the
 // token's [mcpauth.TokenInfo] goes into the request's context, where go-sdk
 // puts it in each request's RequestExtra.TokenInfo.
 //
@@ -89,6 +90,12 @@ func (v *Verifier) Middleware(next http.Handler) http.Handler {
 			return
 		}
 		ti, err := v.Verify(r.Context(), tok)
+		if errors.Is(err, ErrUnavailable) {
+			v.logger.Warn("auth: token introspection failed", "reason", err.Error())
+			w.Header().Set("Retry-After", "5")
+			writeError(w, http.StatusServiceUnavailable, "the bearer token could not be checked now; try again shortly")
+			return
+		}
 		if err != nil {
 			v.Unauthorized(w, err)
 			return

@@ -3,6 +3,7 @@ package auth
 import (
 	"net/http"
 	"slices"
+	"strings"
 
 	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -126,4 +127,50 @@ func OAuthScopes(reqs []map[string][]string, isOAuth func(scheme string) bool) [
 		out = append(out, alt)
 	}
 	return out
+}
+
+// Allows reports whether ti meets r.
+func (r Requirement) Allows(ti *mcpauth.TokenInfo) bool { return r.Missing(ti) == nil }
+
+// ScopeSet is the set of scopes that some tool's requirement names, sorted:
+// the only scopes that decide which tools a caller may call. Two callers
+// that hold the same members of it may call the same tools, whatever else
+// their tokens say, so the members a caller holds ([ScopeSet.Held]) key its
+// tools/list under `auth.list: callable`.
+type ScopeSet []string
+
+// ScopesNamed returns the scopes the requirements name.
+func ScopesNamed(reqs map[string]Requirement) ScopeSet {
+	var s []string
+	for _, r := range reqs {
+		s = append(s, r.All...)
+		for _, alt := range r.AnyOf {
+			s = append(s, alt...)
+		}
+	}
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+// Held returns the members of s that ti holds, space-separated in s's
+// order: a key for what ti may call that holds no part of the token, only
+// scope names the configuration and the OpenAPI documents already hold.
+func (s ScopeSet) Held(ti *mcpauth.TokenInfo) string {
+	var b strings.Builder
+	for _, scope := range s {
+		if ti != nil && slices.Contains(ti.Scopes, scope) {
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(scope)
+		}
+	}
+	return b.String()
+}
+
+// Holder is a TokenInfo that holds exactly the scopes of a key made by
+// [ScopeSet.Held]: every requirement decides it as it decides the tokens
+// behind that key.
+func Holder(key string) *mcpauth.TokenInfo {
+	return &mcpauth.TokenInfo{Scopes: strings.Fields(key)}
 }

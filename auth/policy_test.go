@@ -82,3 +82,42 @@ func TestAuthorizeStepUp(t *testing.T) {
 		t.Errorf("unverified request: %d %v", status, ok)
 	}
 }
+
+// TestScopeSetHeld: a caller's view key holds only the policy-relevant
+// scopes it has, so callers who may call the same tools share a key, and a
+// Holder of the key is decided as the caller is.
+func TestScopeSetHeld(t *testing.T) {
+	p := Policy{WriteScope: "w", DestructiveScope: "d"}
+	reqs := map[string]Requirement{
+		"read":    p.Require(hints(true, false), [][]string{{"r"}, {"admin"}}),
+		"write":   p.Require(hints(false, false), nil),
+		"destroy": p.Require(hints(false, true), [][]string{{}}),
+	}
+	set := ScopesNamed(reqs)
+	if fmt.Sprint(set) != "[admin d r w]" {
+		t.Fatalf("ScopesNamed = %v", set)
+	}
+	for _, tc := range []struct {
+		have []string
+		key  string
+	}{
+		{nil, ""},
+		{[]string{"openid", "profile"}, ""},
+		{[]string{"w", "r", "email"}, "r w"},
+		{[]string{"d", "w", "admin", "r"}, "admin d r w"},
+	} {
+		ti := &mcpauth.TokenInfo{Scopes: tc.have}
+		key := set.Held(ti)
+		if key != tc.key {
+			t.Errorf("Held(%v) = %q, want %q", tc.have, key, tc.key)
+		}
+		for name, r := range reqs {
+			if r.Allows(ti) != r.Allows(Holder(key)) {
+				t.Errorf("%v: %s decided differently for the token and its key", tc.have, name)
+			}
+		}
+	}
+	if set.Held(nil) != "" {
+		t.Error("a nil TokenInfo holds scopes")
+	}
+}

@@ -58,6 +58,7 @@ type Verifier struct {
 	tokenURL    string
 	metadataURL string
 	logger      *slog.Logger
+	introspect  *introspector // nil without Config.Introspection
 }
 
 // discovery is what the gateway reads of the issuer's metadata.
@@ -143,6 +144,9 @@ func NewVerifier(ctx context.Context, cfg *Config, opts *VerifierOptions) (*Veri
 		metadataURL: MetadataURL(cfg.Audience),
 		logger:      o.Logger,
 	}
+	if cfg.Introspection != nil {
+		v.introspect = newIntrospector(cfg, o.HTTPClient)
+	}
 	return v, nil
 }
 
@@ -163,9 +167,17 @@ var (
 	errUnavailable = errors.New("the token could not be verified")
 )
 
-// Verify checks token and returns what it grants. Every error wraps
-// go-sdk's auth.ErrInvalidToken; its text is fit for the client (it holds
-// neither the token nor a claim). The TokenInfo is the caller's own copy.
+// Verify checks token and returns what it grants. A JWT is verified with
+// the issuer's keys; with Config.Introspection, any other token is asked
+// about at the introspection endpoint (RFC 7662). Both kinds of answer are
+// cached by the token's hash, never past the token's exp, nor past
+// CacheTTL (so a token revoked at the authorization server is refused
+// within CacheTTL).
+//
+// An error wraps go-sdk's auth.ErrInvalidToken when the token is refused;
+// its text is fit for the client (it holds neither the token nor a claim).
+// It wraps [ErrUnavailable] instead when the introspection endpoint could
+// not say; that text is for logs. The TokenInfo is the caller's own copy.
 func (v *Verifier) Verify(ctx context.Context, token string) (*mcpauth.TokenInfo, error) {
 	key := sha256.Sum256([]byte(token))
 	now := v.now()
@@ -177,6 +189,15 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*mcpauth.TokenInfo
 			return &ti, nil
 		}
 		v.cache.Remove(key)
+	}
+	if v.introspect != nil && !looksLikeJWS(token) {
+		ti, err := v.introspect.introspect(ctx, token, now)
+		if err != nil {
+			return nil, err
+		}
+		v.cache.Add(key, ti)
+		ti.Scopes = slices.Clone(ti.Scopes)
+		return &ti, nil
 	}
 	idt, err := v.verifier.Verify(ctx, token)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 
+	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -23,6 +24,10 @@ import (
 //     message, after the body is parsed and before anything is dispatched,
 //     with the message's method and, for tools/call, params.name. A fast
 //     path that answers tools/call itself must call it too.
+//   - Listing: with `auth.list: callable`, tools/list shows a caller only
+//     what authorizeCall would let it call: the fast path through its
+//     views (fastPath.viewOf), go-sdk through a receiving middleware
+//     (listFilter), both deciding with callableBy.
 //   - Outbound: every tool call gets its upstream's credential from
 //     Gateway.credentials; nothing else of the inbound request goes
 //     upstream.
@@ -69,6 +74,87 @@ func (g *Gateway) authorizeCall(r *http.Request, method, tool string) (status in
 		return 0, "", true
 	}
 	return g.verifier.Authorize(r, req)
+}
+
+// listCallable reports whether tools/list shows each caller only the tools
+// it may call (auth.list: callable).
+func (g *Gateway) listCallable() bool {
+	return g.verifier != nil && g.cfg.Auth.List == auth.ListCallable
+}
+
+// listKey returns the function that names a caller's tools/list view: the
+// policy-relevant scopes its verified token holds (auth.ScopeSet.Held).
+func (g *Gateway) listKey() func(*mcpauth.TokenInfo) string {
+	return auth.ScopesNamed(g.require).Held
+}
+
+// callableBy returns the tools of served that a caller holding exactly the
+// policy-relevant scopes of key may call: the tools authorizeCall lets
+// through for it. A tool without a requirement (none is unknown to
+// g.require today) is listed, as authorizeCall lets its calls through.
+func (g *Gateway) callableBy(key string, served []*Tool) []*Tool {
+	holder := auth.Holder(key)
+	out := make([]*Tool, 0, len(served))
+	for _, t := range served {
+		if req, ok := g.require[t.Tool.Name]; !ok || req.Allows(holder) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// addListFilter makes go-sdk's tools/list show each caller only what it
+// may call, under auth.list: callable: go-sdk answers every tools/list the
+// fast path does not (stateful sessions, protocol 2026-07-28, a cursor of
+// its own), and in stateful mode req.Extra.TokenInfo is still the POST's
+// own token, not the session's first.
+//
+// It filters go-sdk's page after go-sdk paginated the whole catalog, so a
+// page may hold fewer tools than the page size (or none, with a
+// nextCursor), where the fast path paginates the filtered list: the tools a
+// caller sees across all pages are the same, and with at most
+// mcp.DefaultPageSize (1000) tools, so are the pages.
+//
+// Over stdio (no HTTP request: Extra.Header is nil) nothing is verified and
+// nothing is filtered, as authorizeCall decides nothing there.
+func (g *Gateway) addListFilter() {
+	if !g.listCallable() {
+		return
+	}
+	key := g.listKey()
+	g.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method != "tools/list" || err != nil {
+				return res, err
+			}
+			list, ok := res.(*mcp.ListToolsResult)
+			extra := req.GetExtra()
+			if !ok || extra == nil || extra.Header == nil {
+				return res, err
+			}
+			holder := auth.Holder(key(extra.TokenInfo))
+			out := *list
+			out.Tools = make([]*mcp.Tool, 0, len(list.Tools))
+			for _, t := range list.Tools {
+				if r, ok := g.require[t.Name]; !ok || r.Allows(holder) {
+					out.Tools = append(out.Tools, t)
+				}
+			}
+			out.CacheScope = cacheScopeOf(true)
+			return &out, nil
+		}
+	})
+}
+
+// cacheScopeOf is the cacheScope of a tools/list: "public" (go-sdk's
+// default) for the one list every caller sees, "private" for a list made for
+// the caller's scopes, which a shared cache must not hand to another caller.
+func cacheScopeOf(perCaller bool) string {
+	if perCaller {
+		return "private"
+	}
+	return "public"
 }
 
 // credentials returns what the upstream of t is shown for this call, by its

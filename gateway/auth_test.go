@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -307,5 +308,103 @@ upstreams:
 				t.Errorf("err = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestAuthListCallable: under auth.list: callable, tools/list shows each
+// caller exactly the tools authorizeCall would let it call, and the fast
+// path, go-sdk stateless and go-sdk stateful (sessions) give each caller the
+// same list, marked private. The fast path's views are keyed by the
+// policy-relevant scopes held, not by token.
+func TestAuthListCallable(t *testing.T) {
+	is := newAuthIssuer(t)
+	rec := &credRecorder{}
+	api := httptest.NewServer(rec)
+	t.Cleanup(api.Close)
+	newCfg := func(stateful bool) *Config {
+		return &Config{Stateful: stateful,
+			Auth: &auth.Config{Issuer: is.URL, Audience: authAudience, Scopes: []string{"mcp"}, List: auth.ListCallable,
+				Policy: auth.Policy{WriteScope: "mcp:write", DestructiveScope: "mcp:destructive"}},
+			Upstreams: []Upstream{{Name: "api", OpenAPI: "auth.json", Document: []byte(authDoc), BaseURL: api.URL}}}
+	}
+	type server struct {
+		name     string
+		g        *Gateway
+		url      string
+		stateful bool
+	}
+	var servers []server
+	for _, s := range []struct {
+		name           string
+		stateful, slow bool
+	}{{"fast path", false, false}, {"go-sdk stateless", false, true}, {"go-sdk stateful", true, false}} {
+		g, err := New(context.Background(), newCfg(s.stateful), &Options{DisableFastPath: s.slow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (g.fast != nil) != (s.name == "fast path") {
+			t.Fatalf("%s: fast path %v", s.name, g.fast != nil)
+		}
+		srv := httptest.NewServer(g.Handler())
+		t.Cleanup(srv.Close)
+		servers = append(servers, server{s.name, g, srv.URL + "/mcp", s.stateful})
+	}
+	fastServed := 0
+	servers[0].g.fast.onServe = func() { fastServed++ }
+
+	for _, tc := range []struct {
+		scope string
+		want  string
+	}{
+		{"mcp", "[]"},
+		{"mcp things:read", "[list_things]"},
+		{"mcp things:read unrelated:scope", "[list_things]"}, // same view as the one above
+		{"mcp mcp:write", "[]"},                              // delete_thing also needs mcp:destructive
+		{"mcp mcp:write mcp:destructive", "[delete_thing]"},  // list_things needs things:read
+		{"mcp things:read mcp:write mcp:destructive", "[delete_thing list_things]"},
+	} {
+		t.Run(tc.scope, func(t *testing.T) {
+			authz := "Bearer " + is.token(t, tc.scope)
+			for _, s := range servers {
+				h := http.Header{"Authorization": {authz}}
+				if s.stateful {
+					h = sessionHeader(openSession(t, s.url, authz), authz)
+				}
+				before := fastServed
+				a := sendRaw(t, s.url, rpc("1", "tools/list", ""), h)
+				if s.name == "fast path" && fastServed != before+1 {
+					t.Error("the fast path did not answer")
+				}
+				if a.Status != http.StatusOK || len(a.Messages) != 1 {
+					t.Fatalf("%s: %d %v %s", s.name, a.Status, a.Messages, a.Text)
+				}
+				res, _ := a.Messages[0].(map[string]any)["result"].(map[string]any)
+				var names []string
+				for _, tool := range res["tools"].([]any) {
+					names = append(names, tool.(map[string]any)["name"].(string))
+				}
+				if got := fmt.Sprint(names); got != tc.want {
+					t.Errorf("%s lists %s, want %s", s.name, got, tc.want)
+				}
+				if res["tools"] == nil || res["cacheScope"] != "private" {
+					t.Errorf("%s: tools %v, cacheScope %v, want a list and private", s.name, res["tools"], res["cacheScope"])
+				}
+			}
+			// Every tool listed can be called, and the others are refused
+			// (step-up), whatever the path.
+			for _, tool := range []string{"list_things", "delete_thing"} {
+				resp, _ := authPost(t, servers[0].url, toolCall(tool, `{"id":"1"}`), http.Header{"Authorization": {authz}})
+				if listed := strings.Contains(tc.want, tool); listed != (resp.StatusCode == http.StatusOK) {
+					t.Errorf("%s: listed %v, call answered %d", tool, listed, resp.StatusCode)
+				}
+			}
+		})
+	}
+	// Five distinct sets of policy-relevant scopes held; the unrelated scope
+	// made no view of its own. The keys are scope names only.
+	keys := servers[0].g.fast.views.Keys()
+	slices.Sort(keys)
+	if want := `["" "mcp:destructive mcp:write" "mcp:destructive mcp:write things:read" "mcp:write" "things:read"]`; fmt.Sprintf("%q", keys) != want {
+		t.Errorf("view keys %q\nwant %s", keys, want)
 	}
 }

@@ -129,6 +129,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 			Logging: &mcp.LoggingCapabilities{},
 		},
 	})
+	g.addListFilter() // auth.list: callable (auth.go)
 	if g.opts.Lock != nil {
 		g.drift = annotations.Compare(g.opts.Lock, cat.Facts())
 	}
