@@ -405,7 +405,9 @@ func workloadSchema(it PlaybookItem) *openapi3.Schema {
 // is a stream: SSE over HTTP (go-sdk drops it from a JSON answer), or stdio.
 // Cancellation: the run is left when the handler's ctx ends — the client
 // hung up (the front door), or notifications/cancelled in stateful mode and
-// over stdio (go-sdk) — and cancelled upstream after the runner's linger.
+// over stdio (go-sdk) — and cancelled upstream after the runner's linger; a
+// notifications/cancelled to a stateless gateway (the front door, see
+// cancel.go) cancels it upstream at once.
 func (g *Gateway) playbookHandler(t *Tool) mcp.ToolHandler {
 	pb := t.playbook
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
