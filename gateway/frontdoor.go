@@ -47,7 +47,9 @@ import (
 //     under it while the POST is served; the tool handler joins the two
 //     contexts (see callContexts.join), and the upstream request, built with
 //     http.NewRequestWithContext, is cancelled when the client hangs up.
-//   - notifications/cancelled still works in stateful mode, through go-sdk.
+//   - notifications/cancelled works in stateful mode through go-sdk, and in
+//     stateless mode through the front door's registry of the calls in
+//     flight (see cancel.go).
 //   - stdio has no POST: calls there end with the session or a
 //     notifications/cancelled.
 type frontDoor struct {
@@ -59,6 +61,7 @@ type frontDoor struct {
 	metrics     *metrics     // nil when metrics are off
 	fast        *fastPath    // nil: stateful, or turned off
 	tasks       *taskDoor    // nil: no playbook tools (see tasks.go)
+	inflight    *inflight    // stateless: the calls notifications/cancelled can reach (see cancel.go); nil when stateful
 	// authorize, when set, is the step-up seam (see gateway/auth.go): it is
 	// called for every POSTed message after the body is parsed and before
 	// anything is dispatched; when it says no, the front door answers with
@@ -85,13 +88,27 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
+	rpc := r.Method == http.MethodPost && isJSON(r.Header.Get("Content-Type"))
+	var msg rpcPeek // read only when stateless, for notifications/cancelled
+	if rpc && f.inflight != nil {
+		msg, _ = peek(body)
+	}
+	callReq := r // what the fast path serves: r, or r under the call's cancellable context
 	if r.Method == http.MethodPost {
-		id, done := f.calls.add(r.Context())
+		ctx := r.Context()
+		if f.inflight != nil {
+			var untrack func()
+			ctx, untrack = f.inflight.track(ctx, r, msg)
+			defer untrack()
+			if ctx != r.Context() {
+				callReq = r.WithContext(ctx)
+			}
+		}
+		id, done := f.calls.add(ctx)
 		defer done()
 		r.Header.Set(requestIDHeader, id)
 		w.Header().Set(requestIDHeader, id) // the caller's handle on the log lines of its calls
 	}
-	rpc := r.Method == http.MethodPost && isJSON(r.Header.Get("Content-Type"))
 	if rpc {
 		if e := checkMessage(body); e != nil {
 			f.metrics.refuseMessage(body, e)
@@ -118,7 +135,7 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if f.sessions == nil && f.tasks.serve(w, r, body) {
 			return
 		}
-		if f.fast != nil && f.fast.serve(w, r, body) {
+		if f.fast != nil && f.fast.serve(w, callReq, body) {
 			return
 		}
 	}
@@ -134,6 +151,11 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if rpc && r.Header.Get(sessionIDHeader) != "" && f.tasks.serve(w, r, body) {
 			return
 		}
+	}
+	if f.inflight != nil {
+		var finish func()
+		w, finish = f.inflight.onCancelled(w, r, msg)
+		defer finish()
 	}
 	if r.Method == http.MethodPost {
 		ew := &rpcErrors{ResponseWriter: w, body: body}
@@ -282,7 +304,8 @@ func (c *callContexts) add(ctx context.Context) (id string, done func()) {
 var errClientGone = errors.New("gateway: the client's HTTP request ended")
 
 // join returns ctx, also cancelled when the POST that carried the call (named
-// by [requestIDHeader] in h) ends. When h names a POST that has already ended
+// by [requestIDHeader] in h) ends — with errClientGone as the cause, or the
+// client's own cancellation (see cancel.go). When h names a POST that has already ended
 // (the client hung up before the handler started), the answer can no longer
 // be delivered (go-sdk keeps no event store here), so the result is cancelled
 // at once. Without the header (stdio), ctx is returned as is.
@@ -297,7 +320,8 @@ func (c *callContexts) join(ctx context.Context, h http.Header) (context.Context
 		cancel(errClientGone)
 		return ctx, func() {}
 	}
-	stop := context.AfterFunc(v.(context.Context), func() { cancel(errClientGone) })
+	post := v.(context.Context)
+	stop := context.AfterFunc(post, func() { cancel(postEndCause(post)) })
 	return ctx, func() { stop(); cancel(nil) }
 }
 

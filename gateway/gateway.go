@@ -254,6 +254,8 @@ func (g *Gateway) newMux() *mux.Router {
 	}
 	if g.cfg.Stateful {
 		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions)
+	} else {
+		fd.inflight = newInflight()
 	}
 	playbookRPC := http.Handler(&noetlDoor{fd: fd, next: http.HandlerFunc(g.servePlaybookRPC)})
 	if g.verifier != nil {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -93,12 +94,15 @@ func (c *Catalog) buildPlaybooks(ctx context.Context, namer *tagging.Namer, u *U
 	c.engines[u.Name] = engine
 	items := slices.Clone(p.Items)
 	if catalogRoute != "" {
-		found, err := []PlaybookItem(nil), error(nil)
+		found, warnings, err := []PlaybookItem(nil), []string(nil), error(nil)
 		client, cerr := newClient(u, c.bases[u.Name], nil)
 		if cerr != nil {
 			err = cerr
 		} else {
-			found, err = discoverPlaybooks(ctx, client, catalogRoute)
+			found, warnings, err = discoverPlaybooks(ctx, client, catalogRoute)
+		}
+		for _, w := range warnings {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: playbook catalog %s: %s", u.Name, catalogRoute, w))
 		}
 		if err != nil {
 			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: playbook catalog %s: %v; serving only the configured items", u.Name, catalogRoute, err))
@@ -175,18 +179,20 @@ func markedRoutes(doc *openapi3.T) map[string]playbook.Route {
 
 // discoverPlaybooks reads the engine's catalog: {"playbooks": [...]},
 // {"items": [...]} or a bare list of {path, description, workload,
-// metadata: {exposes_as_mcp}, secrets}.
-func discoverPlaybooks(ctx context.Context, client *upstream.Client, route string) ([]PlaybookItem, error) {
+// metadata: {exposes_as_mcp}, secrets, content}. content (or source) is the
+// playbook's YAML, whose # ui: directives refine its inputs (directives.go);
+// the warnings say which were ignored.
+func discoverPlaybooks(ctx context.Context, client *upstream.Client, route string) ([]PlaybookItem, []string, error) {
 	rt, err := playbook.ParseRoute(route)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	a, err := client.Send(ctx, rt.Method, rt.Path, nil, upstream.Credentials{})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if a.Status != http.StatusOK {
-		return nil, fmt.Errorf("the engine answered HTTP %d", a.Status)
+		return nil, nil, fmt.Errorf("the engine answered HTTP %d", a.Status)
 	}
 	type entry struct {
 		PlaybookItem
@@ -194,6 +200,8 @@ func discoverPlaybooks(ctx context.Context, client *upstream.Client, route strin
 			ExposesAsMCP *bool `json:"exposes_as_mcp"`
 		} `json:"metadata"`
 		Secrets []string `json:"secrets"`
+		Content string   `json:"content"`
+		Source  string   `json:"source"`
 	}
 	var list []entry
 	var wrapped struct {
@@ -202,11 +210,12 @@ func discoverPlaybooks(ctx context.Context, client *upstream.Client, route strin
 	}
 	if err := json.Unmarshal(a.Body, &list); err != nil {
 		if err := json.Unmarshal(a.Body, &wrapped); err != nil {
-			return nil, fmt.Errorf("the answer is not a list of playbooks")
+			return nil, nil, fmt.Errorf("the answer is not a list of playbooks")
 		}
 		list = append(wrapped.Playbooks, wrapped.Items...)
 	}
 	out := make([]PlaybookItem, 0, len(list))
+	var warnings []string
 	for _, e := range list {
 		it := e.PlaybookItem
 		if it.Path == "" {
@@ -223,9 +232,12 @@ func discoverPlaybooks(ctx context.Context, client *upstream.Client, route strin
 			in.Secret = true
 			it.Inputs[k] = in
 		}
+		if src := cmp.Or(e.Content, e.Source); src != "" {
+			warnings = append(warnings, applySource(&it, src)...)
+		}
 		out = append(out, it)
 	}
-	return out, nil
+	return out, warnings, nil
 }
 
 // mergeItems lays the configured items over the discovered ones (by path):
@@ -405,7 +417,9 @@ func workloadSchema(it PlaybookItem) *openapi3.Schema {
 // is a stream: SSE over HTTP (go-sdk drops it from a JSON answer), or stdio.
 // Cancellation: the run is left when the handler's ctx ends — the client
 // hung up (the front door), or notifications/cancelled in stateful mode and
-// over stdio (go-sdk) — and cancelled upstream after the runner's linger.
+// over stdio (go-sdk) — and cancelled upstream after the runner's linger; a
+// notifications/cancelled to a stateless gateway (the front door, see
+// cancel.go) cancels it upstream at once.
 func (g *Gateway) playbookHandler(t *Tool) mcp.ToolHandler {
 	pb := t.playbook
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -100,11 +100,19 @@ type run struct {
 	expires  time.Time // when done: the end of its dedup window
 }
 
+// ErrCallCancelled, as the cause of a Run's ctx (context.WithCancelCause),
+// says that the client cancelled the call on purpose (MCP
+// notifications/cancelled) rather than went away: a client that cancels wants
+// the run stopped, so when no other request waits for it the run is
+// cancelled upstream at once, without the linger that leaves a client whose
+// stream broke time to re-send.
+var ErrCallCancelled = errors.New("playbook: the client cancelled the call")
+
 // Run runs req's playbook, or joins the run a same request started within
 // the dedup window, and waits for its outcome, calling req.Progress after
 // each poll. When ctx ends first, Run returns at once with a Cancelled
 // outcome; the run itself is cancelled upstream once no request waits for it
-// (after Options.Linger).
+// (after Options.Linger, or at once when ctx's cause is ErrCallCancelled).
 func (r *Runner) Run(ctx context.Context, req Request) *Outcome {
 	key := r.key(req)
 	rn, attached := r.attach(key, req)
@@ -121,12 +129,13 @@ func (r *Runner) Run(ctx context.Context, req Request) *Outcome {
 		}
 		select {
 		case <-rn.done:
-			r.detach(rn)
+			r.detach(rn, false)
 			out := *rn.out
 			out.Attached = attached
 			return &out
 		case <-ctx.Done():
-			r.detach(rn)
+			now := errors.Is(context.Cause(ctx), ErrCallCancelled)
+			r.detach(rn, now)
 			rn.mu.Lock()
 			id := rn.id
 			rn.mu.Unlock()
@@ -138,13 +147,13 @@ func (r *Runner) Run(ctx context.Context, req Request) *Outcome {
 			default:
 			}
 			return &Outcome{State: Cancelled, ExecutionID: id, Attached: attached, Polls: seen,
-				Result: errorResult(r.abandonText(req.Path, id), id, req.Path, nil, r.opts.MaxStructured)}
+				Result: errorResult(r.abandonText(req.Path, id, now), id, req.Path, nil, r.opts.MaxStructured)}
 		case <-changed:
 		}
 	}
 }
 
-func (r *Runner) abandonText(path, id string) string {
+func (r *Runner) abandonText(path, id string, now bool) string {
 	what := fmt.Sprintf("the call was cancelled before playbook %s finished", path)
 	if id != "" {
 		what += fmt.Sprintf(" (execution %s)", id)
@@ -152,7 +161,7 @@ func (r *Runner) abandonText(path, id string) string {
 	switch {
 	case r.opts.Routes.Cancel.IsZero():
 		return what + "; the engine has no cancel route, so the run may go on"
-	case r.opts.DedupWindow < 0 || r.opts.Linger < 0:
+	case now || r.opts.DedupWindow < 0 || r.opts.Linger < 0:
 		return what + "; the gateway cancels the run upstream"
 	}
 	return what + fmt.Sprintf("; the gateway cancels the run upstream unless the same call is re-sent within %s", r.opts.Linger)
@@ -239,8 +248,10 @@ func (r *Runner) prune(now time.Time) {
 }
 
 // detach counts a caller out; the last one out of a run still going starts
-// its linger, after which the run is cancelled.
-func (r *Runner) detach(rn *run) {
+// its linger, after which the run is cancelled, or cancels it at once when
+// now is set (the client cancelled the call on purpose: see
+// ErrCallCancelled).
+func (r *Runner) detach(rn *run, now bool) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	rn.waiters--
@@ -252,7 +263,7 @@ func (r *Runner) detach(rn *run) {
 		return
 	default:
 	}
-	if r.opts.Linger < 0 || rn.key == "" {
+	if now || r.opts.Linger < 0 || rn.key == "" {
 		rn.cancel()
 		return
 	}

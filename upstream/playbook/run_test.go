@@ -259,6 +259,49 @@ func TestCancelAndDedup(t *testing.T) {
 		})
 	})
 
+	t.Run("explicit cancel (ErrCallCancelled): upstream cancel at once, unless another request waits", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := engine.New(&engine.Options{Token: "tok", Step: time.Hour})
+			r := newRunner(t, e.Handler(), Options{})
+			ctx, cancel := context.WithCancelCause(t.Context())
+			time.AfterFunc(3*time.Second, func() { cancel(ErrCallCancelled) })
+			out := r.Run(ctx, slow)
+			if out.State != Cancelled || !strings.Contains(text(out.Result), "; the gateway cancels the run upstream") {
+				t.Fatalf("%s: %s", out.State, text(out.Result))
+			}
+			synctest.Wait()
+			if c := e.Counts(); c.Cancelled != 1 {
+				t.Fatalf("right after an explicit cancel: %+v, want 1 cancelled (no linger)", c)
+			}
+
+			// A same request attached to the run still waits for it: one
+			// waiter's cancel must not stop the run under the other.
+			ctx2, cancel2 := context.WithCancelCause(t.Context())
+			done := make(chan *Outcome)
+			go func() { done <- r.Run(ctx2, slow) }()
+			time.Sleep(time.Second)
+			other := make(chan *Outcome)
+			go func() { other <- r.Run(t.Context(), slow) }()
+			time.Sleep(time.Second)
+			cancel2(ErrCallCancelled)
+			<-done
+			synctest.Wait()
+			if c := e.Counts(); c.Cancelled != 1 || c.Started != 2 {
+				t.Fatalf("with another waiter: %+v, want 2 started, still 1 cancelled", c)
+			}
+			ctx3, cancel3 := context.WithCancelCause(t.Context())
+			cancel3(ErrCallCancelled)
+			go func() { r.Run(ctx3, slow) }() // attaches, leaves at once: the other still waits
+			synctest.Wait()
+			if c := e.Counts(); c.Cancelled != 1 {
+				t.Fatalf("%+v", c)
+			}
+			if o := <-other; o.State != TimedOut {
+				t.Errorf("the remaining waiter: %s: %s", o.State, text(o.Result))
+			}
+		})
+	})
+
 	t.Run("re-sent within the linger attaches and is not cancelled", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			e := engine.New(&engine.Options{Token: "tok", Step: time.Second})

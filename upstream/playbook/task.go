@@ -42,9 +42,10 @@ func (r *Runner) Start(ctx context.Context, req Request) (string, time.Time, *Ou
 	case <-rn.started:
 	case <-rn.done:
 	case <-ctx.Done():
-		r.detach(rn)
+		now := errors.Is(context.Cause(ctx), ErrCallCancelled)
+		r.detach(rn, now)
 		return "", time.Time{}, &Outcome{State: Cancelled, Attached: attached,
-			Result: errorResult(r.abandonText(req.Path, ""), "", req.Path, nil, r.opts.MaxStructured)}
+			Result: errorResult(r.abandonText(req.Path, "", now), "", req.Path, nil, r.opts.MaxStructured)}
 	}
 	rn.mu.Lock()
 	id := rn.id

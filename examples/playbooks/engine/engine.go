@@ -55,8 +55,13 @@ type Playbook struct {
 	Workload    map[string]any `json:"workload"`
 	Metadata    Metadata       `json:"metadata"`
 	// Secrets names the workload keys whose values are secret (the
-	// catalog's form of a "# ui:secret" directive).
+	// catalog's form of a "# ui:secret" directive). None of the engine's
+	// own playbooks uses it: their Content says it.
 	Secrets []string `json:"secrets,omitempty"`
+	// Content is the playbook's YAML source, as NoETL's catalog serves it:
+	// its workload keys carry "# ui:secret", "# ui:enum=[a,b]" and
+	// "# ui:description=…" directives.
+	Content string `json:"content,omitempty"`
 
 	steps int                                         // 0: done at once
 	run   func(w map[string]any) (any, string, error) // result, summary, failure
@@ -77,6 +82,8 @@ func Playbooks() []Playbook {
 			Path: "demo/fast", Description: "Says hello at once.",
 			Workload: map[string]any{"name": "world"},
 			Metadata: Metadata{ExposesAsMCP: true},
+			Content: source("demo/fast", "Says hello at once.", `
+  name: world  # ui:description=Whom to greet.`),
 			run: func(w map[string]any) (any, string, error) {
 				msg := fmt.Sprintf("Hello, %v!", orDefault(w["name"], "world"))
 				return map[string]any{"greeting": msg}, msg, nil
@@ -86,7 +93,10 @@ func Playbooks() []Playbook {
 			Path: "demo/slow", Description: "Counts five steps, reporting progress; takes a few seconds.",
 			Workload: map[string]any{"label": "demo", "note": nil},
 			Metadata: Metadata{ExposesAsMCP: true},
-			steps:    5,
+			Content: source("demo/slow", "Counts five steps.", `
+  label: demo
+  note:`),
+			steps: 5,
 			run: func(w map[string]any) (any, string, error) {
 				return map[string]any{"steps": 5, "label": orDefault(w["label"], "demo")}, fmt.Sprintf("%v: counted 5 steps", orDefault(w["label"], "demo")), nil
 			},
@@ -95,6 +105,8 @@ func Playbooks() []Playbook {
 			Path: "demo/fail", Description: "Always fails, to show a failed run.",
 			Workload: map[string]any{"reason": "the demo fails on purpose"},
 			Metadata: Metadata{ExposesAsMCP: true},
+			Content: source("demo/fail", "Always fails.", `
+  reason: the demo fails on purpose`),
 			run: func(w map[string]any) (any, string, error) {
 				return nil, "", fmt.Errorf("step check failed: %v", orDefault(w["reason"], "no reason"))
 			},
@@ -103,12 +115,32 @@ func Playbooks() []Playbook {
 			Path: "internal/tool", Description: "Internal housekeeping; not for agents.",
 			Workload: map[string]any{"api_key": "s3cr3t-default", "scope": ""},
 			Metadata: Metadata{ExposesAsMCP: false},
-			Secrets:  []string{"api_key"},
+			Content: source("internal/tool", "Internal housekeeping.", `
+  api_key: s3cr3t-default  # ui:secret
+  scope: ""                # ui:enum=[read, write] # ui:description=What the housekeeping may touch.`),
 			run: func(map[string]any) (any, string, error) {
 				return map[string]any{"ok": true}, "housekeeping done", nil
 			},
 		},
 	}
+}
+
+// source is a playbook's YAML file in NoETL's shape, around its workload
+// block (indented two spaces, as in a NoETL playbook).
+func source(path, description, workload string) string {
+	return fmt.Sprintf(`apiVersion: noetl.io/v1
+kind: Playbook
+metadata:
+  name: %s
+  path: %s
+  description: %s
+workload:%s
+workflow:
+  - step: start
+    next:
+      - step: end
+  - step: end
+`, path[strings.LastIndex(path, "/")+1:], path, description, workload)
 }
 
 func orDefault(v, d any) any {

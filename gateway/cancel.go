@@ -1,0 +1,208 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/mcpgate/mcpgate/upstream/playbook"
+)
+
+// notifications/cancelled for a stateless gateway.
+//
+// In stateful mode go-sdk (v1.8.0) cancels a handler's context when the
+// session's client sends notifications/cancelled naming the call's request
+// id. In stateless mode every POST is a session of its own, so a
+// cancellation, which always comes in a POST of its own, reaches a session
+// that has no such call, and nothing happens. The front door fills the gap:
+//
+//   - Every tools/call request of a stateless POST — served by the fast path
+//     (REST tools) or by go-sdk (playbook tools, calls with a progressToken,
+//     a fast path turned off) — is registered while its POST is served,
+//     under its caller (a SHA-256 of the POST's Authorization header, as the
+//     session book binds a session: never the credential) and its request id
+//     as go-sdk reads it. The call runs under a context the registry can
+//     cancel; it is the context the front door keeps for the POST (see
+//     callContexts), so the tool handler's joined context ends with it.
+//   - A POST carrying notifications/cancelled goes to go-sdk, which answers
+//     it (202 Accepted, empty body: the spec's answer to a notification);
+//     when it has answered 202, every call of the same caller registered
+//     under params.requestId is cancelled, with cause errCancelNotified.
+//     Another caller's cancellation matches nothing: it gets the same 202
+//     and learns nothing.
+//   - A playbook run left this way is cancelled upstream at once (the cause
+//     wraps playbook.ErrCallCancelled), not after the linger a client that
+//     merely hung up gets: this client said it wants the run stopped.
+//
+// Request ids are compared as go-sdk compares them (jsonrpc2.MakeID): a
+// string as itself, a number as int64(v), so 1 and 1.0 name one call and "1"
+// another.
+//
+// Two calls of one caller in flight under one id (two clients sharing a
+// token, each counting from 1) are both cancelled: a stateless POST carries
+// nothing else that tells them apart, and leaving a run going for minutes is
+// the worse mistake. The registry holds only calls in flight, at most
+// maxInflight; past that a call is served but cannot be cancelled this way.
+
+// maxInflight bounds the registry. Each entry is a call whose POST is still
+// open, which costs the gateway a connection and a goroutine already: the
+// bound is a backstop, far above what the upstreams' max_concurrent slots
+// let through at once, not the place where load is shed.
+const maxInflight = 1 << 16
+
+// errCancelNotified is the cause of a call's context cancelled by the
+// client's notifications/cancelled.
+var errCancelNotified = fmt.Errorf("gateway: the client sent notifications/cancelled for the call: %w", playbook.ErrCallCancelled)
+
+// inflight is the registry of the tools/call requests of a stateless
+// gateway's POSTs being served. Safe for concurrent use.
+type inflight struct {
+	mu    sync.Mutex
+	calls map[inflightKey][]*inflightCall
+	n     int
+}
+
+// inflightKey names a call: who sent it and its request id (see idKey).
+type inflightKey struct {
+	caller [sha256.Size]byte
+	id     string
+}
+
+type inflightCall struct {
+	cancel context.CancelCauseFunc
+}
+
+func newInflight() *inflight {
+	return &inflight{calls: map[inflightKey][]*inflightCall{}}
+}
+
+// rpcPeek is what the registry reads of a POSTed message, decoded as go-sdk
+// decodes it (sdkParse): ids are strings or float64s.
+type rpcPeek struct {
+	ID     any    `json:"id"`
+	Method string `json:"method"`
+	Params struct {
+		RequestID any `json:"requestId"` // notifications/cancelled
+	} `json:"params"`
+}
+
+// peek reads method, id and requestId from body; false when it does not
+// decode (go-sdk answers that itself).
+func peek(body []byte) (rpcPeek, bool) {
+	var m rpcPeek
+	return m, sdkParse(body, &m)
+}
+
+// idKey is a request id as go-sdk's jsonrpc2.MakeID reads it: a string as
+// itself, a number as int64(v). False for no id (a notification) and for
+// anything else (go-sdk refuses it).
+func idKey(id any) (string, bool) {
+	switch v := id.(type) {
+	case string:
+		return "s" + v, true
+	case float64:
+		return "n" + strconv.FormatInt(int64(v), 10), true
+	}
+	return "", false
+}
+
+// track registers the call in a stateless POST's body, if it holds a
+// tools/call request, under a context derived from ctx. It returns the
+// context to serve the POST with (ctx itself when nothing was registered)
+// and the function that removes the entry when the POST has been served.
+func (in *inflight) track(ctx context.Context, r *http.Request, m rpcPeek) (context.Context, func()) {
+	if m.Method != "tools/call" {
+		return ctx, func() {}
+	}
+	id, ok := idKey(m.ID)
+	if !ok {
+		return ctx, func() {}
+	}
+	key := inflightKey{caller: owner(r), id: id}
+	ctx, cancel := context.WithCancelCause(ctx)
+	c := &inflightCall{cancel: cancel}
+	in.mu.Lock()
+	if in.n >= maxInflight {
+		in.mu.Unlock()
+		return ctx, func() { cancel(nil) }
+	}
+	in.calls[key] = append(in.calls[key], c)
+	in.n++
+	in.mu.Unlock()
+	return ctx, func() {
+		in.remove(key, c)
+		cancel(nil)
+	}
+}
+
+func (in *inflight) remove(key inflightKey, c *inflightCall) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	list := in.calls[key]
+	for i, x := range list {
+		if x == c {
+			list = append(list[:i], list[i+1:]...)
+			in.n--
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(in.calls, key)
+	} else {
+		in.calls[key] = list
+	}
+}
+
+// cancel cancels the calls of r's caller registered under requestID, and
+// reports how many there were.
+func (in *inflight) cancel(r *http.Request, requestID any) int {
+	id, ok := idKey(requestID)
+	if !ok {
+		return 0
+	}
+	key := inflightKey{caller: owner(r), id: id}
+	in.mu.Lock()
+	list := append([]*inflightCall(nil), in.calls[key]...)
+	in.mu.Unlock()
+	for _, c := range list {
+		c.cancel(errCancelNotified)
+	}
+	return len(list)
+}
+
+// size is the number of calls registered.
+func (in *inflight) size() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.n
+}
+
+// onCancelled returns w, or, when m is notifications/cancelled, a writer
+// that cancels the named call once go-sdk has accepted the notification
+// (202): a notification go-sdk refuses (a bad header, a protocol version it
+// does not speak) cancels nothing, as it would not in stateful mode.
+func (in *inflight) onCancelled(w http.ResponseWriter, r *http.Request, m rpcPeek) (http.ResponseWriter, func()) {
+	if m.Method != "notifications/cancelled" || m.ID != nil {
+		return w, func() {}
+	}
+	sw := &sessionWriter{ResponseWriter: w, onHeader: func(status int, _ http.Header) {
+		if status == http.StatusAccepted {
+			in.cancel(r, m.Params.RequestID)
+		}
+	}}
+	return sw, sw.finish
+}
+
+// postEndCause is the cause a tool handler's context gets when the POST's
+// context (post) ends: the client's cancellation when it was one, else
+// errClientGone.
+func postEndCause(post context.Context) error {
+	if c := context.Cause(post); errors.Is(c, playbook.ErrCallCancelled) {
+		return c
+	}
+	return errClientGone
+}

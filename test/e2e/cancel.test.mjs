@@ -1,0 +1,84 @@
+// notifications/cancelled against a stateless gateway, end to end: the
+// official TS SDK client aborts a call, which sends notifications/cancelled
+// in a POST of its own (in stateless mode go-sdk alone would drop it); the
+// gateway's registry of calls in flight cancels the call, and the playbook
+// run is cancelled upstream at once — before the 2 s linger a hang-up gets.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connectHTTP, start, startGateway, stop } from './lib.mjs';
+
+const PLAYBOOKS_BIN = process.env.PLAYBOOKS_BIN;
+
+async function executions(engineURL) {
+  const res = await fetch(`${engineURL}/api/executions`);
+  assert.equal(res.status, 200);
+  return (await res.json()).executions;
+}
+
+describe('notifications/cancelled, stateless (TS SDK client)', () => {
+  let engine, gateway;
+  before(async () => {
+    engine = await start(PLAYBOOKS_BIN, ['--addr', '127.0.0.1:0', '--step', '10s'], /playbooks: listening on (http:\/\/\S+)/);
+    engine.url = engine.match[1];
+    const dir = mkdtempSync(join(tmpdir(), 'mcpgate-cancel-'));
+    const cfg = join(dir, 'mcpgate.yaml');
+    writeFileSync(cfg, `upstreams:
+  - name: noetl
+    base_url: ${engine.url}
+    openapi: ${engine.url}/openapi.json
+    playbooks:
+      poll_interval: 200ms
+      timeout: 60s
+`);
+    gateway = await startGateway(['--config', cfg]);
+  });
+  after(async () => {
+    await stop(gateway);
+    await stop(engine);
+  });
+
+  test('an aborted call cancels its run upstream at once; another caller cannot', async () => {
+    const alice = await connectHTTP(gateway.url, { Authorization: 'Bearer alice' });
+    try {
+      const ac = new AbortController();
+      const call = alice.callTool({ name: 'demo_slow', arguments: { label: 'e2e-stateless-cancel' } }, undefined, { signal: ac.signal });
+      let run;
+      for (let i = 0; i < 50 && !run; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        run = (await executions(engine.url)).find((x) => x.workload.label === 'e2e-stateless-cancel');
+      }
+      assert.ok(run, 'the run was started');
+
+      // Mallory sends the same cancellation (the TS client counts ids from
+      // 0, so she can guess it): 202, and nothing happens.
+      for (const id of [0, 1, 2, 3]) {
+        const res = await fetch(gateway.url, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Authorization: 'Bearer mallory', 'Mcp-Protocol-Version': '2025-11-25' },
+          body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } }),
+        });
+        assert.equal(res.status, 202);
+        assert.equal(await res.text(), '');
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      run = (await executions(engine.url)).find((x) => x.workload.label === 'e2e-stateless-cancel');
+      assert.equal(run.cancelled, false, "another caller's cancellation cancelled the run");
+
+      const aborted = Date.now();
+      ac.abort('the user changed their mind');
+      await assert.rejects(call);
+      for (let i = 0; i < 15; i++) {
+        run = (await executions(engine.url)).find((x) => x.workload.label === 'e2e-stateless-cancel');
+        if (run.cancelled) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal(run.cancelled, true, 'the engine saw the cancel within 1.5 s (the linger is 2 s)');
+      console.log(`run cancelled upstream within ${Date.now() - aborted} ms of the abort`);
+    } finally {
+      await alice.close();
+    }
+  });
+});
