@@ -270,7 +270,7 @@ func requestID(body []byte) (id any, isRequest bool) {
 // checkResponse checks one JSON-RPC message of an answer to a request whose
 // id is reqID (isRequest false: the POST held no valid id). It must be a
 // JSON-RPC 2.0 response: "jsonrpc" "2.0"; an "id" that is a string, a
-// number or null; exactly one of "result" and "error"; an error with a
+// number or null (or none, on an error answering no request); exactly one of "result" and "error"; an error with a
 // non-zero integer code and a string message. Its id must be the request's,
 // or null — and not null on a result, which always answers a request.
 func checkResponse(msg []byte, reqID any, isRequest bool) error {
@@ -289,7 +289,15 @@ func checkResponse(msg []byte, reqID any, isRequest bool) error {
 	_ = result
 	rawID, ok := m["id"]
 	if !ok {
-		return errors.New(`no "id"`)
+		// JSON-RPC 2.0 §5 requires an id (null when unknown); MCP's
+		// schema (2025-11-25, JSONRPCErrorResponse) makes it optional on
+		// an error, and go-sdk leaves it out on its refusals of a
+		// notification (2026-07-28 header checks). Never on a result, nor
+		// on the answer to a request with an id.
+		if hasResult || isRequest {
+			return errors.New(`no "id"`)
+		}
+		rawID = json.RawMessage("null")
 	}
 	dec := json.NewDecoder(bytes.NewReader(rawID))
 	dec.UseNumber()
