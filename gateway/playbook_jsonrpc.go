@@ -63,13 +63,25 @@ func (g *Gateway) servePlaybookRPC(w http.ResponseWriter, r *http.Request) {
 		writeRPC(w, nil, nil, &noetlError{Code: -32700, Message: "parse error: the body is not a JSON-RPC object"})
 		return
 	}
+	// What is not a request nor a notification is answered -32600 with the
+	// id when it is one (JSON-RPC 2.0 §5: null when it cannot be read): a
+	// body that is no object, "jsonrpc" or "method" missing, an id that is
+	// neither a string nor a number (MCP: never null).
+	if body[0] != '{' {
+		writeRPC(w, nil, nil, &noetlError{Code: -32600, Message: "invalid request: a JSON-RPC message must be a JSON object"})
+		return
+	}
+	if msg.JSONRPC != "2.0" || msg.Method == "" {
+		writeRPC(w, noetlID(msg.ID), nil, &noetlError{Code: -32600, Message: `invalid request: "jsonrpc" must be "2.0" and "method" is required`})
+		return
+	}
 	if msg.ID == nil {
 		// A notification: nothing to answer (JSON-RPC 2.0 §4.1).
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	if msg.JSONRPC != "2.0" || msg.Method == "" {
-		writeRPC(w, msg.ID, nil, &noetlError{Code: -32600, Message: `invalid request: "jsonrpc" must be "2.0" and "method" is required`})
+	if noetlID(msg.ID) == nil {
+		writeRPC(w, nil, nil, &noetlError{Code: -32600, Message: `invalid request: "id" must be a string or a number`})
 		return
 	}
 	t := g.catalog.playbooks.tools[path]
@@ -101,6 +113,15 @@ func (g *Gateway) servePlaybookRPC(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeRPC(w, msg.ID, nil, &noetlError{Code: -32601, Message: fmt.Sprintf("method %q not found: this endpoint serves initialize, ping, tools/list and tools/call", msg.Method)})
 	}
+}
+
+// noetlID returns id when it is a JSON string or number, the ids a
+// JSON-RPC answer may echo (MCP forbids null), else nil. id is valid JSON.
+func noetlID(id json.RawMessage) json.RawMessage {
+	if len(id) > 0 && (id[0] == '"' || id[0] == '-' || '0' <= id[0] && id[0] <= '9') {
+		return id
+	}
+	return nil
 }
 
 func (g *Gateway) playbookRPCCall(w http.ResponseWriter, r *http.Request, id, raw json.RawMessage, t *Tool) {
