@@ -59,7 +59,10 @@ func (g *Gateway) servePlaybookRPC(w http.ResponseWriter, r *http.Request) {
 		Method  string          `json:"method"`
 		Params  json.RawMessage `json:"params"`
 	}
-	if err := json.Unmarshal(body, &msg); err != nil {
+	// Member names are case-sensitive (JSON-RPC 2.0; go-sdk reads them so
+	// on /mcp): encoding/json would take "ID" or "jsonrpC" for the real
+	// ones. sdkParse reads one value and ignores what follows: Valid first.
+	if !json.Valid(body) || !sdkParse(body, &msg) {
 		writeRPC(w, nil, nil, &noetlError{Code: -32700, Message: "parse error: the body is not a JSON-RPC object"})
 		return
 	}
@@ -95,7 +98,7 @@ func (g *Gateway) servePlaybookRPC(w http.ResponseWriter, r *http.Request) {
 		var p struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		}
-		json.Unmarshal(msg.Params, &p)
+		sdkParse(msg.Params, &p)
 		if p.ProtocolVersion == "" {
 			p.ProtocolVersion = defaultNoETLProtocol
 		}
@@ -129,7 +132,7 @@ func (g *Gateway) playbookRPCCall(w http.ResponseWriter, r *http.Request, id, ra
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	if err := json.Unmarshal(raw, &p); err != nil {
+	if !sdkParse(raw, &p) {
 		writeRPC(w, id, nil, &noetlError{Code: -32602, Message: "invalid params: tools/call needs {\"name\", \"arguments\"}"})
 		return
 	}
