@@ -73,7 +73,9 @@ var (
 	// A key may be empty or hold spaces and, quoted, line breaks: (?s) and .* take it whole.
 	yamlUnknown = regexp.MustCompile(`(?s)^line (\d+): field (.*) not found in type \S+$`)
 	// A tag is a core one (!!str, !!map) or the document's own (!mytag).
-	yamlType = regexp.MustCompile("(?s)^line (\\d+): cannot unmarshal (!!?\\S+)(?: `(.*)`)? into (.+)$")
+	// yaml.v3 prints a tag up to the space before the value; it may hold
+	// a tab, or be the bare "!".
+	yamlType = regexp.MustCompile("(?s)^line (\\d+): cannot unmarshal (!!?[^ ]*)(?: `(.*)`)? into (.+)$")
 )
 
 // decodeText rewrites a decoder error known only by its text.
@@ -137,7 +139,7 @@ func yamlEntry(root *yaml.Node, m string) string {
 	case sm[3] != "":
 		got = strconv.Quote(sm[3])
 	case !core:
-		got = "a value tagged " + sm[2]
+		got = "a value tagged " + strconv.Quote(sm[2])
 	case tag == "map":
 		got = "a mapping"
 	case tag == "seq":
