@@ -26,7 +26,8 @@ import (
 // StreamableHTTPHandler. It reads each request body once, under a size cap and
 // a read deadline, refuses what go-sdk would mishandle (JSON-RPC batches,
 // which go-sdk runs all at once for protocol 2025-03-26; malformed JSON, which
-// it answers as text/plain), ties every tool call to the lifetime of the POST
+// it answers as text/plain; number ids it would answer as another id, see
+// checkID), ties every tool call to the lifetime of the POST
 // that carried it, and in stateful mode bounds and guards the sessions. It
 // then hands the request, body restored, to go-sdk unchanged.
 //
