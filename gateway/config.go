@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 
@@ -310,6 +311,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("upstreams[%d]: name %q is used twice", i, u.Name)
 		}
 		names[u.Name] = true
+		if strings.ContainsFunc(u.Name, unicode.IsControl) {
+			// The name is in every error below, in logs and in metrics
+			// labels: a line break there would forge a line.
+			return fmt.Errorf("upstreams[%d]: name %q has a control character", i, u.Name)
+		}
 		if u.OpenAPI == "" && u.Document == nil && u.Playbooks == nil {
 			return fmt.Errorf("upstreams[%d] (%s): openapi is required", i, u.Name)
 		}

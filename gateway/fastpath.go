@@ -6,7 +6,6 @@ import (
 	"encoding/gob"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -241,10 +240,12 @@ func marshalNoEscape(v any) ([]byte, error) {
 // fastMessage is go-sdk's wireDecode (internal/jsonrpc2, v1.8.0), field for
 // field, decoded with the same library and flags, so a message the fast path
 // reads is the message go-sdk would have read, and one go-sdk could not
-// decode is not answered here.
+// decode is not answered here. One field differs: the id is kept as sent
+// (go-sdk's is an any, which reads a number as a float64), so that a number
+// a float64 does not hold exactly is known as such (see echoID).
 type fastMessage struct {
 	VersionTag string          `json:"jsonrpc"`
-	ID         any             `json:"id,omitempty"`
+	ID         json.RawMessage `json:"id,omitempty"`
 	Method     json.RawMessage `json:"method"`
 	Params     json.RawMessage `json:"params,omitempty"`
 	Result     json.RawMessage `json:"result,omitempty"`
@@ -396,26 +397,40 @@ func streamableAccepts(values []string) (jsonOK, streamOK bool) {
 	return jsonOK, streamOK
 }
 
-// maxExactID bounds the numeric ids the fast path echoes: go-sdk reads a
-// number as a float64 and answers int64(v), which is the number sent only for
+// maxExactID bounds the numeric ids answered as sent: go-sdk reads a number
+// as a float64 and answers int64(v), which is the number sent only for
 // integers a float64 holds exactly.
 const maxExactID = 1 << 53
 
 // echoID returns the JSON of a request id as go-sdk's answer carries it, or
-// false for a notification (no id, or null) and for ids go-sdk would not echo
-// as sent (fractions, huge numbers), which are left to go-sdk.
-func echoID(id any) ([]byte, bool) {
-	switch v := id.(type) {
-	case string:
-		b, err := marshalNoEscape(v)
-		return b, err == nil
-	case float64:
-		if v != math.Trunc(v) || math.Abs(v) > maxExactID {
+// false for a notification (no id, or null) and for ids go-sdk would not
+// echo as sent (see exactID), which the front door refuses.
+func echoID(raw json.RawMessage) ([]byte, bool) {
+	if len(raw) == 0 {
+		return nil, false
+	}
+	if raw[0] == '"' {
+		var s string
+		if !sdkParse(raw, &s) {
 			return nil, false
 		}
-		return strconv.AppendInt(nil, int64(v), 10), true
+		b, err := marshalNoEscape(s)
+		return b, err == nil
 	}
-	return nil, false
+	n, ok := exactID(raw)
+	if !ok {
+		return nil, false
+	}
+	return strconv.AppendInt(nil, n, 10), true
+}
+
+// exactID returns the value of an id that is a JSON number written as an
+// integer within ±2^53: the numeric ids go-sdk answers as sent. (1.0 and 1e2
+// are integers in value, but not in every client's JSON: Python reads them
+// as floats.)
+func exactID(raw json.RawMessage) (int64, bool) {
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
+	return n, err == nil && -maxExactID <= n && n <= maxExactID
 }
 
 // sdkHandsOff reports whether a request's _meta asks for what only go-sdk

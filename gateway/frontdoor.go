@@ -26,7 +26,8 @@ import (
 // StreamableHTTPHandler. It reads each request body once, under a size cap and
 // a read deadline, refuses what go-sdk would mishandle (JSON-RPC batches,
 // which go-sdk runs all at once for protocol 2025-03-26; malformed JSON, which
-// it answers as text/plain), ties every tool call to the lifetime of the POST
+// it answers as text/plain; number ids it would answer as another id, see
+// checkID), ties every tool call to the lifetime of the POST
 // that carried it, and in stateful mode bounds and guards the sessions. It
 // then hands the request, body restored, to go-sdk unchanged.
 //
@@ -136,6 +137,11 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if f.fast != nil && f.fast.serve(w, callReq, body) {
+			return
+		}
+		if e := checkID(body); e != nil {
+			f.metrics.refuse(refusedBadID)
+			writeRPCError(w, http.StatusBadRequest, e)
 			return
 		}
 	}
@@ -252,6 +258,35 @@ func checkMessage(body []byte) *jsonrpc.Error {
 			Code:    jsonrpc.CodeInvalidRequest,
 			Message: "a JSON-RPC message must be a JSON object",
 		}
+	}
+}
+
+// checkID refuses a message whose id is a number go-sdk would not answer as
+// sent. go-sdk v1.8.0 reads every id number as a float64 and answers
+// int64(v) (internal/jsonrpc2.MakeID): 1.5 is answered as 1, 2^53+1 as 2^53,
+// 1e20 as -2^63, so a client would take the answer for another request's,
+// or for none. MCP requires a string or an integer id, and JSON-RPC 2.0 §5
+// an answer carrying the id sent. A string id, no id, or one go-sdk cannot
+// decode at all is go-sdk's to answer. It runs only where the fast path has
+// not answered (which echoes only exact ids, see echoID), so the hot path
+// does not parse a body twice.
+func checkID(body []byte) *jsonrpc.Error {
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if !sdkParse(body, &m) || len(m.ID) == 0 {
+		return nil
+	}
+	switch m.ID[0] {
+	case '"', 'n', 't', 'f', '{', '[': // string, null; go-sdk refuses the others
+		return nil
+	}
+	if _, ok := exactID(m.ID); ok {
+		return nil
+	}
+	return &jsonrpc.Error{
+		Code:    jsonrpc.CodeInvalidRequest,
+		Message: fmt.Sprintf("the request id %.40s must be a string or an integer within ±2^53 (%d), which the gateway can answer as sent", m.ID, int64(maxExactID)),
 	}
 }
 

@@ -190,6 +190,7 @@ const (
 	refusedTimeout    = "body_timeout"
 	refusedUnreadable = "body_unreadable"
 	refusedSessionCap = "session_cap"
+	refusedBadID      = "bad_id" // a number id go-sdk would not echo as sent (checkID)
 )
 
 // refuse counts one request the front door refused.

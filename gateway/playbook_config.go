@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 
@@ -157,13 +158,16 @@ func (p *Playbooks) validate() error {
 			return fmt.Errorf("playbooks.items[%d]: path is required", i)
 		case seen[it.Path]:
 			return fmt.Errorf("playbooks.items[%d]: path %q is listed twice", i, it.Path)
+		case strings.ContainsFunc(it.Path, unicode.IsControl):
+			// The path is in errors, logs and the endpoint's URL.
+			return fmt.Errorf("playbooks.items[%d]: path %q has a control character", i, it.Path)
 		case it.Name != "" && !strictToolName.MatchString(it.Name):
 			return fmt.Errorf("playbooks.items[%d]: name %q is not a tool name clients accept (^[a-zA-Z0-9_-]{1,64}$)", i, it.Name)
 		}
 		seen[it.Path] = true
 		for k := range it.Inputs {
 			if _, ok := it.Workload[k]; !ok && it.Workload != nil {
-				return fmt.Errorf("playbooks.items[%d] (%s): inputs.%s is not a workload key", i, it.Path, k)
+				return fmt.Errorf("playbooks.items[%d] (%s): inputs: %q is not a workload key", i, it.Path, k)
 			}
 		}
 	}

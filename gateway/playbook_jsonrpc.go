@@ -111,8 +111,23 @@ func (g *Gateway) servePlaybookRPC(w http.ResponseWriter, r *http.Request) {
 		Method  string          `json:"method"`
 		Params  json.RawMessage `json:"params"`
 	}
-	if err := json.Unmarshal(body, &msg); err != nil {
+	// Member names are case-sensitive (JSON-RPC 2.0; go-sdk reads them so
+	// on /mcp): encoding/json would take "ID" or "jsonrpC" for the real
+	// ones. sdkParse reads one value and ignores what follows: Valid first.
+	if !json.Valid(body) || !sdkParse(body, &msg) {
 		writeRPC(w, nil, nil, &noetlError{Code: -32700, Message: "parse error: the body is not a JSON-RPC object"})
+		return
+	}
+	// What is not a request nor a notification is answered -32600 with the
+	// id when it is one (JSON-RPC 2.0 §5: null when it cannot be read): a
+	// body that is no object, "jsonrpc" or "method" missing, an id that is
+	// neither a string nor a number (MCP: never null).
+	if body[0] != '{' {
+		writeRPC(w, nil, nil, &noetlError{Code: -32600, Message: "invalid request: a JSON-RPC message must be a JSON object"})
+		return
+	}
+	if msg.JSONRPC != "2.0" || msg.Method == "" {
+		writeRPC(w, noetlID(msg.ID), nil, &noetlError{Code: -32600, Message: `invalid request: "jsonrpc" must be "2.0" and "method" is required`})
 		return
 	}
 	if msg.ID == nil {
@@ -120,8 +135,8 @@ func (g *Gateway) servePlaybookRPC(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	if msg.JSONRPC != "2.0" || msg.Method == "" {
-		writeRPC(w, msg.ID, nil, &noetlError{Code: -32600, Message: `invalid request: "jsonrpc" must be "2.0" and "method" is required`})
+	if noetlID(msg.ID) == nil {
+		writeRPC(w, nil, nil, &noetlError{Code: -32600, Message: `invalid request: "id" must be a string or a number`})
 		return
 	}
 	t := g.catalog.playbooks.tools[path]
@@ -135,7 +150,7 @@ func (g *Gateway) servePlaybookRPC(w http.ResponseWriter, r *http.Request) {
 		var p struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		}
-		json.Unmarshal(msg.Params, &p)
+		sdkParse(msg.Params, &p)
 		if p.ProtocolVersion == "" {
 			p.ProtocolVersion = defaultNoETLProtocol
 		}
@@ -155,12 +170,21 @@ func (g *Gateway) servePlaybookRPC(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// noetlID returns id when it is a JSON string or number, the ids a
+// JSON-RPC answer may echo (MCP forbids null), else nil. id is valid JSON.
+func noetlID(id json.RawMessage) json.RawMessage {
+	if len(id) > 0 && (id[0] == '"' || id[0] == '-' || '0' <= id[0] && id[0] <= '9') {
+		return id
+	}
+	return nil
+}
+
 func (g *Gateway) playbookRPCCall(w http.ResponseWriter, r *http.Request, id, raw json.RawMessage, t *Tool) {
 	var p struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	if err := json.Unmarshal(raw, &p); err != nil {
+	if !sdkParse(raw, &p) {
 		writeRPC(w, id, nil, &noetlError{Code: -32602, Message: "invalid params: tools/call needs {\"name\", \"arguments\"}"})
 		return
 	}

@@ -70,8 +70,12 @@ var (
 	jsonRootText = regexp.MustCompile(`json: cannot unmarshal (\w+)(?: [^ ]+)? into (Go )?value of type (.+)$`)
 	yamlLineText = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
-	yamlUnknown = regexp.MustCompile(`^line (\d+): field (\S+) not found in type \S+`)
-	yamlType    = regexp.MustCompile("^line (\\d+): cannot unmarshal !!(\\w+)(?: `(.*)`)? into (.+)$")
+	// A key may be empty or hold spaces and, quoted, line breaks: (?s) and .* take it whole.
+	yamlUnknown = regexp.MustCompile(`(?s)^line (\d+): field (.*) not found in type \S+$`)
+	// A tag is a core one (!!str, !!map) or the document's own (!mytag).
+	// yaml.v3 prints a tag up to the space before the value; it may hold
+	// a tab, or be the bare "!".
+	yamlType = regexp.MustCompile("(?s)^line (\\d+): cannot unmarshal (!!?[^ ]*)(?: `(.*)`)? into (.+)$")
 )
 
 // decodeText rewrites a decoder error known only by its text.
@@ -129,21 +133,24 @@ func yamlEntry(root *yaml.Node, m string) string {
 		return m
 	}
 	line, _ := strconv.Atoi(sm[1])
+	tag, core := strings.CutPrefix(sm[2], "!!")
 	var got string
 	switch {
 	case sm[3] != "":
 		got = strconv.Quote(sm[3])
-	case sm[2] == "map":
+	case !core:
+		got = "a value tagged " + strconv.Quote(sm[2])
+	case tag == "map":
 		got = "a mapping"
-	case sm[2] == "seq":
+	case tag == "seq":
 		got = "a list"
-	case sm[2] == "null":
+	case tag == "null":
 		got = "empty"
 	default:
-		got = "a " + sm[2]
+		got = "a " + tag
 	}
 	kind := yaml.ScalarNode
-	switch sm[2] {
+	switch tag {
 	case "map":
 		kind = yaml.MappingNode
 	case "seq":
