@@ -135,15 +135,22 @@ let s = ''; process.stdin.on('data', d => s += d).on('end', () => {
 		if err := s.Validate(v); err != nil {
 			return false, err.Error()
 		}
-		// Ajv's multipleOf: data/m must be an integer in float64.
+		// Ajv's multipleOf: data/m must be an integer in float64; ajv-formats'
+		// int32: within int32. Only where the advertised schema says so.
+		props, _ := schema["properties"].(map[string]any)
+		says := func(prop, keyword string) bool {
+			p, _ := props[prop].(map[string]any)
+			_, ok := p[keyword]
+			return ok
+		}
 		if m, ok := v.(map[string]any); ok {
-			if p, ok := m["price"].(json.Number); ok {
+			if p, ok := m["price"].(json.Number); ok && says("price", "multipleOf") {
 				f, _ := p.Float64()
 				if q := f / 0.01; q != math.Trunc(q) {
 					return false, "multipleOf 0.01 in float64"
 				}
 			}
-			if n, ok := m["count"].(json.Number); ok {
+			if n, ok := m["count"].(json.Number); ok && says("count", "format") {
 				f, _ := n.Float64()
 				if f > math.MaxInt32 || f < math.MinInt32 {
 					return false, "format int32"
