@@ -77,12 +77,14 @@ func (w *rpcErrors) finish() {
 	if strings.HasPrefix(msg, "JSON RPC not handled:") || strings.Contains(msg, "method not found") {
 		code = jsonrpc.CodeMethodNotFound
 	}
-	var m struct {
-		ID json.RawMessage `json:"id"`
-	}
+	// The id as go-sdk reads it (its decoder, case-sensitive keys), and
+	// only one the fast path would echo; else null.
 	id := json.RawMessage("null")
-	if json.Unmarshal(w.body, &m) == nil && len(m.ID) > 0 && (m.ID[0] == '"' || m.ID[0] == '-' || (m.ID[0] >= '0' && m.ID[0] <= '9')) {
-		id = m.ID
+	var m fastMessage
+	if sdkParse(w.body, &m) {
+		if e, ok := echoID(m.ID); ok {
+			id = e
+		}
 	}
 	out, _ := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`

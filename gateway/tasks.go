@@ -266,13 +266,12 @@ func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte) bo
 	if d == nil || !bytes.Contains(body, []byte(`"task`)) || !d.accepts(r) {
 		return false
 	}
-	var msg struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      any             `json:"id"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params"`
-	}
-	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != "2.0" {
+	// Read as go-sdk and the step-up check (peekCall) read it: its decoder,
+	// case-sensitive keys. A decoder that folded case or let a later
+	// "Method" win would see a tools/call the step-up check saw as a ping.
+	var msg fastMessage
+	var method string
+	if !sdkParse(body, &msg) || msg.VersionTag != "2.0" || !sdkParse(msg.Method, &method) {
 		return false
 	}
 	id, ok := echoID(msg.ID)
@@ -280,7 +279,7 @@ func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte) bo
 		return false // a notification, or an id go-sdk would answer in its own way
 	}
 	var p taskParams
-	if len(msg.Params) > 0 && json.Unmarshal(msg.Params, &p) != nil {
+	if len(msg.Params) > 0 && !bytes.Equal(msg.Params, []byte("null")) && !sdkParse(msg.Params, &p) {
 		return false // go-sdk says what is wrong with them
 	}
 	if _, ok := p.Meta[mcp.MetaKeyProtocolVersion]; ok {
@@ -290,7 +289,7 @@ func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte) bo
 		result any
 		rerr   *jsonrpc.Error
 	)
-	switch msg.Method {
+	switch method {
 	case "tools/call":
 		if p.Task == nil {
 			return false
@@ -309,7 +308,7 @@ func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte) bo
 	default:
 		return false
 	}
-	d.g.metrics.rpcMethod(msg.Method)
+	d.g.metrics.rpcMethod(method)
 	if rerr != nil {
 		writeError(w, id, rerr.Code, rerr.Message)
 		return true
