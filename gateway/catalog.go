@@ -122,6 +122,7 @@ func BuildCatalog(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Cata
 	namer := tagging.NewNamer(style)
 	cat := &Catalog{bases: map[string]baseURL{}}
 	var validations []func() []string // each waits for one document's validation
+	var startValidations []func()      // with o.Validated: started after the build
 	for i := range cfg.Upstreams {
 		u := &cfg.Upstreams[i]
 		if u.OpenAPI == "" && u.Document == nil {
@@ -140,10 +141,19 @@ func BuildCatalog(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Cata
 		// Validation reads the document for as long as building its tools
 		// does (seconds, for Stripe's): do both at once.
 		validated := make(chan struct{})
-		go func() {
+		validate := func() {
 			defer close(validated)
 			doc.Validate(ctx)
-		}()
+		}
+		if o.Validated == nil {
+			// Listing or auditing waits for validation anyway: run it
+			// beside building the tools (seconds, for Stripe's).
+			go validate()
+		} else {
+			// Serving does not wait for it: start it once the tools are
+			// built, so that it does not take a core from them.
+			startValidations = append(startValidations, validate)
+		}
 		selOpts, err := u.selectOptions()
 		if err != nil {
 			return nil, fmt.Errorf("upstream %s: %v", u.Name, err)
@@ -190,6 +200,9 @@ func BuildCatalog(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Cata
 	}
 	if o.Validated != nil {
 		go func() {
+			for _, start := range startValidations {
+				start() // one document at a time: serving comes first
+			}
 			var ws []string
 			for _, wait := range validations {
 				ws = append(ws, wait()...)
