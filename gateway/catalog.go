@@ -122,7 +122,7 @@ func BuildCatalog(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Cata
 	namer := tagging.NewNamer(style)
 	cat := &Catalog{bases: map[string]baseURL{}}
 	var validations []func() []string // each waits for one document's validation
-	var startValidations []func()      // with o.Validated: started after the build
+	var startValidations []func()     // with o.Validated: started after the build
 	for i := range cfg.Upstreams {
 		u := &cfg.Upstreams[i]
 		if u.OpenAPI == "" && u.Document == nil {
