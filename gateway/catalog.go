@@ -87,6 +87,10 @@ type UpstreamCount struct {
 	Operations int  // operations in the document
 	Selected   int  // operations that passed the gate (before any was skipped)
 	Include    bool // the upstream selects by include rules, not by tags
+	// Playbooks: the upstream is a playbook engine, whose tools are its
+	// playbooks (its routes are never REST tools), so no REST tool is no
+	// surprise.
+	Playbooks bool
 }
 
 // CatalogOptions configures BuildCatalogWith. The zero value is BuildCatalog's.
@@ -515,7 +519,7 @@ func newClient(u *Upstream, base baseURL, budget *upstream.ResponseBudget) (*ups
 
 func countOperations(u *Upstream, doc *upstream.Document, selected int) UpstreamCount {
 	c := UpstreamCount{Name: u.Name, Source: u.OpenAPI, ExposeAll: u.ExposeAll, ExposeTags: u.ExposeTags, Selected: selected,
-		Include: len(u.Include) > 0}
+		Include: len(u.Include) > 0, Playbooks: u.Playbooks != nil}
 	if !u.ExposeAll && !c.Include && len(c.ExposeTags) == 0 {
 		c.ExposeTags = []string{tagging.DefaultExposeTag}
 	}

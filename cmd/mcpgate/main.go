@@ -272,7 +272,7 @@ func (c *common) newGateway(ctx context.Context, cfg *gateway.Config, opts *gate
 		opts.Logger.Warn("openapi document", "warning", w)
 	}
 	for _, u := range g.Catalog().Upstreams {
-		if u.Selected == 0 {
+		if u.Selected == 0 && !u.Playbooks {
 			opts.Logger.Warn("no operation passed the gate", "upstream", u.Name, "hint", noToolsHint(u))
 		}
 	}
@@ -446,7 +446,7 @@ func (m *cli) tools(ctx context.Context, args []string) error {
 		return c.loadError(err)
 	}
 	for _, u := range cat.Upstreams {
-		if u.Selected == 0 {
+		if u.Selected == 0 && !u.Playbooks {
 			fmt.Fprintf(m.stderr, "mcpgate: upstream %s: no tools: %s\n", u.Name, noToolsHint(u))
 		}
 	}
