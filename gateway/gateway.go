@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -468,15 +467,4 @@ func clientRequestID(h http.Header) string {
 		}
 	}
 	return id
-}
-
-// bearerToken extracts the token of an "Authorization: Bearer <token>" header
-// (RFC 6750 §2.1; the scheme is case-insensitive).
-func bearerToken(h string) (string, bool) {
-	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	tok = strings.TrimSpace(tok)
-	return tok, tok != ""
 }

@@ -270,27 +270,6 @@ func TestStaticToken(t *testing.T) {
 	}
 }
 
-func TestBearerToken(t *testing.T) {
-	tests := []struct {
-		in, tok string
-		ok      bool
-	}{
-		{"Bearer abc", "abc", true},
-		{"bearer abc", "abc", true},
-		{"  Bearer   abc  ", "abc", true},
-		{"Basic dXNlcjpwdw==", "", false},
-		{"Bearer", "", false},
-		{"Bearer ", "", false},
-		{"", "", false},
-	}
-	for _, tt := range tests {
-		tok, ok := bearerToken(tt.in)
-		if tok != tt.tok || ok != tt.ok {
-			t.Errorf("bearerToken(%q) = %q, %v; want %q, %v", tt.in, tok, ok, tt.tok, tt.ok)
-		}
-	}
-}
-
 // TestCapabilities: the gateway advertises only what it does. No
 // tools.listChanged: a stateless POST has no stream to notify on, and the
 // catalog never changes while serving.
