@@ -486,7 +486,14 @@ func (g *Gateway) callerID(req *mcp.CallToolRequest) string {
 
 // progressMessage is what a client shows while a run goes on.
 func progressMessage(path string, p playbook.Progress) string {
-	msg := fmt.Sprintf("playbook %s running (poll %d)", path, p.Polls)
+	return fmt.Sprintf("playbook %s running (poll %d)", path, p.Polls) + progressDetail(p)
+}
+
+// progressDetail is what the engine said of a run's progress, for a message:
+// ", 40%" (a fraction up to 1 is read as one of 1, else as percent) and
+// ": its own words", each when it said them.
+func progressDetail(p playbook.Progress) string {
+	var msg string
 	if p.Fraction != nil {
 		f := *p.Fraction
 		if f <= 1 {

@@ -617,18 +617,7 @@ func taskStatus(s playbook.State) string {
 
 // runningMessage is a working task's statusMessage.
 func runningMessage(path string, p playbook.Progress) string {
-	msg := "playbook " + path + " is running"
-	if p.Fraction != nil {
-		f := *p.Fraction
-		if f <= 1 {
-			f *= 100
-		}
-		msg += fmt.Sprintf(", %.0f%%", f)
-	}
-	if p.Message != "" {
-		msg += ": " + p.Message
-	}
-	return msg
+	return "playbook " + path + " is running" + progressDetail(p)
 }
 
 // maxStatusMessage bounds a statusMessage taken from a result's text.
