@@ -191,35 +191,19 @@ func expandPath(p paramBinding, v any) string {
 // matrix form) and by "," otherwise; an object as k=v pairs joined by sep when
 // exploded, else as k,v,k,v. listSep is the separator of an unexploded list.
 func expandList(v any, sep, listSep string, explode bool, name string) string {
-	esc := escapeValue
-	switch val := v.(type) {
-	case []any:
+	join := listSep
+	if explode {
+		join = sep
+	}
+	if val, ok := v.([]any); ok && explode && name != "" {
+		// Matrix, exploded: each element carries the name (;v=a;v=b).
 		parts := make([]string, len(val))
 		for i, e := range val {
-			parts[i] = esc(scalar(e))
-			if explode && name != "" {
-				parts[i] = name + "=" + parts[i]
-			}
+			parts[i] = name + "=" + escapeValue(scalar(e))
 		}
-		if explode {
-			return strings.Join(parts, sep)
-		}
-		return strings.Join(parts, listSep)
-	case map[string]any:
-		var parts []string
-		for _, k := range sortedKeys(val) {
-			if explode {
-				parts = append(parts, esc(k)+"="+esc(scalar(val[k])))
-			} else {
-				parts = append(parts, esc(k), esc(scalar(val[k])))
-			}
-		}
-		if explode {
-			return strings.Join(parts, sep)
-		}
-		return strings.Join(parts, listSep)
+		return strings.Join(parts, join)
 	}
-	return esc(scalar(v))
+	return joinEscaped(v, join, explode, escapeValue)
 }
 
 // escapeValue percent-encodes every byte of s but RFC 3986's unreserved

@@ -163,7 +163,7 @@ func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, 
 		return fail(fmt.Sprintf("%s with %s where JSON was declared", answered, what), ": ", quote, maxErrorBody)
 	case truncated:
 		return fail(fmt.Sprintf("%s, but its response exceeded %s and was cut; narrow the request (filter, page or ask for fewer fields)",
-			answered, byteSize(len(body))), "; it began: ", body, maxErrorBody)
+			answered, formatBytes(int64(len(body)))), "; it began: ", body, maxErrorBody)
 	default:
 		var err error
 		if v, err = decodeJSON(body); err != nil {
@@ -327,17 +327,6 @@ func looksJSON(body []byte, truncated bool) bool {
 // isText reports whether a media type is text a model can read.
 func isText(mt string) bool {
 	return strings.HasPrefix(mt, "text/") || mt == "application/xml" || strings.HasSuffix(mt, "+xml")
-}
-
-// byteSize words a byte count: "4 MiB", "512 KiB", "1000 bytes".
-func byteSize(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // trimText returns at most max bytes of body as valid UTF-8 text.
