@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -72,27 +71,10 @@ var (
 // refused) or ErrUnavailable (nothing is known about it).
 func (in *introspector) introspect(ctx context.Context, token string, now time.Time) (mcpauth.TokenInfo, error) {
 	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.url, strings.NewReader(form.Encode()))
+	// RFC 7662 §2.1: the gateway authenticates, as an OAuth client.
+	resp, body, err := postForm(ctx, in.client, in.url, in.clientID, in.secret, form, maxIntrospection, "the introspection endpoint")
 	if err != nil {
 		return mcpauth.TokenInfo{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	// RFC 7662 §2.1: the gateway authenticates; client_secret_basic with
-	// id and secret form-urlencoded first (RFC 6749 §2.3.1).
-	req.SetBasicAuth(url.QueryEscape(in.clientID), url.QueryEscape(in.secret))
-	resp, err := in.client.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // the url.Error repeats the URL
-		}
-		return mcpauth.TokenInfo{}, fmt.Errorf("%w: the introspection endpoint could not be reached: %v", ErrUnavailable, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxIntrospection))
-	if err != nil {
-		return mcpauth.TokenInfo{}, fmt.Errorf("%w: reading the introspection answer: %v", ErrUnavailable, err)
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode != http.StatusOK {
