@@ -191,15 +191,11 @@ func (g *Gateway) credentials(ctx context.Context, t *Tool, req *mcp.CallToolReq
 // run. ok is false when the message cannot be read that way (a method or
 // params of the wrong type): the front door then refuses it, rather than let
 // it past a check it could not make.
-func peekCall(body []byte) (method, tool string, ok bool) {
-	var msg fastMessage
-	if !sdkParse(body, &msg) {
+func peekCall(msg *message) (method, tool string, ok bool) {
+	if !msg.ok || msg.badMethod {
 		return "", "", false
 	}
-	if len(msg.Method) > 0 && !sdkParse(msg.Method, &method) {
-		return "", "", false
-	}
-	if method != "tools/call" {
+	if method = msg.method; method != "tools/call" {
 		return method, "", true
 	}
 	var p struct {

@@ -90,11 +90,21 @@ type rpcPeek struct {
 	} `json:"params"`
 }
 
-// peek reads method, id and requestId from body; false when it does not
-// decode (go-sdk answers that itself).
-func peek(body []byte) (rpcPeek, bool) {
-	var m rpcPeek
-	return m, sdkParse(body, &m)
+// peek reads method, id and (for notifications/cancelled) requestId from m;
+// the zero rpcPeek when m does not decode (go-sdk answers that itself).
+func (m *message) peek() rpcPeek {
+	var p rpcPeek
+	if !m.ok || m.badMethod {
+		return p
+	}
+	p.Method = m.method
+	if len(m.ID) > 0 && !sdkParse(m.ID, &p.ID) {
+		return rpcPeek{}
+	}
+	if p.Method == "notifications/cancelled" && len(m.Params) > 0 && !sdkParse(m.Params, &p.Params) {
+		return rpcPeek{}
+	}
+	return p
 }
 
 // idKey is a request id as go-sdk's jsonrpc2.MakeID reads it: a string as

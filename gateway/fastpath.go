@@ -306,12 +306,11 @@ func withinDepth(data []byte, max int) bool {
 // serve answers r if it is a request the fast path takes, and reports whether
 // it did. body is r's body, already read and checked to be one JSON object.
 // When it returns false it has written nothing and r is untouched.
-func (f *fastPath) serve(w http.ResponseWriter, r *http.Request, body []byte) bool {
+func (f *fastPath) serve(w http.ResponseWriter, r *http.Request, msg *message) bool {
 	if !f.accepts(r) {
 		return false
 	}
-	var msg fastMessage
-	if !sdkParse(body, &msg) || msg.VersionTag != "2.0" {
+	if !msg.ok || msg.VersionTag != "2.0" {
 		return false
 	}
 	id, ok := echoID(msg.ID)
@@ -319,16 +318,14 @@ func (f *fastPath) serve(w http.ResponseWriter, r *http.Request, body []byte) bo
 		return false // a notification, or an id go-sdk would mangle: its answer
 	}
 	var served bool
-	switch string(msg.Method) {
-	case `"tools/list"`:
+	switch msg.method {
+	case "tools/list":
 		served = f.serveList(w, r, id, msg.Params)
-	case `"tools/call"`:
+	case "tools/call":
 		served = f.serveCall(w, r, id, msg.Params)
 	}
 	if served {
-		var m string
-		_ = sdkParse(msg.Method, &m)
-		f.g.metrics.rpcMethod(m) // nil-safe: metrics off
+		f.g.metrics.rpcMethod(msg.method) // nil-safe: metrics off
 		if f.onServe != nil {
 			f.onServe()
 		}

@@ -70,6 +70,31 @@ type frontDoor struct {
 	authorize func(r *http.Request, method, tool string) (status int, challenge string, ok bool)
 }
 
+// message is a POSTed body as go-sdk reads it (sdkParse into fastMessage:
+// its decoder, case-sensitive keys), decoded once by the front door for every
+// check that needs it, so that none of them can read a different message
+// than the one go-sdk dispatches. ok is false when the body does not decode
+// that way (go-sdk answers it in its own words); badMethod when its method
+// is not a string.
+type message struct {
+	fastMessage
+	ok        bool
+	method    string
+	badMethod bool
+}
+
+func readMessage(body []byte) *message {
+	m := &message{}
+	if !sdkParse(body, &m.fastMessage) {
+		return m
+	}
+	m.ok = true
+	if len(m.Method) > 0 && !sdkParse(m.Method, &m.method) {
+		m.badMethod = true
+	}
+	return m
+}
+
 // requestIDHeader carries the front door's id of one POST to the tool
 // handlers of the calls in it. An inbound value is always stripped, so a
 // client cannot tie its call to someone else's request.
@@ -90,9 +115,18 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	rpc := r.Method == http.MethodPost && isJSON(r.Header.Get("Content-Type"))
+	// The message is decoded once, when something here needs it (the
+	// cancel registry, the step-up check, the fast path), and shared.
+	var decoded *message
+	msgOf := func() *message {
+		if decoded == nil {
+			decoded = readMessage(body)
+		}
+		return decoded
+	}
 	var msg rpcPeek // read only when stateless, for notifications/cancelled
 	if rpc && f.inflight != nil {
-		msg, _ = peek(body)
+		msg = msgOf().peek()
 	}
 	callReq := r // what the fast path serves: r, or r under the call's cancellable context
 	if r.Method == http.MethodPost {
@@ -117,7 +151,7 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if f.authorize != nil {
-			method, tool, ok := peekCall(body)
+			method, tool, ok := peekCall(msgOf())
 			if !ok {
 				writeRPCError(w, http.StatusBadRequest, &jsonrpc.Error{
 					Code:    jsonrpc.CodeInvalidRequest,
@@ -136,7 +170,7 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if f.sessions == nil && f.tasks.serve(w, r, body) {
 			return
 		}
-		if f.fast != nil && f.fast.serve(w, callReq, body) {
+		if f.fast != nil && f.fast.serve(w, callReq, msgOf()) {
 			return
 		}
 		if e := checkID(body); e != nil {
