@@ -24,6 +24,10 @@ func benchGateways(b *testing.B, name string, doc []byte, all bool, api http.Han
 			b.Fatal(err)
 		}
 		out[path] = g.Handler()
+		if path == "fast" {
+			r, _ := g.newMux()
+			out["fast-router"] = r // /mcp through gorilla/mux alone (see Handler)
+		}
 	}
 	return out
 }
@@ -37,7 +41,9 @@ func serveOnce(b *testing.B, h http.Handler, body string) {
 	req.Header.Set("Authorization", "Bearer bench-token")
 	w := &benchWriter{header: http.Header{}}
 	h.ServeHTTP(w, req)
-	if w.code != http.StatusOK || !strings.HasPrefix(string(w.head), "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\"") {
+	// The fast path answers application/json, go-sdk one SSE event.
+	head := strings.TrimPrefix(string(w.head), "event: message\ndata: ")
+	if w.code != http.StatusOK || !strings.HasPrefix(head, `{"jsonrpc":"2.0","id":7,"result"`) {
 		b.Fatalf("answer %d: %.300s", w.code, w.head)
 	}
 }
@@ -71,7 +77,7 @@ func (w *benchWriter) Write(p []byte) (int, error) {
 func (w *benchWriter) Flush() {}
 
 // BenchmarkToolsCall measures one stateless tools/call of a GET, from the
-// POST's body to the SSE answer, through the fast path and through go-sdk
+// POST's body to the answer, through the fast path and through go-sdk
 // (the upstream is in-process and answers a small JSON object). It is the
 // benchmark fastPath cites.
 //
@@ -84,6 +90,28 @@ func BenchmarkToolsCall(b *testing.B) {
 	hs := benchGateways(b, "fast.json", fastDoc(0), false, api)
 	body := rpc("7", "tools/call", `{"name":"get_thing","arguments":{"id":"7"}}`)
 	for _, path := range []string{"fast", "sdk"} {
+		b.Run(path, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				serveOnce(b, hs[path], body)
+			}
+		})
+	}
+}
+
+// BenchmarkRouteMCP measures what Handler's exact match of /mcp saves: the
+// same fast-path tools/call, served by Handler and by the gorilla/mux router
+// alone. The difference between the two is the router's cost per call.
+//
+//	go test ./gateway -run '^$' -bench RouteMCP -benchmem -count 6
+func BenchmarkRouteMCP(b *testing.B) {
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"7","name":"a thing","state":"active","tags":["x","y"],"owner":{"id":1,"name":"ops"}}`)
+	})
+	hs := benchGateways(b, "fast.json", fastDoc(0), false, api)
+	body := rpc("7", "tools/call", `{"name":"get_thing","arguments":{"id":"7"}}`)
+	for _, path := range []string{"fast", "fast-router"} {
 		b.Run(path, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

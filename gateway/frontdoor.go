@@ -129,8 +129,9 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		msg = msgOf().peek()
 	}
 	callReq := r // what the fast path serves: r, or r under the call's cancellable context
+	var requestID string
+	ctx := r.Context()
 	if r.Method == http.MethodPost {
-		ctx := r.Context()
 		if f.inflight != nil {
 			var untrack func()
 			ctx, untrack = f.inflight.track(ctx, r, msg)
@@ -139,10 +140,9 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				callReq = r.WithContext(ctx)
 			}
 		}
-		id, done := f.calls.add(ctx)
-		defer done()
-		r.Header.Set(requestIDHeader, id)
-		w.Header().Set(requestIDHeader, id) // the caller's handle on the log lines of its calls
+		requestID = rand.Text()
+		r.Header.Set(requestIDHeader, requestID)
+		w.Header().Set(requestIDHeader, requestID) // the caller's handle on the log lines of its calls
 	}
 	if rpc {
 		if e := checkMessage(body); e != nil {
@@ -198,6 +198,11 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer finish()
 	}
 	if r.Method == http.MethodPost {
+		// go-sdk's tool handlers find the POST's context by its id (see
+		// callContexts.join); what the front door answered itself, the fast
+		// path included, never needed it.
+		done := f.calls.add(requestID, ctx)
+		defer done()
 		ew := &rpcErrors{ResponseWriter: w, body: body}
 		defer ew.finish()
 		w = ew
@@ -263,6 +268,9 @@ func (f *frontDoor) tooLarge(w http.ResponseWriter) {
 // isJSON reports whether a Content-Type is application/json. Other types are
 // left to go-sdk, which answers 415.
 func isJSON(contentType string) bool {
+	if contentType == "application/json" {
+		return true // what clients send; ParseMediaType allocates
+	}
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && mt == "application/json"
 }
@@ -362,11 +370,11 @@ func writeRPCError(w http.ResponseWriter, status int, e *jsonrpc.Error) {
 // front door's id for it. Safe for concurrent use.
 type callContexts struct{ m sync.Map }
 
-// add registers ctx under a new random id; done removes it.
-func (c *callContexts) add(ctx context.Context) (id string, done func()) {
-	id = rand.Text()
+// add registers ctx under id, the front door's random id of its POST; done
+// removes it.
+func (c *callContexts) add(id string, ctx context.Context) (done func()) {
 	c.m.Store(id, ctx)
-	return id, func() { c.m.Delete(id) }
+	return func() { c.m.Delete(id) }
 }
 
 // errClientGone is the cause of a call cancelled because its POST ended.

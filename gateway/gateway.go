@@ -226,11 +226,28 @@ func (g *Gateway) Server() *mcp.Server { return g.server }
 // Handler returns the gateway's HTTP routes: /mcp (Streamable HTTP, behind
 // the front door), /healthz (liveness), /readyz (readiness) and, unless
 // Config.Metrics turns it off, /metrics (Prometheus).
+//
+// Every route is gorilla/mux's, and /mcp is also matched first by its exact
+// path: the router's regexp match and the two request copies it makes to
+// carry route and vars in the context cost a tools/call about 1.4 µs, 0.9
+// KB and 8 allocations (BenchmarkRouteMCP, 2 shared cores), and /mcp has
+// neither vars nor method limits. A path that is not exactly "/mcp" — "/mcp/",
+// "//mcp", "/MCP" — still goes through the router, which cleans and
+// redirects as it always did.
 func (g *Gateway) Handler() http.Handler {
-	return g.newMux()
+	r, mcpRoute := g.newMux()
+	mcpRoute = g.accessLog(mcpRoute)
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/mcp" {
+			mcpRoute.ServeHTTP(w, req)
+			return
+		}
+		r.ServeHTTP(w, req)
+	})
 }
 
-func (g *Gateway) newMux() *mux.Router {
+// newMux returns the router and the handler it routes /mcp to.
+func (g *Gateway) newMux() (*mux.Router, http.Handler) {
 	r := mux.NewRouter()
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
 		&mcp.StreamableHTTPOptions{
@@ -257,18 +274,18 @@ func (g *Gateway) newMux() *mux.Router {
 		fd.inflight = newInflight()
 	}
 	playbookRPC := http.Handler(&noetlDoor{fd: fd, next: http.HandlerFunc(g.servePlaybookRPC)})
+	mcpRoute := http.Handler(fd)
 	if g.verifier != nil {
 		fd.authorize = g.authorizeCall
-		r.Handle("/mcp", g.verifier.Middleware(fd))
+		mcpRoute = g.verifier.Middleware(fd)
 		// The NoETL-compatible endpoint is verified like /mcp: tools/list
 		// as well as tools/call.
 		playbookRPC = g.verifier.Middleware(playbookRPC)
 		for _, p := range g.verifier.MetadataPaths() {
 			r.Handle(p, g.verifier.MetadataHandler()).Methods(http.MethodGet, http.MethodOptions)
 		}
-	} else {
-		r.Handle("/mcp", fd)
 	}
+	r.Handle("/mcp", mcpRoute)
 	r.Handle("/api/mcp/playbook/{path:.+}/jsonrpc", playbookRPC).Methods(http.MethodPost)
 	r.HandleFunc("/healthz", g.serveHealth).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/readyz", g.serveReady).Methods(http.MethodGet, http.MethodHead)
@@ -276,7 +293,7 @@ func (g *Gateway) newMux() *mux.Router {
 		r.Handle(g.cfg.Metrics.Path, g.metrics.handler()).Methods(http.MethodGet, http.MethodHead)
 	}
 	r.Use(g.accessLog)
-	return r
+	return r, mcpRoute
 }
 
 // sdkLogger is the logger handed to go-sdk: the gateway's, less everything

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 
@@ -61,12 +60,10 @@ type noetlDoor struct {
 }
 
 func (d *noetlDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
-		if isLoopback(la.String()) && !isLoopback(r.Host) {
-			writeRPCError(w, http.StatusForbidden, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-				Message: "forbidden: a gateway listening on loopback answers only a loopback Host (DNS rebinding protection)"})
-			return
-		}
+	if localLoopback(r) && !isLoopback(r.Host) {
+		writeRPCError(w, http.StatusForbidden, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: "forbidden: a gateway listening on loopback answers only a loopback Host (DNS rebinding protection)"})
+		return
 	}
 	if origin := r.Header.Get("Origin"); origin != "" {
 		u, err := url.Parse(origin)

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -327,10 +326,8 @@ func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte) bo
 // tasks exist in (or none), and an Accept that allows the SSE answer. A
 // request that fails one goes to go-sdk, which refuses it in its words.
 func (d *taskDoor) accepts(r *http.Request) bool {
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
-		if isLoopback(la.String()) && !isLoopback(r.Host) {
-			return false
-		}
+	if localLoopback(r) && !isLoopback(r.Host) {
+		return false
 	}
 	if !slices.Contains(fastVersions, r.Header.Get("Mcp-Protocol-Version")) {
 		return false

@@ -120,7 +120,8 @@ func (b *Binding) result(resp *http.Response, body []byte, truncated bool) (*mcp
 // follows a request other than GET or HEAD says the API carried it out, so a
 // model does not repeat a write to see its answer.
 func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, truncated bool) (*mcp.CallToolResult, error) {
-	answered := fmt.Sprintf("the API answered HTTP %d", resp.StatusCode)
+	// Worded only when needed: a success never says it.
+	answered := func() string { return fmt.Sprintf("the API answered HTTP %d", resp.StatusCode) }
 	// fail words an error: msg, the note on writes, then lead and the
 	// quoted body, trimmed to max bytes; msg alone is the error for the log.
 	fail := func(msg, lead string, quote []byte, max int) (*mcp.CallToolResult, error) {
@@ -150,7 +151,7 @@ func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, 
 		// {} even when the schema is wrapped: the wrapper does not require
 		// "result", and {"result": null} would break one not nullable.
 		v = map[string]any{}
-		text = answered + " " + http.StatusText(resp.StatusCode) + " with no content"
+		text = answered() + " " + http.StatusText(resp.StatusCode) + " with no content"
 	case !jsonish:
 		what := mt
 		if mt == "" {
@@ -160,37 +161,41 @@ func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, 
 		if isText(mt) || (mt == "" && utf8.Valid(body)) {
 			quote = body
 		}
-		return fail(fmt.Sprintf("%s with %s where JSON was declared", answered, what), ": ", quote, maxErrorBody)
+		return fail(fmt.Sprintf("%s with %s where JSON was declared", answered(), what), ": ", quote, maxErrorBody)
 	case truncated:
 		return fail(fmt.Sprintf("%s, but its response exceeded %s and was cut; narrow the request (filter, page or ask for fewer fields)",
-			answered, formatBytes(int64(len(body)))), "; it began: ", body, maxErrorBody)
+			answered(), formatBytes(int64(len(body)))), "; it began: ", body, maxErrorBody)
 	default:
 		var err error
 		if v, err = decodeJSON(body); err != nil {
-			return fail(fmt.Sprintf("%s with %s that is not valid JSON (%v)", answered, mt, err), ": ", body, maxErrorBody)
+			return fail(fmt.Sprintf("%s with %s that is not valid JSON (%v)", answered(), mt, err), ": ", body, maxErrorBody)
 		}
 		fromBody = true
 		if b.wrapResult {
 			v = map[string]any{"result": v}
 		} else if _, isObj := v.(map[string]any); !isObj {
-			return fail(fmt.Sprintf("%s with %s where an object was declared", answered, jsonKind(v)), ": ", body, maxMismatchBody)
+			return fail(fmt.Sprintf("%s with %s where an object was declared", answered(), jsonKind(v)), ": ", body, maxMismatchBody)
 		}
 	}
 
 	sch, err := b.outputValidator()
 	if err != nil {
 		// A gateway bug, not the API's: say so, and keep the answer.
-		return fail(fmt.Sprintf("%s, but the tool's output schema cannot be checked (%v)", answered, err), "; the answer was: ", body, maxMismatchBody)
+		return fail(fmt.Sprintf("%s, but the tool's output schema cannot be checked (%v)", answered(), err), "; the answer was: ", body, maxMismatchBody)
 	}
 	if err := sch.Validate(v); err != nil {
 		return fail(fmt.Sprintf("%s, but its answer does not match the API's documented schema: %s",
-			answered, strings.Join(schemaProblems(err, "(answer)", maxSchemaProblems), "; ")), "; the answer was: ", body, maxMismatchBody)
+			answered(), strings.Join(schemaProblems(err, "(answer)", maxSchemaProblems), "; ")), "; the answer was: ", body, maxMismatchBody)
 	}
 	var sc any = v
 	if fromBody {
-		// Checked: send the API's own bytes rather than encode v again.
-		if raw := passJSON(body, b.wrapResult); raw != nil {
-			sc = raw
+		// Checked: send the API's own bytes rather than encode v again. The
+		// decoder has found them to be JSON; it would have replaced bytes
+		// that are not UTF-8, so those keep v.
+		if utf8.Valid(body) {
+			if raw := rawJSON(bytes.TrimSpace(body), b.wrapResult); raw != nil {
+				sc = raw
+			}
 		}
 	}
 	return &mcp.CallToolResult{
@@ -221,6 +226,12 @@ func passJSON(body []byte, wrap bool) any {
 		}
 		return nil
 	}
+	return rawJSON(t, wrap)
+}
+
+// rawJSON is passJSON for t known to be one valid JSON value in UTF-8,
+// without spaces around it.
+func rawJSON(t []byte, wrap bool) any {
 	switch {
 	case bytes.Equal(t, []byte("null")):
 		return nil
