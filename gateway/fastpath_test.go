@@ -341,3 +341,44 @@ func TestFastPathHangUpCancels(t *testing.T) {
 		t.Fatal("the upstream call was not cancelled when the client hung up")
 	}
 }
+
+// TestServeChecksSchemasInBackground checks what serving does instead of
+// compiling every input schema before it listens: the validators are built
+// on first call, and the background check after the documents' validation
+// warns of a schema that does not compile, naming the tool.
+func TestServeChecksSchemasInBackground(t *testing.T) {
+	warned := make(chan []string, 1)
+	after := make(chan struct{})
+	cfg := &Config{Upstreams: []Upstream{{Name: "api", OpenAPI: "fast.json", Document: fastDoc(0), BaseURL: "http://127.0.0.1:1"}}}
+	cat, err := BuildCatalog(context.Background(), cfg, &CatalogOptions{ValidateAfter: after, Validated: func(ws []string) { warned <- ws }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var target *Tool
+	for _, tool := range cat.Tools {
+		if tool.Tool.Name == "get_thing" {
+			target = tool
+		}
+	}
+	if target == nil {
+		t.Fatal("no get_thing tool")
+	}
+	// Nothing was compiled up front: the check below runs on what serving holds.
+	target.Binding.InputSchema = map[string]any{"type": "object", "properties": map[string]any{"id": map[string]any{"type": "string", "pattern": "^(?!x)"}}}
+	select {
+	case <-warned:
+		t.Fatal("validation ran before ValidateAfter was closed")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(after)
+	ws := <-warned
+	found := false
+	for _, w := range ws {
+		if strings.Contains(w, "tool get_thing") && strings.Contains(w, "input schema does not compile") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("warnings %q name no uncompilable get_thing", ws)
+	}
+}

@@ -97,7 +97,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	// reports: its warnings are logged when it ends.
 	logger := g.logger
 	validated := g.validated
-	cat, err := BuildCatalog(ctx, cfg, &CatalogOptions{Validated: func(ws []string) {
+	built := make(chan struct{}) // validation waits for the serving state
+	defer close(built)
+	cat, err := BuildCatalog(ctx, cfg, &CatalogOptions{ValidateAfter: built, Validated: func(ws []string) {
 		for _, w := range ws {
 			logger.Warn("openapi document", "warning", w)
 		}

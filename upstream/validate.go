@@ -28,6 +28,19 @@ func (b *Binding) Compile() error {
 	return b.compileErr
 }
 
+// CheckSchema reports whether the input schema compiles, as Compile would,
+// without keeping the validator (or compiling it for Validate).
+func (b *Binding) CheckSchema() error {
+	raw, err := json.Marshal(b.InputSchema)
+	if err == nil {
+		_, err = compileSchema(raw)
+	}
+	if err != nil {
+		return fmt.Errorf("input schema does not compile: %v", err)
+	}
+	return nil
+}
+
 // compileSchema compiles a JSON Schema 2020-12 document. Nothing outside the
 // document is ever loaded.
 func compileSchema(raw []byte) (*jsonschema.Schema, error) {
@@ -64,7 +77,8 @@ func (b *Binding) Validate(args map[string]any) error {
 		args = map[string]any{}
 	}
 	if err := b.Compile(); err != nil {
-		return &ArgumentError{Problems: []string{err.Error()}}
+		// Not the caller's fault, and nothing was sent.
+		return fmt.Errorf("the gateway cannot check this tool's arguments, so the call was not sent: %v", err)
 	}
 	err := b.validator.Validate(any(args))
 	if err == nil {

@@ -65,3 +65,37 @@ func TestDecodeArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaThatDoesNotCompile checks the mechanism for an input schema the
+// validator cannot compile (here a lookahead, which RE2 lacks): CheckSchema
+// says so without keeping a validator, and a call is refused, in words that
+// do not blame the arguments, before anything is sent.
+func TestSchemaThatDoesNotCompile(t *testing.T) {
+	doc := loadTestDoc(t, "encodings.yaml")
+	rec := &recorder{}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	client, _ := NewRemote(srv.URL, nil)
+	b := bindOp(t, doc, "getItem")
+	if err := b.CheckSchema(); err != nil {
+		t.Fatalf("CheckSchema of a bound tool: %v", err)
+	}
+	b.InputSchema = map[string]any{"type": "object", "properties": map[string]any{"id__path": map[string]any{"type": "string", "pattern": "^(?!admin)"}}}
+	if err := b.CheckSchema(); err == nil || !strings.Contains(err.Error(), "input schema does not compile") {
+		t.Fatalf("CheckSchema = %v, want the compile error", err)
+	}
+	if b.validator != nil {
+		t.Fatal("CheckSchema kept a validator")
+	}
+	res, rep := client.Call(context.Background(), b, args(t, `{"id__path":"1"}`), Credentials{})
+	if !res.IsError || rec.count() != 0 {
+		t.Fatalf("IsError %v, %d requests sent; want a refusal and none", res.IsError, rec.count())
+	}
+	msg := res.Content[0].(*mcp.TextContent).Text
+	if !strings.Contains(msg, "cannot check this tool's arguments, so the call was not sent") || strings.Contains(msg, "invalid arguments") {
+		t.Errorf("message %q", msg)
+	}
+	if rep.Outcome != OutcomeInvalidArguments {
+		t.Errorf("outcome %q", rep.Outcome)
+	}
+}
