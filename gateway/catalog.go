@@ -178,8 +178,20 @@ func BuildCatalog(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Cata
 			cat.Warnings = append(cat.Warnings, u.Name+": "+p)
 		}
 		rules := &annotations.Rules{OpenWorld: u.OpenWorld}
-		for _, op := range ops {
-			t, err := buildTool(namer, u, op, rules)
+		// Names are given in document order (a name taken is taken); the
+		// bindings, which are most of the work, are made on every core.
+		tools := make([]*Tool, len(ops))
+		errs := make([]error, len(ops))
+		for i, op := range ops {
+			tools[i], errs[i] = describeTool(namer, u, op, rules)
+		}
+		parallel(len(ops), func(i int) {
+			if errs[i] == nil {
+				errs[i] = tools[i].bind(u, u.MaxToolBytes)
+			}
+		})
+		for i, op := range ops {
+			t, err := tools[i], errs[i]
 			if err != nil {
 				// One broken operation must not take the catalog down: skip
 				// it, and say so.
@@ -381,7 +393,9 @@ func waterLevel(sizes []int, limit int) int {
 	return s[len(s)-1]
 }
 
-func buildTool(namer *tagging.Namer, u *Upstream, op tagging.Operation, rules *annotations.Rules) (*Tool, error) {
+// describeTool names op's tool and derives its annotations and description:
+// everything but its binding (Tool.bind), which the caller makes.
+func describeTool(namer *tagging.Namer, u *Upstream, op tagging.Operation, rules *annotations.Rules) (*Tool, error) {
 	o := op.Operation
 	rename := u.Rename[o.OperationID]
 	if rename == "" {
@@ -428,9 +442,6 @@ func buildTool(namer *tagging.Namer, u *Upstream, op tagging.Operation, rules *a
 		Derived:    d,
 		Mangled:    mangled,
 		SourceName: op.NameSource(rename),
-	}
-	if err := t.bind(u, u.MaxToolBytes); err != nil {
-		return nil, err
 	}
 	return t, nil
 }

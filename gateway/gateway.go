@@ -137,18 +137,23 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	cat.dropDocuments()
 	var served []*Tool
 	for _, t := range cat.Tools {
-		if g.drift.Drifted(t.Tool.Name) {
-			continue
+		if !g.drift.Drifted(t.Tool.Name) {
+			served = append(served, t)
 		}
-		if t.IsPlaybook() {
+	}
+	// go-sdk's AddTool checks a tool by marshalling its schemas and parsing
+	// them back (Kubernetes': 0.15 s on one core). It takes the server's
+	// lock only to add the checked tool, and lists tools by name whatever
+	// the order they were added in: check them on every core.
+	parallel(len(served), func(i int) {
+		if t := served[i]; t.IsPlaybook() {
 			// A playbook tool runs the runner (and may report progress),
 			// so the fast path hands its calls to go-sdk; it lists it.
 			g.server.AddTool(t.Tool, g.playbookHandler(t))
 		} else {
 			g.server.AddTool(t.Tool, g.toolHandler(t))
 		}
-		served = append(served, t)
-	}
+	})
 	g.served = len(served)
 	if g.fast, err = newFastPath(g, served); err != nil {
 		return nil, err
