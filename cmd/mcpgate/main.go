@@ -28,6 +28,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -54,6 +55,19 @@ func main() {
 	os.Exit(code)
 }
 
+// lockedWriter serializes writes to w: each Write goes out whole, never
+// interleaved with another's.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
 // cli is one run of the command: where it reads and writes.
 type cli struct {
 	stdin          io.Reader
@@ -64,7 +78,9 @@ type cli struct {
 // exit status: 0 success, 1 a failure while running (or, for audit, findings
 // or drift), 2 bad usage or bad input. Every error is one line on stderr.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	m := &cli{stdin: stdin, stdout: stdout, stderr: stderr}
+	// The logger (from background work too: the documents' validation ends
+	// after serving has begun) and the command's own lines share stderr.
+	m := &cli{stdin: stdin, stdout: stdout, stderr: &lockedWriter{w: stderr}}
 	if len(args) == 0 {
 		return m.exit(&usageError{cmd: "mcpgate", msg: "name a command: serve, stdio, tools, audit or version"})
 	}
