@@ -39,7 +39,7 @@ import (
 //     every request of its table through both and compares the JSON.
 //
 // Hand-written where go-sdk serves, because it pays: see BenchmarkToolsCall
-// (25–28 µs, 15 KB and 120 allocations per call, against go-sdk's 373–398
+// (24–26 µs, 15 KB and 124 allocations per call, against go-sdk's 373–398
 // µs, 320 KB and 258: ×14) and BenchmarkToolsList (GitHub's 600+ tools:
 // 14–30 µs against go-sdk's 63–72 ms, which marshals 1.5 MB in 95k
 // allocations per request; over loopback, 1.05 ms p50 against 31 ms). Same
