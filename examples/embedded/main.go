@@ -15,18 +15,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/mcpgate/mcpgate/examples/embedded/service"
+	"github.com/mcpgate/mcpgate/examples/internal/serve"
 )
 
 func main() {
@@ -56,30 +53,5 @@ func run(addr, token string) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "embedded: listening on http://%s (MCP at http://%[1]s/mcp)\n", ln.Addr())
-
-	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	// Serve returns as soon as Shutdown starts; wait for Shutdown itself,
-	// which lets in-flight requests (tool calls included) finish.
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return serve.Run(ctx, "embedded", addr, "(MCP at http://%s/mcp)", svc.Handler())
 }

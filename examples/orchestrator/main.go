@@ -13,16 +13,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
+	"github.com/mcpgate/mcpgate/examples/internal/serve"
 	"github.com/mcpgate/mcpgate/examples/orchestrator/api"
 )
 
@@ -44,34 +41,5 @@ func main() {
 func run(addr string, opts *api.Options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "orchestrator: listening on http://%s\n", ln.Addr())
-
-	srv := &http.Server{
-		Handler:           api.New(opts).Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	// Serve returns as soon as Shutdown starts; wait for Shutdown itself,
-	// which lets in-flight requests finish.
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return serve.Run(ctx, "orchestrator", addr, "", api.New(opts).Handler())
 }
