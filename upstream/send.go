@@ -53,18 +53,6 @@ func (c *Client) Send(ctx context.Context, method, path string, body []byte, cre
 		return nil, &SendError{Outcome: OutcomeInvalidArguments, Msg: "the gateway built an invalid upstream path", Cause: err}
 	}
 	u.RawPath = escaped
-	res := &reservation{budget: c.opts.ResponseBudget, wait: c.opts.QueueTimeout, limit: c.opts.MaxResponseBytes}
-	defer res.release()
-	if c.inproc {
-		ctx = withReservation(ctx, res)
-	}
-	releaseSlot, err := c.slots.acquire(ctx, c.opts.Name, c.opts.QueueTimeout)
-	if err != nil {
-		return nil, c.sendError(ctx, err)
-	}
-	defer releaseSlot()
-	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-	defer cancel()
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -76,26 +64,11 @@ func (c *Client) Send(ctx context.Context, method, path string, body []byte, cre
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("User-Agent", c.opts.UserAgent)
-	req.Header.Set("Accept", "application/json")
-	cred.apply(req.Header)
-	start := time.Now()
-	resp, err := c.rt.RoundTrip(req)
-	if err != nil {
-		return nil, c.sendError(ctx, err)
+	res := &reservation{budget: c.opts.ResponseBudget, wait: c.opts.QueueTimeout, limit: c.opts.MaxResponseBytes}
+	defer res.release()
+	a, failed, rep := c.exchange(ctx, req, "application/json", cred, res)
+	if failed != nil {
+		return nil, &SendError{Outcome: rep.Outcome, Msg: failed.Content[0].(*mcp.TextContent).Text, Cause: rep.Cause}
 	}
-	defer resp.Body.Close()
-	a := &Answer{Status: resp.StatusCode, Header: resp.Header}
-	if held, ok := resp.Body.(*heldBody); ok {
-		a.Body, a.Truncated = held.data, held.cut
-	} else if a.Body, a.Truncated, err = readBody(ctx, resp.Body, c.opts.MaxResponseBytes, resp.ContentLength, res); err != nil {
-		return nil, c.sendError(ctx, err)
-	}
-	a.Elapsed = time.Since(start)
-	return a, nil
-}
-
-func (c *Client) sendError(ctx context.Context, err error) *SendError {
-	r, rep := c.failure(ctx, err, 0)
-	return &SendError{Outcome: rep.Outcome, Msg: r.Content[0].(*mcp.TextContent).Text, Cause: err}
+	return &Answer{Status: a.resp.StatusCode, Header: a.resp.Header, Body: a.body, Truncated: a.truncated, Elapsed: a.elapsed}, nil
 }

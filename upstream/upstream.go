@@ -237,14 +237,6 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 	if b.maxResponse > 0 && b.maxResponse < limit {
 		limit = b.maxResponse
 	}
-	// The call's share of the response budget: taken as the answer is read
-	// (by the in-process writer, which buffers it, or by readBody), given
-	// back when the result is made.
-	res := &reservation{budget: c.opts.ResponseBudget, wait: c.opts.QueueTimeout, limit: limit}
-	defer res.release()
-	if c.inproc {
-		ctx = withReservation(ctx, res)
-	}
 	req, err := b.Request(ctx, c.base, args)
 	if err != nil {
 		var ae *ArgumentError
@@ -254,55 +246,81 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 		// Request checks the path it built; this is the gateway's fault.
 		return errorResult("the gateway could not build the upstream request"), Report{Outcome: OutcomeBadAnswer, Cause: err}
 	}
-	// Wait for a slot before the timeout starts: the upstream gets its whole
-	// Timeout, and a refused call has sent nothing.
+	// The call's share of the response budget: taken as the answer is read,
+	// given back when the result is made.
+	res := &reservation{budget: c.opts.ResponseBudget, wait: c.opts.QueueTimeout, limit: limit}
+	defer res.release()
+	a, failed, rep := c.exchange(ctx, req, "application/json, */*;q=0.5", cred, res)
+	if failed != nil {
+		return failed, rep
+	}
+	rep = Report{Outcome: OutcomeOK, Status: a.resp.StatusCode, Elapsed: a.elapsed}
+	result, bad := b.result(a.resp, a.body, a.truncated)
+	switch {
+	case a.resp.StatusCode < 200 || a.resp.StatusCode > 299:
+		rep.Outcome = OutcomeHTTPError
+	case bad != nil:
+		rep.Outcome, rep.Cause = OutcomeBadAnswer, bad
+	}
+	return result, rep
+}
+
+// exchanged is what one bounded exchange with the upstream got back. resp's
+// body is read (into body) and closed.
+type exchanged struct {
+	resp      *http.Response
+	body      []byte // at most res.limit bytes
+	truncated bool   // the body went on past body
+	elapsed   time.Duration
+}
+
+// exchange sends req to the upstream under the client's bounds, for Call
+// and Send alike: a concurrency slot, waited for before the timeout starts
+// (the upstream gets its whole Timeout, and a refused call has sent
+// nothing); Timeout; the response budget, claimed through res as the answer
+// is read (by the in-process writer, which buffers it, or by readBody), at
+// most res.limit bytes of it kept. It sets the gateway's User-Agent, accept
+// and cred. The slot is free again when it returns. When no answer came, it
+// returns the result and Report of failure, worded while the call's own
+// context still says why.
+//
+// The request URL is always the configured base plus a path built from
+// escaped parts, so the token goes to the upstream's origin and nowhere
+// else. Redirects are not followed, for the same reason.
+func (c *Client) exchange(ctx context.Context, req *http.Request, accept string, cred Credentials, res *reservation) (*exchanged, *mcp.CallToolResult, Report) {
+	if c.inproc {
+		ctx = withReservation(ctx, res)
+	}
 	releaseSlot, err := c.slots.acquire(ctx, c.opts.Name, c.opts.QueueTimeout)
 	if err != nil {
-		return c.failure(ctx, err, 0)
+		r, rep := c.failure(ctx, err, 0)
+		return nil, r, rep
 	}
 	defer releaseSlot()
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	req = req.WithContext(ctx)
 	req.Header.Set("User-Agent", c.opts.UserAgent)
-	req.Header.Set("Accept", "application/json, */*;q=0.5")
-	// The request URL is always the configured base plus the operation path
-	// (path values are escaped per segment), so the token goes to the
-	// upstream's origin and nowhere else. Redirects are not followed, for the
-	// same reason.
+	req.Header.Set("Accept", accept)
 	cred.apply(req.Header)
 	start := time.Now()
 	resp, err := c.rt.RoundTrip(req)
 	if err != nil {
-		return c.failure(ctx, err, time.Since(start))
+		r, rep := c.failure(ctx, err, time.Since(start))
+		return nil, r, rep
 	}
 	defer resp.Body.Close()
-	var (
-		body      []byte
-		truncated bool
-	)
+	a := &exchanged{resp: resp}
 	if held, ok := resp.Body.(*heldBody); ok {
 		// In-process: the writer kept at most limit bytes, counted already.
-		body, truncated = held.data, held.cut
-	} else {
-		body, truncated, err = readBody(ctx, resp.Body, limit, resp.ContentLength, res)
-	}
-	if err != nil {
+		a.body, a.truncated = held.data, held.cut
+	} else if a.body, a.truncated, err = readBody(ctx, resp.Body, res.limit, resp.ContentLength, res); err != nil {
 		r, rep := c.failure(ctx, err, time.Since(start))
 		rep.Status = resp.StatusCode
-		return r, rep
+		return nil, r, rep
 	}
-	// The upstream is done with: free the slot while the result is made.
-	releaseSlot()
-	rep := Report{Outcome: OutcomeOK, Status: resp.StatusCode, Elapsed: time.Since(start)}
-	result, bad := b.result(resp, body, truncated)
-	switch {
-	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		rep.Outcome = OutcomeHTTPError
-	case bad != nil:
-		rep.Outcome, rep.Cause = OutcomeBadAnswer, bad
-	}
-	return result, rep
+	a.elapsed = time.Since(start)
+	return a, nil, Report{}
 }
 
 // failure maps a call that got no answer — refused by a bound of the
