@@ -3,7 +3,6 @@ package service
 import (
 	_ "embed"
 	"net/http"
-	"slices"
 )
 
 // openAPI is the API's OpenAPI 3.0 document. Its operations are tagged the
@@ -14,10 +13,6 @@ import (
 //
 //go:embed openapi.json
 var openAPI []byte
-
-// OpenAPI returns the API's OpenAPI document (a copy: callers may keep or
-// change it). The service serves it at GET /openapi.json.
-func OpenAPI() []byte { return slices.Clone(openAPI) }
 
 func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")

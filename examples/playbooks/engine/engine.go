@@ -32,9 +32,6 @@ import (
 //go:embed openapi.json
 var openAPI []byte
 
-// OpenAPI returns the engine's OpenAPI 3.0 document (a copy).
-func OpenAPI() []byte { return slices.Clone(openAPI) }
-
 // DefaultStep is how long each of demo/slow's steps takes.
 const DefaultStep = time.Second
 
