@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,10 +174,17 @@ func keys(m map[string]*Tool) []string {
 // the go-sdk client over Streamable HTTP (stateless, SSE answers).
 func TestPlaybookCallOverMCP(t *testing.T) {
 	_, e, srv := playbookGateway(t, &engine.Options{Step: 100 * time.Millisecond}, &Playbooks{PollInterval: 60 * time.Millisecond})
-	var progress []string
+	// go-sdk's client handles notifications on their own goroutines, so
+	// the last progress message may be handled after CallTool returns.
+	var (
+		mu       sync.Mutex
+		progress []string
+	)
 	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
 			progress = append(progress, r.Params.Message)
+			mu.Unlock()
 		},
 	})
 	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, nil)
@@ -192,8 +201,16 @@ func TestPlaybookCallOverMCP(t *testing.T) {
 	if res.IsError || res.Content[0].(*mcp.TextContent).Text != "x: counted 5 steps" || res.Meta["noetl_execution_id"] == nil {
 		t.Fatalf("result %+v", res)
 	}
-	if len(progress) < 3 || !strings.Contains(progress[1], "step") {
-		t.Errorf("progress %q", progress)
+	seen := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(progress)
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(seen()) < 3 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := seen(); len(got) < 3 || !strings.Contains(got[1], "step") {
+		t.Errorf("progress %q", got)
 	}
 	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "demo_fail", Arguments: map[string]any{}})
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "fails on purpose") {
