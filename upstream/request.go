@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -18,7 +19,9 @@ func (b *Binding) Request(ctx context.Context, base *url.URL, args map[string]an
 		return nil, err
 	}
 	var rawQuery []string // deepObject and delimited forms are written by hand
-	header := http.Header{}
+	// Room for what exchange adds (User-Agent, Accept, a credential), so
+	// that the map is made once.
+	header := make(http.Header, 4)
 	var cookies []string
 
 	for _, p := range b.params {
@@ -45,40 +48,58 @@ func (b *Binding) Request(ctx context.Context, base *url.URL, args map[string]an
 			cookies = append(cookies, p.name+"="+joinEscaped(v, ",", false, url.QueryEscape))
 		}
 	}
-	escaped := strings.TrimSuffix(base.EscapedPath(), "/") + path
-	u := url.URL{Scheme: base.Scheme, Host: base.Host, RawQuery: strings.Join(rawQuery, "&")}
-	u.Path, err = url.PathUnescape(escaped)
+	u, err := joinURL(base, path, strings.Join(rawQuery, "&"))
 	if err != nil {
-		return nil, fmt.Errorf("upstream: built an invalid path %q: %v", escaped, err)
+		return nil, err
 	}
-	u.RawPath = escaped
-	if u.EscapedPath() != escaped {
-		// Cannot happen: every part of the path is escaped by construction.
-		// Checked anyway, because this is what keeps a caller's token on the
-		// path the operation names.
-		return nil, fmt.Errorf("upstream: path %q would be sent as %q", escaped, u.EscapedPath())
-	}
-
 	body, ctype, err := b.encodeBody(args)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, b.Method, u.String(), body)
+	req, err := newRequest(ctx, b.Method, u, body)
 	if err != nil {
 		return nil, err
 	}
-	if req.URL.EscapedPath() != escaped {
-		return nil, fmt.Errorf("upstream: path %q would be sent as %q", escaped, req.URL.EscapedPath())
-	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
+	req.Header = header
 	if len(cookies) > 0 {
 		req.Header.Set("Cookie", strings.Join(cookies, "; "))
 	}
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
+	return req, nil
+}
+
+// joinURL is the one place an upstream URL is made: base's scheme and host,
+// base's path with escapedPath (already escaped, starting with "/") appended,
+// and rawQuery (already escaped). It refuses a path that would not be sent
+// as built, which is what keeps a caller's token on the path the operation
+// names.
+func joinURL(base *url.URL, escapedPath, rawQuery string) (*url.URL, error) {
+	escaped := strings.TrimSuffix(base.EscapedPath(), "/") + escapedPath
+	u := &url.URL{Scheme: base.Scheme, Host: base.Host, RawQuery: rawQuery}
+	var err error
+	if u.Path, err = url.PathUnescape(escaped); err != nil {
+		return nil, fmt.Errorf("upstream: built an invalid path %q: %v", escaped, err)
+	}
+	u.RawPath = escaped
+	if u.EscapedPath() != escaped {
+		// Cannot happen when every part of the path was escaped. Checked
+		// anyway: this is what keeps a caller's token on the path built.
+		return nil, fmt.Errorf("upstream: path %q would be sent as %q", escaped, u.EscapedPath())
+	}
+	return u, nil
+}
+
+// newRequest makes a request for u as joinURL made it. u is given to the
+// request as it is, not formatted and parsed again: net/http sends u.Host
+// and u.RequestURI(), that is the path joinURL checked and the query.
+func newRequest(ctx context.Context, method string, u *url.URL, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "", body)
+	if err != nil {
+		return nil, err
+	}
+	req.URL, req.Host = u, u.Host
 	return req, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -46,18 +45,15 @@ func (c *Client) Send(ctx context.Context, method, path string, body []byte, cre
 	if !strings.HasPrefix(path, "/") || strings.Contains(path, "..") {
 		return nil, &SendError{Outcome: OutcomeInvalidArguments, Msg: "the gateway built an invalid upstream path", Cause: fmt.Errorf("upstream: path %q", path)}
 	}
-	escaped := strings.TrimSuffix(c.base.EscapedPath(), "/") + path
-	u := url.URL{Scheme: c.base.Scheme, Host: c.base.Host}
-	var err error
-	if u.Path, err = url.PathUnescape(escaped); err != nil {
+	u, err := joinURL(c.base, path, "")
+	if err != nil {
 		return nil, &SendError{Outcome: OutcomeInvalidArguments, Msg: "the gateway built an invalid upstream path", Cause: err}
 	}
-	u.RawPath = escaped
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	req, err := newRequest(ctx, method, u, rd)
 	if err != nil {
 		return nil, &SendError{Outcome: OutcomeInvalidArguments, Msg: "the gateway built an invalid upstream request", Cause: err}
 	}
@@ -66,7 +62,7 @@ func (c *Client) Send(ctx context.Context, method, path string, body []byte, cre
 	}
 	res := &reservation{budget: c.opts.ResponseBudget, wait: c.opts.QueueTimeout, limit: c.opts.MaxResponseBytes}
 	defer res.release()
-	a, failed, rep := c.exchange(ctx, req, "application/json", cred, res)
+	a, failed, rep := c.exchange(ctx, req, acceptJSON, cred, res)
 	if failed != nil {
 		return nil, &SendError{Outcome: rep.Outcome, Msg: failed.Content[0].(*mcp.TextContent).Text, Cause: rep.Cause}
 	}

@@ -62,12 +62,12 @@ type ClientOptions struct {
 
 // A Client calls one upstream API. It is safe for concurrent use.
 type Client struct {
-	base    *url.URL
-	rt      http.RoundTripper
-	opts    ClientOptions
-	inproc  bool
-	timeout time.Duration
-	slots   slots
+	base      *url.URL
+	rt        http.RoundTripper
+	opts      ClientOptions
+	inproc    bool
+	slots     slots
+	userAgent []string // opts.UserAgent, as a header value
 }
 
 // NewTransport returns the http.Transport the gateway uses for one remote
@@ -153,6 +153,7 @@ func newClient(base *url.URL, opts *ClientOptions) *Client {
 	}
 	c.slots = make(slots, c.opts.MaxConcurrent)
 	c.rt = c.opts.Transport
+	c.userAgent = []string{c.opts.UserAgent}
 	return c
 }
 
@@ -250,7 +251,7 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 	// given back when the result is made.
 	res := &reservation{budget: c.opts.ResponseBudget, wait: c.opts.QueueTimeout, limit: limit}
 	defer res.release()
-	a, failed, rep := c.exchange(ctx, req, "application/json, */*;q=0.5", cred, res)
+	a, failed, rep := c.exchange(ctx, req, acceptCall, cred, res)
 	if failed != nil {
 		return failed, rep
 	}
@@ -264,6 +265,13 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 	}
 	return result, rep
 }
+
+// The Accept headers of a tool call (JSON preferred, anything taken: the
+// result mapping words what is not JSON) and of a JSON-RPC exchange ([Client.Send]).
+var (
+	acceptCall = []string{"application/json, */*;q=0.5"}
+	acceptJSON = []string{"application/json"}
+)
 
 // exchanged is what one bounded exchange with the upstream got back. resp's
 // body is read (into body) and closed.
@@ -287,7 +295,7 @@ type exchanged struct {
 // The request URL is always the configured base plus a path built from
 // escaped parts, so the token goes to the upstream's origin and nowhere
 // else. Redirects are not followed, for the same reason.
-func (c *Client) exchange(ctx context.Context, req *http.Request, accept string, cred Credentials, res *reservation) (*exchanged, *mcp.CallToolResult, Report) {
+func (c *Client) exchange(ctx context.Context, req *http.Request, accept []string, cred Credentials, res *reservation) (*exchanged, *mcp.CallToolResult, Report) {
 	if c.inproc {
 		ctx = withReservation(ctx, res)
 	}
@@ -300,8 +308,8 @@ func (c *Client) exchange(ctx context.Context, req *http.Request, accept string,
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	req = req.WithContext(ctx)
-	req.Header.Set("User-Agent", c.opts.UserAgent)
-	req.Header.Set("Accept", accept)
+	req.Header["User-Agent"] = c.userAgent // shared slices: net/http only reads them
+	req.Header["Accept"] = accept
 	cred.apply(req.Header)
 	start := time.Now()
 	resp, err := c.rt.RoundTrip(req)
