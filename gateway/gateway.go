@@ -164,6 +164,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	if g.tasks != nil {
 		g.server.AddReceivingMiddleware(g.tasks.middleware)
 	}
+	if g.metrics != nil {
+		g.server.AddReceivingMiddleware(g.metrics.countMethods)
+	}
 	return g, nil
 }
 

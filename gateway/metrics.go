@@ -2,12 +2,14 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -54,6 +56,19 @@ type metrics struct {
 
 	// Kept children of calls, duration and responses (see observeCall).
 	callCounters, durations, statusCounters sync.Map
+	// Kept children of requests and rpc, by label.
+	requestCounters, rpcCounters sync.Map
+}
+
+// counter returns vec's child for one label value, looked up in vec once and
+// kept in kept: WithLabelValues hashes its labels on every call. Only for
+// label values from a bounded set.
+func counter(kept *sync.Map, vec *prometheus.CounterVec, label string) prometheus.Counter {
+	c, ok := kept.Load(label)
+	if !ok {
+		c, _ = kept.LoadOrStore(label, vec.WithLabelValues(label))
+	}
+	return c.(prometheus.Counter)
 }
 
 // newMetrics registers the gateway's collectors, with the Go runtime's and
@@ -82,7 +97,7 @@ func newMetrics(clients map[string]*upstream.Client) *metrics {
 		}, []string{"method"}),
 		rpc: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_rpc_requests_total",
-			Help: "JSON-RPC messages the front door read, by MCP method (unknown methods as other).",
+			Help: "JSON-RPC messages received, by MCP method (unknown methods as other).",
 		}, []string{"method"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_http_refused_total",
@@ -186,7 +201,7 @@ func (m *metrics) httpRequest(method string) {
 	default:
 		method = "other" // a client chooses the method: keep the label bounded
 	}
-	m.requests.WithLabelValues(method).Inc()
+	counter(&m.requestCounters, m.requests, method).Inc()
 }
 
 // rpcMethods are the MCP methods counted by name in mcpgate_rpc_requests_total;
@@ -198,15 +213,15 @@ var rpcMethods = map[string]bool{
 	"resources/subscribe": true, "resources/unsubscribe": true,
 	"prompts/list": true, "prompts/get": true,
 	"completion/complete": true, "logging/setLevel": true,
+	"server/discover": true, "subscriptions/listen": true, // 2026-07-28
 	"tasks/get": true, "tasks/list": true, "tasks/result": true, "tasks/cancel": true,
 	"notifications/initialized": true, "notifications/cancelled": true,
 	"notifications/progress": true, "notifications/roots/list_changed": true,
 }
 
-// rpcMethod counts one JSON-RPC message by its method. It is the hook for
-// the front door once it reads the method (issue 9's fast path): until then
-// mcpgate_rpc_requests_total stays empty, since reading the method only to
-// count it would parse every body a second time.
+// rpcMethod counts one JSON-RPC message by its method. The front door calls
+// it for the messages it answers itself (the fast path, the task door);
+// countMethods for those go-sdk serves.
 func (m *metrics) rpcMethod(method string) {
 	if m == nil {
 		return
@@ -214,7 +229,16 @@ func (m *metrics) rpcMethod(method string) {
 	if !rpcMethods[method] {
 		method = "other"
 	}
-	m.rpc.WithLabelValues(method).Inc()
+	counter(&m.rpcCounters, m.rpc, method).Inc()
+}
+
+// countMethods is go-sdk middleware that counts each message go-sdk serves,
+// over HTTP and stdio alike.
+func (m *metrics) countMethods(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		m.rpcMethod(method)
+		return next(ctx, method, req)
+	}
 }
 
 // Reasons the front door refuses a request, as mcpgate_http_refused_total's

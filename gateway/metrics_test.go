@@ -159,6 +159,11 @@ func TestMetrics(t *testing.T) {
 		{"mcpgate_tool_calls_in_flight", map[string]string{"upstream": "things"}, 0},
 		{"mcpgate_http_refused_total", map[string]string{"reason": "batch"}, -1},
 		{"mcpgate_build_info", map[string]string{"version": Version}, 1},
+		// Each message once, whichever path served it: go-sdk the
+		// handshake (2026-07-28's server/discover), the front door or
+		// go-sdk the calls.
+		{"mcpgate_rpc_requests_total", map[string]string{"method": "server/discover"}, 1},
+		{"mcpgate_rpc_requests_total", map[string]string{"method": "tools/call"}, 4},
 	} {
 		if got := value(mfs, tt.name, tt.labels); got != tt.want {
 			t.Errorf("%s%v = %v, want %v", tt.name, tt.labels, got, tt.want)
