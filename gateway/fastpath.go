@@ -354,8 +354,10 @@ func (f *fastPath) accepts(r *http.Request) bool {
 	if !isJSON(r.Header.Get("Content-Type")) {
 		return false
 	}
-	if jsonOK, streamOK := streamableAccepts(r.Header.Values("Accept")); !jsonOK || !streamOK {
-		return false
+	if accept := r.Header["Accept"]; len(accept) != 1 || accept[0] != sdkAccept {
+		if jsonOK, streamOK := streamableAccepts(accept); !jsonOK || !streamOK {
+			return false
+		}
 	}
 	return len(r.Header.Values("Last-Event-ID")) == 0
 }
@@ -385,6 +387,10 @@ func isLoopback(addr string) bool {
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
 }
+
+// sdkAccept is the Accept header the MCP SDKs' clients send (TypeScript's
+// and Go's), which streamableAccepts need not split to allow.
+const sdkAccept = "application/json, text/event-stream"
 
 // streamableAccepts is go-sdk's (mcp/streamable.go): whether Accept allows
 // JSON and an event stream. A stateless POST needs both.

@@ -13,6 +13,7 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,7 +45,7 @@ import (
 //     2026-07-28 requests (stateless) only.
 //   - What does work in every mode is the header: RequestExtra.Header is the
 //     header of the very POST that carried the call. So the front door puts
-//     its own random id in [requestIDHeader] and keeps the POST's context
+//     its own id (newRequestID) in [requestIDHeader] and keeps the POST's context
 //     under it while the POST is served; the tool handler joins the two
 //     contexts (see callContexts.join), and the upstream request, built with
 //     http.NewRequestWithContext, is cancelled when the client hangs up.
@@ -100,6 +101,24 @@ func readMessage(body []byte) *message {
 // client cannot tie its call to someone else's request.
 const requestIDHeader = "Mcpgate-Request-Id"
 
+// requestIDPrefix and requestSeq make the front door's request ids: a
+// prefix of 50 random bits drawn once per process, then a counter, so ids
+// are unique within a process and, in practice, across replicas and
+// restarts (two processes share a prefix with odds of 2^-50). Drawing 128
+// random bits per POST cost more than the rest of the id's work. The id
+// needs no secrecy: an inbound value is always stripped.
+var (
+	requestIDPrefix = rand.Text()[:10] + "-"
+	requestSeq      atomic.Uint64
+)
+
+// newRequestID returns the id of one POST.
+func newRequestID() string {
+	var b [32]byte
+	n := copy(b[:], requestIDPrefix)
+	return string(strconv.AppendUint(b[:n], requestSeq.Add(1), 36))
+}
+
 // sessionIDHeader is the Streamable HTTP session header (MCP 2025-03-26 on).
 const sessionIDHeader = "Mcp-Session-Id"
 
@@ -140,9 +159,10 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				callReq = r.WithContext(ctx)
 			}
 		}
-		requestID = rand.Text()
-		r.Header.Set(requestIDHeader, requestID)
-		w.Header().Set(requestIDHeader, requestID) // the caller's handle on the log lines of its calls
+		requestID = newRequestID()
+		v := []string{requestID} // shared: neither header's value is changed in place
+		r.Header[requestIDHeader] = v
+		w.Header()[requestIDHeader] = v // the caller's handle on the log lines of its calls
 	}
 	if rpc {
 		if e := checkMessage(body); e != nil {
