@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -259,7 +260,7 @@ type fastMessage struct {
 // sdkParse decodes as go-sdk's internal/json.Unmarshal does: segmentio's
 // decoder, struct fields matched case-sensitively, at most sdkMaxDepth deep.
 func sdkParse(data []byte, v any) bool {
-	if !withinDepth(data, sdkMaxDepth) {
+	if !upstream.WithinDepth(data, sdkMaxDepth) {
 		return false
 	}
 	_, err := sjson.Parse(data, v, sjson.DontMatchCaseInsensitiveStructFields)
@@ -268,40 +269,6 @@ func sdkParse(data []byte, v any) bool {
 
 // sdkMaxDepth is go-sdk's defaultMaxDepth (internal/json).
 const sdkMaxDepth = 1000
-
-// withinDepth is go-sdk's checkMaxDepth: a scan that counts brackets outside
-// strings.
-func withinDepth(data []byte, max int) bool {
-	depth := 0
-	inString, escaped := false, false
-	for _, b := range data {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-			continue
-		}
-		switch b {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-			if depth > max {
-				return false
-			}
-		case '}', ']':
-			if depth > 0 {
-				depth--
-			}
-		}
-	}
-	return true
-}
 
 // serve answers r if it is a request the fast path takes, and reports whether
 // it did. body is r's body, already read and checked to be one JSON object.

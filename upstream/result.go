@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"sort"
@@ -258,21 +257,6 @@ func (b *Binding) outputValidator() (*jsonschema.Schema, error) {
 		}
 	})
 	return b.outValidator, b.outCompileErr
-}
-
-// decodeJSON decodes one JSON value, keeping numbers exact, and refuses
-// anything after it.
-func decodeJSON(body []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(body))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := d.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("data after the JSON value")
-	}
-	return v, nil
 }
 
 // schemaProblems words a validation error as "field: rule" items, sorted, at

@@ -92,7 +92,7 @@ func DecodeArguments(raw json.RawMessage) (map[string]any, error) {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return map[string]any{}, nil
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	v, err := decodeJSON(raw)
 	if err != nil {
 		return nil, &ArgumentError{Problems: []string{"arguments are not valid JSON: " + err.Error()}}
 	}
