@@ -3,11 +3,9 @@ package auth
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"os"
@@ -186,14 +184,17 @@ func tokenError(err error) string {
 	return "the token endpoint's answer was not usable"
 }
 
-// exchanger performs RFC 8693 token exchange, with a small POST of its own.
-// Why not go-sdk's oauthex.ExchangeToken: it is shaped for SEP-990 (ID-JAG):
-// it requires audience, resource and both token types together and always
-// authenticates with client_secret_post. Why not x/oauth2: it has no generic
-// RFC 8693 grant (oauth2.Config.Exchange is the authorization-code grant).
-// The request here is the RFC's minimum: grant_type, subject_token,
-// subject_token_type access_token, resource and audience, optional scope,
-// with client_secret_basic (RFC 6749 §2.3.1's must-support method).
+// exchanger performs RFC 8693 token exchange through x/oauth2's
+// client-credentials request, with grant_type overridden (which
+// clientcredentials.Config allows, for grants shaped like it): the same
+// client_secret_basic authentication (RFC 6749 §2.3.1's must-support
+// method), answer parsing, size bound and error type as the
+// client_credentials mode. The request is the RFC's minimum: grant_type,
+// subject_token, subject_token_type and requested_token_type access_token,
+// resource and audience, optional scope. Why not go-sdk's
+// oauthex.ExchangeToken: it is shaped for SEP-990 (ID-JAG): it requires
+// audience, resource and both token types together and always
+// authenticates with client_secret_post.
 //
 // Exchanged tokens are cached per subject token (by its SHA-256) and
 // audience until shortly before they expire.
@@ -223,46 +224,38 @@ func (e *exchanger) exchange(ctx context.Context, subject string) (string, error
 		}
 		e.cache.Remove(key)
 	}
-	form := url.Values{
-		"grant_type":           {grantTokenExchange},
-		"subject_token":        {subject},
-		"subject_token_type":   {typeAccessToken},
-		"requested_token_type": {typeAccessToken},
-		"resource":             {e.audience},
-		"audience":             {e.audience},
+	cfg := &clientcredentials.Config{
+		ClientID:     e.clientID,
+		ClientSecret: e.secret,
+		TokenURL:     e.tokenURL,
+		Scopes:       e.scopes,
+		EndpointParams: url.Values{
+			"grant_type":           {grantTokenExchange},
+			"subject_token":        {subject},
+			"subject_token_type":   {typeAccessToken},
+			"requested_token_type": {typeAccessToken},
+			"resource":             {e.audience},
+			"audience":             {e.audience},
+		},
+		AuthStyle: oauth2.AuthStyleInHeader,
 	}
-	if len(e.scopes) > 0 {
-		form.Set("scope", strings.Join(e.scopes, " "))
-	}
-	resp, body, err := postForm(ctx, e.client, e.tokenURL, e.clientID, e.secret, form, maxTokenResponse, "the token endpoint")
+	tok, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, e.client))
 	if err != nil {
-		return "", fmt.Errorf("auth: exchange: %v", err)
+		return "", fmt.Errorf("auth: exchange: %v", tokenError(err))
 	}
-	var r struct {
-		AccessToken     string `json:"access_token"`
-		IssuedTokenType string `json:"issued_token_type"`
-		TokenType       string `json:"token_type"`
-		ExpiresIn       int64  `json:"expires_in"`
-		Error           string `json:"error"`
-	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mt != "application/json" || json.Unmarshal(body, &r) != nil {
-		return "", fmt.Errorf("auth: exchange: the token endpoint answered status %d without a JSON body", resp.StatusCode)
-	}
-	if resp.StatusCode != http.StatusOK || r.Error != "" {
-		return "", fmt.Errorf("auth: exchange: the token endpoint refused (status %d, %s)", resp.StatusCode, oauthCode(r.Error))
-	}
-	if r.AccessToken == "" || !strings.EqualFold(r.TokenType, "Bearer") && !strings.EqualFold(r.TokenType, "N_A") {
+	// RFC 8693 §2.2.1: token_type is Bearer, or N_A for a token that is not
+	// an access token of that kind.
+	if !strings.EqualFold(tok.TokenType, "Bearer") && !strings.EqualFold(tok.TokenType, "N_A") {
 		return "", errors.New("auth: exchange: the answer holds no bearer access_token")
 	}
-	ttl := time.Duration(r.ExpiresIn)*time.Second - expiryMargin
-	if r.ExpiresIn <= 0 {
-		ttl = time.Minute // no expires_in: reuse briefly, then ask again
+	ttl := time.Minute // no expires_in: reuse briefly, then ask again
+	if !tok.Expiry.IsZero() {
+		ttl = time.Until(tok.Expiry) - expiryMargin
 	}
 	if ttl > 0 {
-		e.cache.Add(key, exchanged{token: r.AccessToken, expires: e.now().Add(ttl)})
+		e.cache.Add(key, exchanged{token: tok.AccessToken, expires: e.now().Add(ttl)})
 	}
-	return r.AccessToken, nil
+	return tok.AccessToken, nil
 }
 
 // postForm POSTs form to endpoint as the gateway's own OAuth client
