@@ -18,6 +18,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // Config is the inbound side: the `auth:` section of the gateway's
@@ -266,10 +268,8 @@ func (u *Upstream) Validate(hasIssuer bool) error {
 // validHeaderName reports whether s is an RFC 9110 token, and not a header
 // the gateway sets itself or that would mean something else.
 func validHeaderName(s string) bool {
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
-			return false
-		}
+	if !httpguts.ValidHeaderFieldName(s) {
+		return false
 	}
 	switch strings.ToLower(s) {
 	case "", "host", "content-length", "content-type", "transfer-encoding", "connection", "cookie":

@@ -61,14 +61,6 @@ type Verifier struct {
 	introspect  *introspector // nil without Config.Introspection
 }
 
-// discovery is what the gateway reads of the issuer's metadata.
-type discovery struct {
-	Issuer   string   `json:"issuer"`
-	JWKSURI  string   `json:"jwks_uri"`
-	TokenURL string   `json:"token_endpoint"`
-	Algs     []string `json:"id_token_signing_alg_values_supported"`
-}
-
 // asymmetric are the algorithms accepted. "none" and the HMAC family are
 // never accepted: a gateway holds no shared secret with the issuer, and HS256
 // with a public key as the secret is the classic forgery.
@@ -104,17 +96,17 @@ func NewVerifier(ctx context.Context, cfg *Config, opts *VerifierOptions) (*Veri
 	if err != nil {
 		return nil, fmt.Errorf("auth: issuer %s: %v", cfg.Issuer, err)
 	}
-	var d discovery
+	var d oidc.ProviderConfig // what the gateway reads of the issuer's metadata
 	if err := provider.Claims(&d); err != nil {
 		return nil, fmt.Errorf("auth: issuer %s: discovery: %v", cfg.Issuer, err)
 	}
-	if d.JWKSURI == "" {
+	if d.JWKSURL == "" {
 		return nil, fmt.Errorf("auth: issuer %s: discovery names no jwks_uri", cfg.Issuer)
 	}
 	// The algorithms the issuer says it signs with, less any we refuse;
 	// RS256 (the one OIDC makes mandatory) when it says none.
 	var algs []string
-	for _, a := range d.Algs {
+	for _, a := range d.Algorithms {
 		if slices.Contains(asymmetric, a) {
 			algs = append(algs, a)
 		}
@@ -126,7 +118,7 @@ func NewVerifier(ctx context.Context, cfg *Config, opts *VerifierOptions) (*Veri
 	for i, a := range algs {
 		joseAlgs[i] = jose.SignatureAlgorithm(a)
 	}
-	ks := &keySet{url: d.JWKSURI, client: o.HTTPClient, algs: joseAlgs, minRefetch: o.MinRefetch, now: o.Now}
+	ks := &keySet{url: d.JWKSURL, client: o.HTTPClient, algs: joseAlgs, minRefetch: o.MinRefetch, now: o.Now}
 	if _, err := ks.refresh(ctx); err != nil || ks.lastErr != nil {
 		return nil, fmt.Errorf("auth: issuer %s: %v", cfg.Issuer, ks.lastErr)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"golang.org/x/net/http/httpguts"
 )
 
 type paramBinding struct {
@@ -104,13 +105,8 @@ func headerKey(name string) string {
 // a tool argument: a name in forbiddenHeaders or forbiddenPrefixes under
 // [headerKey] folding, or a name that is not a valid header field name at all.
 func forbiddenHeader(name string) bool {
-	if name == "" {
+	if !httpguts.ValidHeaderFieldName(name) {
 		return true
-	}
-	for i := 0; i < len(name); i++ {
-		if !isTokenChar(name[i]) {
-			return true
-		}
 	}
 	k := headerKey(name)
 	if forbiddenHeaders[k] {
@@ -122,12 +118,6 @@ func forbiddenHeader(name string) bool {
 		}
 	}
 	return false
-}
-
-// isTokenChar reports whether c may appear in an HTTP field name (RFC 9110
-// §5.6.2 tchar).
-func isTokenChar(c byte) bool {
-	return isUnreserved(c) || strings.IndexByte("!#$%&'*+^`|", c) >= 0
 }
 
 func paramSchema(conv *schemaConverter, p *openapi3.Parameter) jsonSchema {

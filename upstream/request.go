@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"golang.org/x/net/http/httpguts"
 )
 
 // Request builds the HTTP request for validated arguments, against base (the
@@ -34,13 +35,13 @@ func (b *Binding) Request(ctx context.Context, base *url.URL, args map[string]an
 			rawQuery = append(rawQuery, queryPairs(p, v)...)
 		case openapi3.ParameterInHeader:
 			s := joinValue(v, ",", p.explode)
-			if hasCTL(s) {
+			if !httpguts.ValidHeaderFieldValue(s) {
 				return nil, &ArgumentError{Problems: []string{p.arg + ": header values must not contain control characters (CR, LF, NUL, …)"}}
 			}
 			header.Set(p.name, s)
 		case openapi3.ParameterInCookie:
 			s := joinValue(v, ",", false)
-			if hasCTL(s) || strings.Contains(s, ";") {
+			if !httpguts.ValidHeaderFieldValue(s) || strings.Contains(s, ";") {
 				return nil, &ArgumentError{Problems: []string{p.arg + ": cookie values must not contain ';' or control characters"}}
 			}
 			// Form style (OpenAPI 3.0/3.1's cookie default): elements are
@@ -101,17 +102,4 @@ func newRequest(ctx context.Context, method string, u *url.URL, body io.Reader) 
 	}
 	req.URL, req.Host = u, u.Host
 	return req, nil
-}
-
-// hasCTL reports whether s holds a control character that no HTTP field value
-// may carry (RFC 9110 §5.5: CTLs other than HTAB). net/http refuses to send
-// such a value; it is the caller's argument that is wrong, so it is refused
-// as one, before anything is sent.
-func hasCTL(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 && c != '\t' || c == 0x7f {
-			return true
-		}
-	}
-	return false
 }
