@@ -111,11 +111,14 @@ type CatalogOptions struct {
 	// so `serve` starts sooner, while `tools` and `audit`, which print the
 	// warnings, leave it nil and wait.
 	Validated func(warnings []string)
-	// ValidateAfter, with Validated, holds the validation back until it is
-	// closed: New closes it once the serving state is built, so that
-	// validation (and the garbage it makes) takes nothing from start-up.
-	// Nil starts validation as soon as the catalog is built.
-	ValidateAfter <-chan struct{}
+	// ValidateAfter, with Validated, holds the validation back until it
+	// receives: true starts it, false (or a close) abandons it, and
+	// Validated is never called. New sends true once the serving state is
+	// built, so that validation (and the garbage it makes) takes nothing
+	// from start-up, and false when it fails, so that a gateway that never
+	// served does not validate and log. Nil starts validation as soon as
+	// the catalog is built.
+	ValidateAfter <-chan bool
 }
 
 // BuildCatalog loads every upstream's document and builds its tools: the
@@ -266,7 +269,9 @@ func BuildCatalog(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Cata
 		// 1.6 s to be served rather than 1.0 (BenchmarkServeStart).
 		go func() {
 			if o.ValidateAfter != nil {
-				<-o.ValidateAfter
+				if start := <-o.ValidateAfter; !start {
+					return
+				}
 			}
 			for _, start := range startValidations {
 				start() // one document at a time: serving comes first

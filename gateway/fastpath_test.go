@@ -348,7 +348,7 @@ func TestFastPathHangUpCancels(t *testing.T) {
 // warns of a schema that does not compile, naming the tool.
 func TestServeChecksSchemasInBackground(t *testing.T) {
 	warned := make(chan []string, 1)
-	after := make(chan struct{})
+	after := make(chan bool, 1)
 	cfg := &Config{Upstreams: []Upstream{{Name: "api", OpenAPI: "fast.json", Document: fastDoc(0), BaseURL: "http://127.0.0.1:1"}}}
 	cat, err := BuildCatalog(context.Background(), cfg, &CatalogOptions{ValidateAfter: after, Validated: func(ws []string) { warned <- ws }})
 	if err != nil {
@@ -367,10 +367,10 @@ func TestServeChecksSchemasInBackground(t *testing.T) {
 	target.Binding.InputSchema = map[string]any{"type": "object", "properties": map[string]any{"id": map[string]any{"type": "string", "pattern": "^(?!x)"}}}
 	select {
 	case <-warned:
-		t.Fatal("validation ran before ValidateAfter was closed")
+		t.Fatal("validation ran before ValidateAfter said to start")
 	case <-time.After(50 * time.Millisecond):
 	}
-	close(after)
+	after <- true
 	ws := <-warned
 	found := false
 	for _, w := range ws {
@@ -380,5 +380,23 @@ func TestServeChecksSchemasInBackground(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("warnings %q name no uncompilable get_thing", ws)
+	}
+}
+
+// TestValidateAfterAbandoned: told false (New failed after building the
+// catalog), the held-back validation never runs, so a gateway that never
+// served logs no document warnings.
+func TestValidateAfterAbandoned(t *testing.T) {
+	after := make(chan bool, 1)
+	ran := make(chan struct{}, 1)
+	cfg := &Config{Upstreams: []Upstream{{Name: "api", OpenAPI: "fast.json", Document: fastDoc(0), BaseURL: "http://127.0.0.1:1"}}}
+	if _, err := BuildCatalog(context.Background(), cfg, &CatalogOptions{ValidateAfter: after, Validated: func([]string) { ran <- struct{}{} }}); err != nil {
+		t.Fatal(err)
+	}
+	after <- false
+	select {
+	case <-ran:
+		t.Fatal("validation ran after it was abandoned")
+	case <-time.After(200 * time.Millisecond):
 	}
 }

@@ -81,7 +81,7 @@ type Gateway struct {
 
 // New validates cfg, loads every upstream's document and builds the catalog and
 // the MCP server.
-func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
+func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -97,8 +97,8 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Gateway, error) {
 	// reports: its warnings are logged when it ends.
 	logger := g.logger
 	validated := g.validated
-	built := make(chan struct{}) // validation waits for the serving state
-	defer close(built)
+	built := make(chan bool, 1) // validation waits for the serving state
+	defer func() { built <- err == nil }()
 	cat, err := BuildCatalog(ctx, cfg, &CatalogOptions{ValidateAfter: built, Validated: func(ws []string) {
 		for _, w := range ws {
 			logger.Warn("openapi document", "warning", w)
