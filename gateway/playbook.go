@@ -423,26 +423,15 @@ func workloadSchema(it PlaybookItem) *openapi3.Schema {
 func (g *Gateway) playbookHandler(t *Tool) mcp.ToolHandler {
 	pb := t.playbook
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args, err := upstream.DecodeArguments(req.Params.Arguments)
-		if err == nil {
-			err = t.Binding.Validate(args)
-		}
-		if err != nil {
-			res := &mcp.CallToolResult{}
-			res.SetError(err)
-			g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeInvalidArguments, Cause: err})
-			return res, nil
-		}
 		if req.Extra != nil {
 			var cancel context.CancelFunc
 			ctx, cancel = g.calls.join(ctx, req.Extra.Header)
 			defer cancel()
 		}
-		cred, err := g.credentials(ctx, t, req)
+		args, cred, err := g.startPlaybookCall(ctx, t, req, req.Params.Arguments)
 		if err != nil {
 			res := &mcp.CallToolResult{}
-			res.SetError(fmt.Errorf("the gateway could not obtain a credential for upstream %s", t.Upstream))
-			g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeUnreachable, Cause: err})
+			res.SetError(err)
 			return res, nil
 		}
 		run := playbook.Request{Tool: t.Tool.Name, Path: pb.path, Workload: pb.workload(args), Cred: cred, Caller: g.callerID(req)}
@@ -459,6 +448,28 @@ func (g *Gateway) playbookHandler(t *Tool) mcp.ToolHandler {
 		g.logRun(ctx, t, out)
 		return out.Result, nil
 	}
+}
+
+// startPlaybookCall is what every path that runs a playbook (tools/call on
+// /mcp or stdio, a task, the NoETL endpoint) does first: decode and
+// validate the arguments raw, then obtain the upstream credential. A call
+// refused here is logged and counted as callTool counts a REST call's, and
+// the error is the text for the caller.
+func (g *Gateway) startPlaybookCall(ctx context.Context, t *Tool, req *mcp.CallToolRequest, raw json.RawMessage) (map[string]any, upstream.Credentials, error) {
+	args, err := upstream.DecodeArguments(raw)
+	if err == nil {
+		err = t.Binding.Validate(args)
+	}
+	if err != nil {
+		g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeInvalidArguments, Cause: err})
+		return nil, upstream.Credentials{}, err
+	}
+	cred, err := g.credentials(ctx, t, req)
+	if err != nil {
+		g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeUnreachable, Cause: err})
+		return nil, upstream.Credentials{}, fmt.Errorf("the gateway could not obtain a credential for upstream %s", t.Upstream)
+	}
+	return args, cred, nil
 }
 
 // workload is the defaults with the caller's arguments over them.

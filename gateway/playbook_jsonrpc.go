@@ -9,13 +9,11 @@ import (
 	"net/http"
 	"net/url"
 
-	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/gorilla/mux"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/mcpgate/mcpgate/upstream/playbook"
 )
 
@@ -189,17 +187,6 @@ func (g *Gateway) playbookRPCCall(w http.ResponseWriter, r *http.Request, id, ra
 		writeRPC(w, id, nil, &noetlError{Code: -32602, Message: fmt.Sprintf("unknown tool %q: this endpoint serves %q", p.Name, t.Tool.Name)})
 		return
 	}
-	args, err := upstream.DecodeArguments(p.Arguments)
-	if err == nil {
-		err = t.Binding.Validate(args)
-	}
-	if err != nil {
-		// As on /mcp: the model can read which field to correct.
-		res := &mcp.CallToolResult{}
-		res.SetError(err)
-		writeRPC(w, id, res, nil)
-		return
-	}
 	if g.verifier != nil {
 		// The same step-up as on /mcp, in this endpoint's words: access
 		// denied with the HTTP status /mcp would have answered.
@@ -212,11 +199,12 @@ func (g *Gateway) playbookRPCCall(w http.ResponseWriter, r *http.Request, id, ra
 	}
 	// The engine is shown what its upstream's auth mode says, exactly as
 	// for a call through /mcp, never simply the inbound token.
-	callReq := &mcp.CallToolRequest{Extra: &mcp.RequestExtra{Header: r.Header, TokenInfo: sdkauth.TokenInfoFromContext(r.Context())}}
-	cred, err := g.credentials(r.Context(), t, callReq)
+	callReq := callRequest(r, p.Name, p.Arguments)
+	args, cred, err := g.startPlaybookCall(r.Context(), t, callReq, p.Arguments)
 	if err != nil {
+		// As on /mcp: the model can read which field to correct.
 		res := &mcp.CallToolResult{}
-		res.SetError(fmt.Errorf("the gateway could not obtain a credential for upstream %s", t.Upstream))
+		res.SetError(err)
 		writeRPC(w, id, res, nil)
 		return
 	}

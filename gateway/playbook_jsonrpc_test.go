@@ -142,6 +142,11 @@ func TestPlaybookJSONRPC(t *testing.T) {
 	if c := e.Counts(); c.Cancelled != 1 || c.Started != 3 {
 		t.Errorf("engine %+v, want 3 started, 1 cancelled", c)
 	}
+	// The call refused for its arguments is counted, as on /mcp.
+	mfs, _ := scrape(t, srv.URL+"/metrics")
+	if got := value(mfs, "mcpgate_tool_calls_total", map[string]string{"tool": "demo_fast", "upstream": "noetl", "outcome": "invalid_arguments"}); got != 1 {
+		t.Errorf("invalid_arguments calls of demo_fast counted: %v, want 1", got)
+	}
 }
 
 func jsonPointer(v any, p string) (any, bool) {

@@ -371,22 +371,10 @@ func (d *taskDoor) create(r *http.Request, p *taskParams) (any, *jsonrpc.Error) 
 		TTL: d.grantTTL(p.Task.TTL, runner.Options().Timeout).Milliseconds()}
 	ctx := r.Context()
 	req := callRequest(r, p.Name, p.Arguments)
-	args, err := upstream.DecodeArguments(p.Arguments)
-	if err == nil {
-		err = t.Binding.Validate(args)
-	}
 	var out *playbook.Outcome
-	switch {
-	case err != nil:
+	if args, cred, err := d.g.startPlaybookCall(ctx, t, req, p.Arguments); err != nil {
 		c.Error = cutText(err.Error())
-		d.g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeInvalidArguments, Cause: err})
-	default:
-		cred, err := d.g.credentials(ctx, t, req)
-		if err != nil {
-			c.Error = fmt.Sprintf("the gateway could not obtain a credential for upstream %s", t.Upstream)
-			d.g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeUnreachable, Cause: err})
-			break
-		}
+	} else {
 		run := playbook.Request{Tool: t.Tool.Name, Path: t.playbook.path, Workload: t.playbook.workload(args), Cred: cred, Caller: d.g.callerID(req)}
 		var begun time.Time
 		c.Execution, begun, out = runner.Start(ctx, run)
