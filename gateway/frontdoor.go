@@ -187,13 +187,13 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Task requests go-sdk cannot read (it drops params.task): a
 		// stateless gateway answers them here; a stateful one once the
 		// session is checked, below.
-		if f.sessions == nil && f.tasks.serve(w, r, body) {
+		if f.sessions == nil && f.tasks.serve(w, r, body, msgOf) {
 			return
 		}
 		if f.fast != nil && f.fast.serve(w, callReq, msgOf()) {
 			return
 		}
-		if e := checkID(body); e != nil {
+		if e := checkID(msgOf()); e != nil {
 			f.metrics.refuse(refusedBadID)
 			writeRPCError(w, http.StatusBadRequest, e)
 			return
@@ -208,7 +208,7 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			defer sw.finish()
 			w = sw
 		}
-		if rpc && r.Header.Get(sessionIDHeader) != "" && f.tasks.serve(w, r, body) {
+		if rpc && r.Header.Get(sessionIDHeader) != "" && f.tasks.serve(w, r, body, msgOf) {
 			return
 		}
 	}
@@ -223,7 +223,7 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// path included, never needed it.
 		done := f.calls.add(requestID, ctx)
 		defer done()
-		ew := &rpcErrors{ResponseWriter: w, body: body}
+		ew := &rpcErrors{ResponseWriter: w, body: body, msg: msgOf}
 		defer ew.finish()
 		w = ew
 	}
@@ -332,12 +332,9 @@ func checkMessage(body []byte) *jsonrpc.Error {
 // decode at all is go-sdk's to answer. It runs only where the fast path has
 // not answered (which echoes only exact ids, see echoID), so the hot path
 // does not parse a body twice.
-func checkID(body []byte) *jsonrpc.Error {
-	var m struct {
-		ID json.RawMessage `json:"id"`
-	}
-	if !sdkParse(body, &m) || len(m.ID) == 0 {
-		return nil
+func checkID(m *message) *jsonrpc.Error {
+	if !m.ok || len(m.ID) == 0 {
+		return nil // go-sdk cannot read it either, and says so
 	}
 	switch m.ID[0] {
 	case '"', 'n', 't', 'f', '{', '[': // string, null; go-sdk refuses the others

@@ -24,7 +24,8 @@ import (
 // Content-Type is text/plain.
 type rpcErrors struct {
 	http.ResponseWriter
-	body []byte // the POSTed message, for its id
+	body []byte          // the POSTed body
+	msg  func() *message // body as a message, for its id
 
 	status int          // held back: the status go-sdk chose
 	text   bytes.Buffer // held back: go-sdk's message
@@ -78,10 +79,13 @@ func (w *rpcErrors) finish() {
 		code = jsonrpc.CodeMethodNotFound
 	}
 	// The id as go-sdk reads it (its decoder, case-sensitive keys), and
-	// only one the fast path would echo; else null.
+	// only one the fast path would echo; else null. Null too when the body
+	// is not one JSON value (go-sdk's stream decoder reads the value before
+	// trailing bytes), as JSON-RPC wants for a body it cannot parse: a
+	// refusal here can come before the front door checked the body (a
+	// Content-Type go-sdk refuses, a bad Host).
 	id := json.RawMessage("null")
-	var m fastMessage
-	if sdkParse(w.body, &m) {
+	if m := w.msg(); m.ok && json.Valid(w.body) {
 		if e, ok := echoID(m.ID); ok {
 			id = e
 		}

@@ -261,18 +261,19 @@ type taskParams struct {
 // tasks/get, tasks/result, tasks/cancel or tasks/list. It reports whether it
 // did; when it returns false it has written nothing and r goes on to go-sdk.
 // body is r's body, already checked to be one JSON object.
-func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte) bool {
+func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte, msgOf func() *message) bool {
 	if d == nil || !bytes.Contains(body, []byte(`"task`)) || !d.accepts(r) {
 		return false
 	}
-	// Read as go-sdk and the step-up check (peekCall) read it: its decoder,
-	// case-sensitive keys. A decoder that folded case or let a later
-	// "Method" win would see a tools/call the step-up check saw as a ping.
-	var msg fastMessage
-	var method string
-	if !sdkParse(body, &msg) || msg.VersionTag != "2.0" || !sdkParse(msg.Method, &method) {
+	// The message as go-sdk and the step-up check (peekCall) read it: its
+	// decoder, case-sensitive keys. A decoder that folded case or let a
+	// later "Method" win would see a tools/call the step-up check saw as a
+	// ping.
+	msg := msgOf()
+	if !msg.ok || msg.badMethod || msg.VersionTag != "2.0" {
 		return false
 	}
+	method := msg.method
 	id, ok := echoID(msg.ID)
 	if !ok {
 		return false // a notification, or an id go-sdk would answer in its own way
