@@ -446,13 +446,11 @@ func (m *cli) tools(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("mcpgate tools", flag.ContinueOnError)
 	var c common
 	c.register(fs)
-	format := fs.String("format", "table", "output format: json or table")
+	format := &choice{value: "table", allowed: []string{"json", "table"}}
+	fs.Var(format, "format", "output `FORMAT`: json or table")
 	explain := fs.Bool("explain", false, "say for every operation why it is or is not a tool")
 	if err := parse(fs, args); err != nil {
 		return err
-	}
-	if *format != "json" && *format != "table" {
-		return usagef(fs, "--format: %q is not json or table", *format)
 	}
 	cfg, _, err := c.loadConfig(gateway.Overrides{}, true)
 	if err != nil {
@@ -471,7 +469,7 @@ func (m *cli) tools(ctx context.Context, args []string) error {
 	if *explain {
 		l = cat.ExplainListing()
 	}
-	if *format == "json" {
+	if format.value == "json" {
 		return l.WriteJSON(m.stdout)
 	}
 	return l.WriteTable(m.stdout)
@@ -499,26 +497,18 @@ func (m *cli) audit(ctx context.Context, args []string) (int, error) {
 	fs := flag.NewFlagSet("mcpgate audit", flag.ContinueOnError)
 	var c common
 	c.register(fs)
-	format := fs.String("format", "table", "output format: table, json, markdown or sarif")
+	format := &choice{value: "table", allowed: []string{"table", "json", "markdown", "sarif"}}
+	fs.Var(format, "format", "output `FORMAT`: table, json, markdown or sarif")
 	writeLock := fs.String("write-lock", "", "write the catalog's lockfile to `FILE`")
 	lockFile := fs.String("lock", "", "compare the catalog against the lockfile `FILE`")
-	failOn := fs.String("fail-on", "error", "exit 1 on findings of this severity or worse: error, warning or never")
+	failOn := &choice{value: "error", allowed: []string{"error", "warning", "never"}}
+	fs.Var(failOn, "fail-on", "exit 1 on findings of this `SEVERITY` or worse: error, warning or never")
 	explain := fs.Bool("explain", false, "add why every operation is or is not a tool (not with --format sarif)")
 	if err := parse(fs, args); err != nil {
 		return 0, err
 	}
-	switch *format {
-	case "table", "json", "markdown", "sarif":
-	default:
-		return 0, usagef(fs, "--format: %q is not table, json, markdown or sarif", *format)
-	}
-	if *explain && *format == "sarif" {
+	if *explain && format.value == "sarif" {
 		return 0, &exitError{2, errors.New("--explain: not available with --format sarif (use table, json or markdown)")}
-	}
-	switch *failOn {
-	case "error", "warning", "never":
-	default:
-		return 0, usagef(fs, "--fail-on: %q is not error, warning or never", *failOn)
 	}
 	var lock *annotations.Lock
 	if *lockFile != "" {
@@ -547,12 +537,12 @@ func (m *cli) audit(ctx context.Context, args []string) (int, error) {
 	}
 	report := annotations.NewReport(facts, lock, cat.Skipped...)
 	if *explain {
-		err = (&gateway.ExplainedReport{Report: report, Selection: cat.Selection}).Write(m.stdout, *format)
+		err = (&gateway.ExplainedReport{Report: report, Selection: cat.Selection}).Write(m.stdout, format.value)
 	} else {
-		err = report.Write(m.stdout, *format)
+		err = report.Write(m.stdout, format.value)
 	}
 	if err != nil {
 		return 0, err
 	}
-	return report.ExitCode(*failOn), nil
+	return report.ExitCode(failOn.value), nil
 }

@@ -101,7 +101,7 @@ func TestHelp(t *testing.T) {
 			if !strings.HasPrefix(stdout, "Usage: mcpgate "+args[0]) && !strings.Contains(stdout, "Usage:\n  mcpgate serve") && !strings.HasPrefix(stdout, "Usage: mcpgate "+args[len(args)-1]) {
 				t.Errorf("stdout is not the help:\n%s", stdout)
 			}
-			if args[0] == "audit" && !strings.Contains(stdout, "--fail-on string\n      exit 1 on findings of this severity or worse: error, warning or never (default error)") {
+			if args[0] == "audit" && !strings.Contains(stdout, "--fail-on SEVERITY\n      exit 1 on findings of this SEVERITY or worse: error, warning or never (default error)") {
 				t.Errorf("audit help does not show --fail-on and its default:\n%s", stdout)
 			}
 		})
