@@ -105,7 +105,7 @@ func newMetrics(clients map[string]*upstream.Client) *metrics {
 		}, []string{"reason"}),
 		playbooks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcpgate_playbook_runs_total",
-			Help: "Playbook runs, by playbook and outcome.",
+			Help: "Playbook runs, by playbook and outcome (succeeded, failed, timeout, cancelled, not_started).",
 		}, []string{"playbook", "outcome"}),
 	}
 	m.registry.MustRegister(
@@ -275,11 +275,10 @@ func (m *metrics) refuseMessage(body []byte, e *jsonrpc.Error) {
 	m.refused.WithLabelValues(reason).Inc()
 }
 
-// playbookRun counts one finished playbook run. It is the hook for the
-// playbook runner (a later issue): call it once per run, with the playbook's
-// tool name (bounded by the catalog) and its outcome in the words of
-// upstream.Outcome where they fit (ok, timeout, cancelled, unreachable) plus
-// "failed" for a run the engine reports failed.
+// playbookRun counts one finished playbook run ([Gateway.logRun] calls it,
+// for every front end), by the playbook's tool name (bounded by the
+// catalog) and its playbook.State (succeeded, failed, timeout, cancelled,
+// not_started).
 func (m *metrics) playbookRun(playbook, outcome string) {
 	if m == nil {
 		return

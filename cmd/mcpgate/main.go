@@ -355,9 +355,12 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	if d := g.Drift(); !d.Empty() {
-		// The same lines as audit --lock, from the same function.
-		fmt.Fprintf(m.stderr, "mcpgate: --lock %s: not serving the %d added, renamed or changed tools:\n", *lockFile, len(d.Held()))
-		d.WriteText(m.stderr)
+		// The same lines as audit --lock, from the same function, in one
+		// write: the documents' validation logs to stderr meanwhile.
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "mcpgate: --lock %s: not serving the %d added, renamed or changed tools:\n", *lockFile, len(d.Held()))
+		d.WriteText(&b)
+		m.stderr.Write(b.Bytes())
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -368,11 +371,13 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 	if cfg.Stateful {
 		mode = "stateful"
 	}
-	fmt.Fprintf(m.stderr, "mcpgate: listening on %s (%d tools, %s)\n", url, g.Served(), mode)
+	var b bytes.Buffer // one write, as above
+	fmt.Fprintf(&b, "mcpgate: listening on %s (%d tools, %s)\n", url, g.Served(), mode)
 	if demo {
-		fmt.Fprintln(m.stderr, "mcpgate: serving the built-in demo (examples/orchestrator and examples/playbooks, in-process)")
+		fmt.Fprintln(&b, "mcpgate: serving the built-in demo (examples/orchestrator and examples/playbooks, in-process)")
 	}
-	fmt.Fprint(m.stderr, snippets(url))
+	b.WriteString(snippets(url))
+	m.stderr.Write(b.Bytes())
 
 	// No server-wide ReadTimeout or WriteTimeout: they run from the start of
 	// a request to the end of its answer, so they would cut SSE streams and
