@@ -105,8 +105,12 @@ func (m *message) peek() rpcPeek {
 		return p
 	}
 	p.Method = m.method
-	if len(m.ID) > 0 && !sdkParse(m.ID, &p.ID) {
-		return rpcPeek{}
+	if len(m.ID) > 0 {
+		if n, ok := exactID(m.ID); ok {
+			p.ID = float64(n) // what sdkParse makes of an integer id, exact within ±2^53
+		} else if !sdkParse(m.ID, &p.ID) {
+			return rpcPeek{}
+		}
 	}
 	if p.Method == "notifications/cancelled" && len(m.Params) > 0 && !sdkParse(m.Params, &p.Params) {
 		return rpcPeek{}

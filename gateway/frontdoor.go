@@ -126,12 +126,12 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(requestIDHeader)
 	f.metrics.httpRequest(r.Method)
 	var body []byte
-	if r.Body != nil && r.Body != http.NoBody {
+	hasBody := r.Body != nil && r.Body != http.NoBody
+	if hasBody {
 		var ok bool
 		if body, ok = f.readBody(w, r); !ok {
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	rpc := r.Method == http.MethodPost && isJSON(r.Header.Get("Content-Type"))
 	// The message is decoded once, when something here needs it (the
@@ -227,6 +227,11 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer ew.finish()
 		w = ew
 	}
+	if hasBody {
+		// go-sdk reads the body again; what the front door answered
+		// itself never needed it.
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	f.next.ServeHTTP(w, r)
 }
 
@@ -249,7 +254,7 @@ func (f *frontDoor) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bo
 			defer rc.SetReadDeadline(time.Time{})
 		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.maxBody))
+	body, err := readAll(w, r, f.maxBody)
 	if err == nil {
 		return body, true
 	}
@@ -274,6 +279,23 @@ func (f *frontDoor) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bo
 		})
 	}
 	return nil, false
+}
+
+// readAll reads r's body, at most max bytes (a longer one is a
+// *http.MaxBytesError). With a Content-Length, net/http's body ends there:
+// the buffer is made to that size once, rather than grown from 512 bytes.
+func readAll(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	if n := r.ContentLength; n >= 0 && n <= max {
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF // shorter than declared: the framing broke
+			}
+			return nil, err
+		}
+		return body, nil
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 }
 
 func (f *frontDoor) tooLarge(w http.ResponseWriter) {
