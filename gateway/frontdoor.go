@@ -3,9 +3,13 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base32"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +17,6 @@ import (
 	"mime"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -101,22 +104,46 @@ func readMessage(body []byte) *message {
 // client cannot tie its call to someone else's request.
 const requestIDHeader = "Mcpgate-Request-Id"
 
-// requestIDPrefix and requestSeq make the front door's request ids: a
-// prefix of 50 random bits drawn once per process, then a counter, so ids
-// are unique within a process and, in practice, across replicas and
-// restarts (two processes share a prefix with odds of 2^-50). Drawing 128
-// random bits per POST cost more than the rest of the id's work. The id
-// needs no secrecy: an inbound value is always stripped.
+// requestIDKey and requestSeq make the front door's request ids: a counter
+// enciphered with AES under a key drawn once per process, so ids are unique
+// within a process (a block cipher is a permutation), unpredictable, and
+// say nothing of how many POSTs others sent (the counter's plain value
+// would); across replicas and restarts they collide with odds of 2^-128.
+// Drawing 128 random bits per POST cost more than the rest of the id's work.
 var (
-	requestIDPrefix = rand.Text()[:10] + "-"
-	requestSeq      atomic.Uint64
+	requestIDKey = func() cipher.Block {
+		key := make([]byte, 16)
+		rand.Read(key)
+		b, err := aes.NewCipher(key)
+		if err != nil {
+			panic(err) // a 16-byte key is always accepted
+		}
+		return b
+	}()
+	requestSeq atomic.Uint64
 )
+
+// requestIDEncoding writes an id as rand.Text does: 26 characters of
+// base32.
+var requestIDEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
 
 // newRequestID returns the id of one POST.
 func newRequestID() string {
-	var b [32]byte
-	n := copy(b[:], requestIDPrefix)
-	return string(strconv.AppendUint(b[:n], requestSeq.Add(1), 36))
+	var b [aes.BlockSize]byte
+	binary.BigEndian.PutUint64(b[8:], requestSeq.Add(1))
+	requestIDKey.Encrypt(b[:], b[:])
+	return requestIDEncoding.EncodeToString(b[:])
+}
+
+// stampRequestID replaces any inbound [requestIDHeader] of r with a new id,
+// and sends it back on w: the caller's handle on the log lines of its
+// calls. It returns the id.
+func stampRequestID(w http.ResponseWriter, r *http.Request) string {
+	id := newRequestID()
+	v := []string{id} // shared: neither header's value is changed in place
+	r.Header[requestIDHeader] = v
+	w.Header()[requestIDHeader] = v
+	return id
 }
 
 // sessionIDHeader is the Streamable HTTP session header (MCP 2025-03-26 on).
@@ -159,10 +186,7 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				callReq = r.WithContext(ctx)
 			}
 		}
-		requestID = newRequestID()
-		v := []string{requestID} // shared: neither header's value is changed in place
-		r.Header[requestIDHeader] = v
-		w.Header()[requestIDHeader] = v // the caller's handle on the log lines of its calls
+		requestID = stampRequestID(w, r)
 	}
 	if rpc {
 		if e := checkMessage(body); e != nil {
@@ -281,11 +305,19 @@ func (f *frontDoor) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bo
 	return nil, false
 }
 
+// maxPresizedBody bounds the buffer readAll makes before the body arrives:
+// a Content-Length is only a claim, and a client that declares
+// max_body_bytes and sends nothing must not hold that much memory per
+// connection. 4 KiB is what net/http already holds per connection (its
+// read buffer), and more than a tools/call needs.
+const maxPresizedBody = 4 << 10
+
 // readAll reads r's body, at most max bytes (a longer one is a
-// *http.MaxBytesError). With a Content-Length, net/http's body ends there:
-// the buffer is made to that size once, rather than grown from 512 bytes.
+// *http.MaxBytesError). A body of Content-Length up to maxPresizedBody is
+// read into a buffer of that size, made once (net/http's body ends at the
+// Content-Length); a longer one grows as it arrives.
 func readAll(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
-	if n := r.ContentLength; n >= 0 && n <= max {
+	if n := r.ContentLength; n >= 0 && n <= min(max, maxPresizedBody) {
 		body := make([]byte, n)
 		if _, err := io.ReadFull(r.Body, body); err != nil {
 			if err == io.EOF {

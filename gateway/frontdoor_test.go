@@ -11,10 +11,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/mcpgate/mcpgate/upstream"
@@ -570,5 +572,35 @@ func TestFrontDoorConfig(t *testing.T) {
 	cfg = &Config{MaxBodyBytes: 100, BodyTimeout: time.Second, SessionTimeout: time.Hour, MaxSessions: 5, Upstreams: []Upstream{{OpenAPI: "a"}}}
 	if err := cfg.Validate(); err != nil || cfg.MaxBodyBytes != 100 || cfg.BodyTimeout != time.Second || cfg.SessionTimeout != time.Hour || cfg.MaxSessions != 5 {
 		t.Errorf("set values not kept: %v %+v", err, cfg)
+	}
+}
+
+// TestReadAllDoesNotTrustContentLength: a client that declares
+// max_body_bytes and sends a byte makes the front door hold what arrived,
+// not what was declared (an attacker's review found the whole declared size
+// allocated up front, 4 MiB a connection). A body that ends short of its
+// Content-Length is an error.
+func TestReadAllDoesNotTrustContentLength(t *testing.T) {
+	const max = 4 << 20
+	r := httptest.NewRequest(http.MethodPost, "/mcp", io.MultiReader(strings.NewReader("{"), iotest.ErrReader(io.ErrUnexpectedEOF)))
+	r.ContentLength = max
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := readAll(httptest.NewRecorder(), r, max)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("a body cut short was read without an error")
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("reading 1 byte of a declared %d allocated %d bytes", max, got)
+	}
+	small := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"a":1}`))
+	if body, err := readAll(httptest.NewRecorder(), small, max); err != nil || string(body) != `{"a":1}` {
+		t.Errorf("readAll = %q, %v", body, err)
+	}
+	short := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{}`))
+	short.ContentLength = 10
+	if _, err := readAll(httptest.NewRecorder(), short, max); err == nil {
+		t.Error("a body shorter than its Content-Length was accepted")
 	}
 }

@@ -76,6 +76,8 @@ func (d *noetlDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// As on /mcp: a client's value never names the POST in the log.
+	stampRequestID(w, r)
 	body, ok := d.fd.readBody(w, r)
 	if !ok {
 		return

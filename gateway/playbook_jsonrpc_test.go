@@ -98,9 +98,13 @@ func TestPlaybookJSONRPC(t *testing.T) {
 				tok = tt.token
 			}
 			req.Header.Set("Authorization", "Bearer "+tok)
+			req.Header.Set(requestIDHeader, "forged-id") // never the id of the call's log line
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if id := resp.Header.Get(requestIDHeader); id == "" || id == "forged-id" {
+				t.Errorf("answer's %s = %q, want the gateway's own id", requestIDHeader, id)
 			}
 			raw, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
