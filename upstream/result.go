@@ -248,13 +248,7 @@ func rawJSON(t []byte, wrap bool) any {
 // must shrink, and only the final binding answers calls.
 func (b *Binding) outputValidator() (*jsonschema.Schema, error) {
 	b.outCompileOnce.Do(func() {
-		raw, err := json.Marshal(b.OutputSchema)
-		if err == nil {
-			b.outValidator, err = compileSchema(raw)
-		}
-		if err != nil {
-			b.outCompileErr = fmt.Errorf("output schema does not compile: %v", err)
-		}
+		b.outValidator, b.outCompileErr = compileTool(b.OutputSchema, "output")
 	})
 	return b.outValidator, b.outCompileErr
 }

@@ -17,13 +17,7 @@ import (
 // compiling. Validate compiles on first use if Compile was not called.
 func (b *Binding) Compile() error {
 	b.compileOnce.Do(func() {
-		raw, err := json.Marshal(b.InputSchema)
-		if err == nil {
-			b.validator, err = compileSchema(raw)
-		}
-		if err != nil {
-			b.compileErr = fmt.Errorf("input schema does not compile: %v", err)
-		}
+		b.validator, b.compileErr = compileTool(b.InputSchema, "input")
 	})
 	return b.compileErr
 }
@@ -31,14 +25,21 @@ func (b *Binding) Compile() error {
 // CheckSchema reports whether the input schema compiles, as Compile would,
 // without keeping the validator (or compiling it for Validate).
 func (b *Binding) CheckSchema() error {
-	raw, err := json.Marshal(b.InputSchema)
+	_, err := compileTool(b.InputSchema, "input")
+	return err
+}
+
+// compileTool compiles one of a tool's schemas (what is "input" or
+// "output"), as its JSON.
+func compileTool(schema jsonSchema, what string) (*jsonschema.Schema, error) {
+	raw, err := json.Marshal(schema)
 	if err == nil {
-		_, err = compileSchema(raw)
+		var s *jsonschema.Schema
+		if s, err = compileSchema(raw); err == nil {
+			return s, nil
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("input schema does not compile: %v", err)
-	}
-	return nil
+	return nil, fmt.Errorf("%s schema does not compile: %v", what, err)
 }
 
 // compileSchema compiles a JSON Schema 2020-12 document. Nothing outside the
