@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // An Answer is what [Client.Send] read of one response.
@@ -63,8 +61,8 @@ func (c *Client) Send(ctx context.Context, method, path string, body []byte, cre
 	res := &reservation{budget: c.opts.ResponseBudget, wait: c.opts.QueueTimeout, limit: c.opts.MaxResponseBytes}
 	defer res.release()
 	a, failed, rep := c.exchange(ctx, req, acceptJSON, cred, res)
-	if failed != nil {
-		return nil, &SendError{Outcome: rep.Outcome, Msg: failed.Content[0].(*mcp.TextContent).Text, Cause: rep.Cause}
+	if a == nil {
+		return nil, &SendError{Outcome: rep.Outcome, Msg: failed, Cause: rep.Cause}
 	}
 	return &Answer{Status: a.resp.StatusCode, Header: a.resp.Header, Body: a.body, Truncated: a.truncated, Elapsed: a.elapsed}, nil
 }

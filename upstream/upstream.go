@@ -252,8 +252,8 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 	res := &reservation{budget: c.opts.ResponseBudget, wait: c.opts.QueueTimeout, limit: limit}
 	defer res.release()
 	a, failed, rep := c.exchange(ctx, req, acceptCall, cred, res)
-	if failed != nil {
-		return failed, rep
+	if a == nil {
+		return errorResult(failed), rep
 	}
 	rep = Report{Outcome: OutcomeOK, Status: a.resp.StatusCode, Elapsed: a.elapsed}
 	result, bad := b.result(a.resp, a.body, a.truncated)
@@ -289,20 +289,20 @@ type exchanged struct {
 // is read (by the in-process writer, which buffers it, or by readBody), at
 // most res.limit bytes of it kept. It sets the gateway's User-Agent, accept
 // and cred. The slot is free again when it returns. When no answer came, it
-// returns the result and Report of failure, worded while the call's own
-// context still says why.
+// returns nil, the words for the caller and the Report of the failure
+// (see failure).
 //
 // The request URL is always the configured base plus a path built from
 // escaped parts, so the token goes to the upstream's origin and nowhere
 // else. Redirects are not followed, for the same reason.
-func (c *Client) exchange(ctx context.Context, req *http.Request, accept []string, cred Credentials, res *reservation) (*exchanged, *mcp.CallToolResult, Report) {
+func (c *Client) exchange(ctx context.Context, req *http.Request, accept []string, cred Credentials, res *reservation) (*exchanged, string, Report) {
 	if c.inproc {
 		ctx = withReservation(ctx, res)
 	}
 	releaseSlot, err := c.slots.acquire(ctx, c.opts.Name, c.opts.QueueTimeout)
 	if err != nil {
-		r, rep := c.failure(ctx, err, 0)
-		return nil, r, rep
+		msg, rep := c.failure(ctx, err, 0)
+		return nil, msg, rep
 	}
 	defer releaseSlot()
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
@@ -314,8 +314,8 @@ func (c *Client) exchange(ctx context.Context, req *http.Request, accept []strin
 	start := time.Now()
 	resp, err := c.rt.RoundTrip(req)
 	if err != nil {
-		r, rep := c.failure(ctx, err, time.Since(start))
-		return nil, r, rep
+		msg, rep := c.failure(ctx, err, time.Since(start))
+		return nil, msg, rep
 	}
 	defer resp.Body.Close()
 	a := &exchanged{resp: resp}
@@ -323,20 +323,20 @@ func (c *Client) exchange(ctx context.Context, req *http.Request, accept []strin
 		// In-process: the writer kept at most limit bytes, counted already.
 		a.body, a.truncated = held.data, held.cut
 	} else if a.body, a.truncated, err = readBody(ctx, resp.Body, res.limit, resp.ContentLength, res); err != nil {
-		r, rep := c.failure(ctx, err, time.Since(start))
+		msg, rep := c.failure(ctx, err, time.Since(start))
 		rep.Status = resp.StatusCode
-		return nil, r, rep
+		return nil, msg, rep
 	}
 	a.elapsed = time.Since(start)
-	return a, nil, Report{}
+	return a, "", Report{}
 }
 
 // failure maps a call that got no answer — refused by a bound of the
-// gateway's own, or a failed round trip — to a clean result for the model
+// gateway's own, or a failed round trip — to clean words for the model
 // and a Report that keeps the detail. The words are a reverse proxy's (cf.
 // caddy's 502/504 mapping); what was dialed, and why it failed, stays in
 // Cause: a model has no use for internal addresses.
-func (c *Client) failure(ctx context.Context, err error, elapsed time.Duration) (*mcp.CallToolResult, Report) {
+func (c *Client) failure(ctx context.Context, err error, elapsed time.Duration) (string, Report) {
 	rep := Report{Elapsed: elapsed, Cause: err}
 	var msg string
 	var ne net.Error
@@ -354,7 +354,7 @@ func (c *Client) failure(ctx context.Context, err error, elapsed time.Duration) 
 	default:
 		rep.Outcome, msg = OutcomeUnreachable, "the upstream could not be reached (502 Bad Gateway)"
 	}
-	return errorResult(msg), rep
+	return msg, rep
 }
 
 func errorResult(msg string) *mcp.CallToolResult {
