@@ -76,6 +76,16 @@ func (w *benchWriter) Write(p []byte) (int, error) {
 
 func (w *benchWriter) Flush() {}
 
+// benchCall is the gateways of benchGateways over an in-process upstream
+// that answers a small JSON object, and the body of a tools/call of a GET.
+func benchCall(b *testing.B) (map[string]http.Handler, string) {
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"7","name":"a thing","state":"active","tags":["x","y"],"owner":{"id":1,"name":"ops"}}`)
+	})
+	return benchGateways(b, "fast.json", fastDoc(0), false, api), rpc("7", "tools/call", `{"name":"get_thing","arguments":{"id":"7"}}`)
+}
+
 // BenchmarkToolsCall measures one stateless tools/call of a GET, from the
 // POST's body to the answer, through the fast path and through go-sdk
 // (the upstream is in-process and answers a small JSON object). It is the
@@ -83,12 +93,7 @@ func (w *benchWriter) Flush() {}
 //
 //	go test ./gateway -run '^$' -bench ToolsCall -benchmem
 func BenchmarkToolsCall(b *testing.B) {
-	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"7","name":"a thing","state":"active","tags":["x","y"],"owner":{"id":1,"name":"ops"}}`)
-	})
-	hs := benchGateways(b, "fast.json", fastDoc(0), false, api)
-	body := rpc("7", "tools/call", `{"name":"get_thing","arguments":{"id":"7"}}`)
+	hs, body := benchCall(b)
 	for _, path := range []string{"fast", "sdk"} {
 		b.Run(path, func(b *testing.B) {
 			b.ReportAllocs()
@@ -105,12 +110,7 @@ func BenchmarkToolsCall(b *testing.B) {
 //
 //	go test ./gateway -run '^$' -bench RouteMCP -benchmem -count 6
 func BenchmarkRouteMCP(b *testing.B) {
-	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"7","name":"a thing","state":"active","tags":["x","y"],"owner":{"id":1,"name":"ops"}}`)
-	})
-	hs := benchGateways(b, "fast.json", fastDoc(0), false, api)
-	body := rpc("7", "tools/call", `{"name":"get_thing","arguments":{"id":"7"}}`)
+	hs, body := benchCall(b)
 	for _, path := range []string{"fast", "fast-router"} {
 		b.Run(path, func(b *testing.B) {
 			b.ReportAllocs()
