@@ -31,6 +31,20 @@ type recorder struct {
 	body   string
 }
 
+// recordingClient is a Client of a new recorder, served over HTTP under
+// basePath, for the test's duration.
+func recordingClient(t *testing.T, basePath string) (*Client, *recorder) {
+	t.Helper()
+	rec := &recorder{}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	c, err := NewRemote(srv.URL+basePath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, rec
+}
+
 func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	rc.mu.Lock()
@@ -183,10 +197,7 @@ func TestArgumentNames(t *testing.T) {
 		t.Errorf("required = %s: a path parameter is, an optional body's properties are not", req)
 	}
 
-	rec := &recorder{}
-	srv := httptest.NewServer(rec)
-	defer srv.Close()
-	c, _ := NewRemote(srv.URL, nil)
+	c, rec := recordingClient(t, "")
 	res, _ := c.Call(context.Background(), b, args(t, `{"AccountSid__path":"AC1","AccountSid":"AC2","StartTime_lt":"2026-01-01","To":"+1","expand__":["a","b"]}`), Credentials{})
 	if res.IsError {
 		t.Fatal(res.Content[0].(*mcp.TextContent).Text)

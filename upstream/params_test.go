@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -13,13 +12,7 @@ import (
 // upstream and checks the raw request URI, Content-Type and body.
 func TestEncodings(t *testing.T) {
 	doc := loadTestDoc(t, "encodings.yaml")
-	rec := &recorder{}
-	srv := httptest.NewServer(rec)
-	defer srv.Close()
-	client, err := NewRemote(srv.URL+"/base/", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, rec := recordingClient(t, "/base/")
 	tests := []struct {
 		name, op, args    string
 		wantURI, wantType string
@@ -89,10 +82,7 @@ func TestEncodings(t *testing.T) {
 
 func TestHeaderAndCookie(t *testing.T) {
 	doc := loadTestDoc(t, "encodings.yaml")
-	rec := &recorder{}
-	srv := httptest.NewServer(rec)
-	defer srv.Close()
-	client, _ := NewRemote(srv.URL, nil)
+	client, rec := recordingClient(t, "")
 	b := bindOp(t, doc, "getItem")
 	res, _ := client.Call(context.Background(), b, args(t, `{"id__path":"1","X-Request-Tag":"t1","session":"s 1"}`), Credentials{BearerToken: "tok"})
 	if res.IsError {

@@ -3,7 +3,6 @@ package upstream
 import (
 	"context"
 	"maps"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -34,13 +33,7 @@ func loadPathsDoc(t testing.TB) *openapi3.T {
 // add a segment, and every style expands as RFC 6570 says.
 func TestPathBuilding(t *testing.T) {
 	doc := loadPathsDoc(t)
-	rec := &recorder{}
-	srv := httptest.NewServer(rec)
-	defer srv.Close()
-	client, err := NewRemote(srv.URL+"/base", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, rec := recordingClient(t, "/base")
 	// RFC 6570 §3.2's variables: list := ("red", "green", "blue"),
 	// keys := [("semi", ";"), ("dot", "."), ("comma", ",")]; object keys are
 	// sent in sorted order (comma, dot, semi).
@@ -83,10 +76,7 @@ func TestPathBuilding(t *testing.T) {
 // refused before anything is sent, naming the argument.
 func TestPathRefusals(t *testing.T) {
 	doc := loadPathsDoc(t)
-	rec := &recorder{}
-	srv := httptest.NewServer(rec)
-	defer srv.Close()
-	client, _ := NewRemote(srv.URL+"/base", nil)
+	client, rec := recordingClient(t, "/base")
 	tests := []struct{ name, op, args, wantInMsg string }{
 		{"dot-dot", "nonAscii", `{"path":".."}`, "path: a path value must not make a '.' or '..' segment"},
 		{"dot", "nonAscii", `{"path":"."}`, "path: a path value must not make a '.' or '..' segment"},
@@ -154,10 +144,7 @@ func TestForbiddenHeaderParameters(t *testing.T) {
 		t.Errorf("RefusedHeaders = %v, want %v", got, wantRefused)
 	}
 
-	rec := &recorder{}
-	srv := httptest.NewServer(rec)
-	defer srv.Close()
-	client, _ := NewRemote(srv.URL, nil)
+	client, rec := recordingClient(t, "")
 	res, _ := client.Call(context.Background(), b, args(t, `{"X-Request-Tag":"t1","Cookie":"admin=1","Host":"evil.test",
 		"X-Forwarded-For":"10.0.0.1","X-HTTP-Method-Override":"DELETE","Mcp-Session-Id":"s","Connection":"close"}`), Credentials{})
 	if res.IsError {
@@ -175,7 +162,7 @@ func TestForbiddenHeaderParameters(t *testing.T) {
 	if got.Method != "GET" {
 		t.Errorf("method %s", got.Method)
 	}
-	if host := strings.TrimPrefix(srv.URL, "http://"); got.Header.Get("Host") != "" && got.Header.Get("Host") != host {
+	if host := client.BaseURL().Host; got.Header.Get("Host") != "" && got.Header.Get("Host") != host {
 		t.Errorf("Host %q", got.Header.Get("Host"))
 	}
 }

@@ -3,7 +3,6 @@ package upstream
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -15,10 +14,7 @@ import (
 // the field.
 func TestRejectedBeforeUpstream(t *testing.T) {
 	doc := loadTestDoc(t, "encodings.yaml")
-	rec := &recorder{}
-	srv := httptest.NewServer(rec)
-	defer srv.Close()
-	client, _ := NewRemote(srv.URL, nil)
+	client, rec := recordingClient(t, "")
 	tests := []struct {
 		name, op, args, wantInMsg string
 	}{
@@ -72,10 +68,7 @@ func TestDecodeArguments(t *testing.T) {
 // do not blame the arguments, before anything is sent.
 func TestSchemaThatDoesNotCompile(t *testing.T) {
 	doc := loadTestDoc(t, "encodings.yaml")
-	rec := &recorder{}
-	srv := httptest.NewServer(rec)
-	defer srv.Close()
-	client, _ := NewRemote(srv.URL, nil)
+	client, rec := recordingClient(t, "")
 	b := bindOp(t, doc, "getItem")
 	if err := b.CheckSchema(); err != nil {
 		t.Fatalf("CheckSchema of a bound tool: %v", err)
