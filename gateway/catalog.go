@@ -236,8 +236,7 @@ func BuildCatalog(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Cata
 	if o.Validated == nil {
 		// Listing and auditing: compile each final input schema, so that a
 		// tool whose schema cannot be checked is left out, and reported.
-		compiled := make([]error, len(cat.Tools))
-		parallel(len(cat.Tools), func(i int) { compiled[i] = cat.Tools[i].Binding.Compile() })
+		compiled := cat.schemaErrors((*upstream.Binding).Compile)
 		kept := cat.Tools[:0]
 		for i, t := range cat.Tools {
 			if err := compiled[i]; err != nil {
@@ -290,12 +289,7 @@ func BuildCatalog(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Cata
 // checkSchemas compiles every tool's input schema, without keeping the
 // validators, and words a warning for each that does not compile.
 func (c *Catalog) checkSchemas() []string {
-	errs := make([]error, len(c.Tools))
-	parallel(len(c.Tools), func(i int) {
-		if b := c.Tools[i].Binding; b != nil {
-			errs[i] = b.CheckSchema()
-		}
-	})
+	errs := c.schemaErrors((*upstream.Binding).CheckSchema)
 	var ws []string
 	for i, err := range errs {
 		if err != nil {
@@ -304,6 +298,18 @@ func (c *Catalog) checkSchemas() []string {
 		}
 	}
 	return ws
+}
+
+// schemaErrors runs check (Compile, or CheckSchema) on every tool's
+// binding, on every core, and returns the errors by tool.
+func (c *Catalog) schemaErrors(check func(*upstream.Binding) error) []error {
+	errs := make([]error, len(c.Tools))
+	parallel(len(c.Tools), func(i int) {
+		if b := c.Tools[i].Binding; b != nil {
+			errs[i] = check(b)
+		}
+	})
+	return errs
 }
 
 // parallel calls f(0) … f(n-1) on GOMAXPROCS goroutines and returns when

@@ -90,7 +90,7 @@ func (b *Binding) Validate(args map[string]any) error {
 
 // DecodeArguments decodes raw tool arguments, keeping numbers exact.
 func DecodeArguments(raw json.RawMessage) (map[string]any, error) {
-	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
 		return map[string]any{}, nil
 	}
 	v, err := decodeJSON(raw)
