@@ -55,11 +55,18 @@ func startServers(ctx context.Context, o setupOptions) (s *servers, err error) {
 	if s.dir, err = os.MkdirTemp("", "mcpgate-bench-"); err != nil {
 		return nil, err
 	}
-	if s.upstream, err = startRole(roleUpstream, "MCPGATE_BENCH_SLOW="+o.slow.String()); err != nil {
+	exe, err := benchExecutable()
+	if err != nil {
+		return nil, err
+	}
+	if s.upstream, err = startRole(exe, roleUpstream, "MCPGATE_BENCH_SLOW="+o.slow.String()); err != nil {
 		return nil, err
 	}
 	if o.baseline {
-		if s.baseline, err = startRole(roleBaseline, "MCPGATE_BENCH_UPSTREAM="+s.upstream.url); err != nil {
+		if exe, err = privateCopy(s.dir); err != nil {
+			return nil, fmt.Errorf("copy the bench binary for the baseline: %v", err)
+		}
+		if s.baseline, err = startRole(exe, roleBaseline, "MCPGATE_BENCH_UPSTREAM="+s.upstream.url); err != nil {
 			return nil, err
 		}
 	}
@@ -115,7 +122,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.protocol, "protocol", "2025-06-18", "MCP protocol version the workers ask for")
 	fs.StringVar(&f.listSpec, "list-spec", "", "also time tools/list at c=1 of mcpgate serving this OpenAPI `file` with --all (e.g. ../shared/corpus/github-api-2020.json)")
 	fs.StringVar(&f.mcpgateBin, "mcpgate-bin", "", "mcpgate `binary` to run (default: build ./cmd/mcpgate)")
-	fs.StringVar(&f.mcpgateLog, "mcpgate-log-level", "info", "mcpgate's --log-level (info is its default: one line per call)")
+	fs.StringVar(&f.mcpgateLog, "mcpgate-log-level", "info", "mcpgate's --log-level (info is its default: failed calls only; debug adds a line per call and per POST)")
 	fs.BoolVar(&f.stateful, "stateful", false, "run mcpgate with --stateful")
 }
 

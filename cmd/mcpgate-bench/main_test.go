@@ -246,7 +246,11 @@ func TestProcReaders(t *testing.T) {
 // TestGoroutinesFromMetrics reads go_goroutines and the allocation counter
 // the way the soak and the table do, from a role child's /metrics.
 func TestGoroutinesFromMetrics(t *testing.T) {
-	p, err := startRole(roleUpstream)
+	exe, err := benchExecutable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := startRole(exe, roleUpstream)
 	if err != nil {
 		t.Fatal(err)
 	}
