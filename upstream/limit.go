@@ -130,6 +130,13 @@ func (b *ResponseBudget) acquire(ctx context.Context, r *reservation, n int64) e
 		return b.fullError(fmt.Sprintf("an answer needs more than all %s", formatBytes(b.size)))
 	}
 	r.claim = min(max(r.claim, r.held+n), b.size)
+	if b.waiters.Len() == 0 && b.grantable(r, n) {
+		// Nobody queued ahead and room enough: the common case, without a
+		// waiter, its channel and its list element.
+		b.take(r, n)
+		b.mu.Unlock()
+		return nil
+	}
 	w := &budgetWaiter{r: r, n: n, ready: make(chan error, 1)}
 	elem := b.waiters.PushBack(w)
 	holder := r.held > 0
@@ -198,7 +205,7 @@ func (b *ResponseBudget) grant() {
 		again = false
 		for e := b.waiters.Front(); e != nil; e = e.Next() {
 			w := e.Value.(*budgetWaiter)
-			if w.r.held > 0 && b.grantable(w) {
+			if w.r.held > 0 && b.grantable(w.r, w.n) {
 				b.give(e)
 				again = true
 				break
@@ -212,7 +219,7 @@ func (b *ResponseBudget) grant() {
 			e = next
 			continue
 		}
-		if !b.grantable(w) {
+		if !b.grantable(w.r, w.n) {
 			return
 		}
 		b.give(e)
@@ -225,30 +232,47 @@ func (b *ResponseBudget) give(e *list.Element) {
 	if w.r.held > 0 {
 		b.blocked--
 	}
-	w.r.held += w.n
-	b.holders[w.r] = struct{}{}
-	b.used += w.n
-	b.peak = max(b.peak, b.used)
+	b.take(w.r, w.n)
 	w.ready <- nil
 }
 
-// grantable reports whether w fits, and leaves the calls holding room able to
-// finish one after another (the banker's safety check): taking them by what
-// they still need, least first, each must fit in what is free once the ones
-// before it have given theirs back.
-func (b *ResponseBudget) grantable(w *budgetWaiter) bool {
-	free := b.size - b.used - w.n
+// take grants r n more bytes.
+func (b *ResponseBudget) take(r *reservation, n int64) {
+	r.held += n
+	b.holders[r] = struct{}{}
+	b.used += n
+	b.peak = max(b.peak, b.used)
+}
+
+// grantable reports whether n more bytes for r fit, and leave the calls
+// holding room able to finish one after another (the banker's safety check):
+// taking them by what they still need, least first, each must fit in what is
+// free once the ones before it have given theirs back.
+func (b *ResponseBudget) grantable(wr *reservation, n int64) bool {
+	free := b.size - b.used - n
 	if free < 0 {
 		return false
+	}
+	// When what is free covers the largest need, any call can finish first,
+	// and free only grows as each gives back: safe without sorting (the
+	// common case, a budget far larger than the answers in flight).
+	most := wr.claim - wr.held - n
+	for r := range b.holders {
+		if r != wr {
+			most = max(most, r.claim-r.held)
+		}
+	}
+	if most <= free {
+		return true
 	}
 	type call struct{ need, held int64 }
 	calls := make([]call, 0, len(b.holders)+1)
 	for r := range b.holders {
-		if r != w.r {
+		if r != wr {
 			calls = append(calls, call{r.claim - r.held, r.held})
 		}
 	}
-	calls = append(calls, call{w.r.claim - w.r.held - w.n, w.r.held + w.n})
+	calls = append(calls, call{wr.claim - wr.held - n, wr.held + n})
 	slices.SortFunc(calls, func(x, y call) int { return cmp.Compare(x.need, y.need) })
 	for _, c := range calls {
 		if c.need > free {

@@ -1,11 +1,14 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -496,3 +499,57 @@ func TestLyingContentLength(t *testing.T) {
 type rewriteTransport func(*http.Request) (*http.Response, error)
 
 func (f rewriteTransport) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestGrantableIsTheBankersCheck compares grantable, with its shortcut for a
+// budget that covers every need, against the banker's check written out in
+// full, over random states of a budget: the two must agree on every one.
+func TestGrantableIsTheBankersCheck(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	banker := func(b *ResponseBudget, wr *reservation, n int64) bool {
+		free := b.size - b.used - n
+		if free < 0 {
+			return false
+		}
+		var needs [][2]int64 // need, held
+		for r := range b.holders {
+			if r != wr {
+				needs = append(needs, [2]int64{r.claim - r.held, r.held})
+			}
+		}
+		needs = append(needs, [2]int64{wr.claim - wr.held - n, wr.held + n})
+		slices.SortFunc(needs, func(x, y [2]int64) int { return cmp.Compare(x[0], y[0]) })
+		for _, c := range needs {
+			if c[0] > free {
+				return false
+			}
+			free += c[1]
+		}
+		return true
+	}
+	for i := range 20000 {
+		b := NewResponseBudget(int64(1 + rng.IntN(1000)))
+		var rs []*reservation
+		for range rng.IntN(6) {
+			r := &reservation{budget: b}
+			r.held = rng.Int64N(b.size/4 + 1)
+			if b.used+r.held > b.size {
+				break
+			}
+			r.claim = min(r.held+rng.Int64N(b.size/2+1), b.size)
+			if r.held > 0 {
+				b.holders[r] = struct{}{}
+				b.used += r.held
+			}
+			rs = append(rs, r)
+		}
+		wr := &reservation{budget: b}
+		if len(rs) > 0 && rng.IntN(2) == 0 {
+			wr = rs[rng.IntN(len(rs))] // a holder asking for more
+		}
+		n := 1 + rng.Int64N(b.size/3+1)
+		wr.claim = min(max(wr.claim, wr.held+n), b.size)
+		if got, want := b.grantable(wr, n), banker(b, wr, n); got != want {
+			t.Fatalf("state %d: grantable = %v, the banker's check %v (size %d, used %d, n %d)", i, got, want, b.size, b.used, n)
+		}
+	}
+}
