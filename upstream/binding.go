@@ -552,7 +552,11 @@ func successSchema(op *openapi3.Operation) *openapi3.SchemaRef {
 }
 
 func isJSON(mediaType string) bool {
-	mt := strings.ToLower(strings.TrimSpace(strings.Split(mediaType, ";")[0]))
+	if mediaType == "application/json" {
+		return true // what APIs send, and what mediaType returns for it
+	}
+	mt, _, _ := strings.Cut(mediaType, ";")
+	mt = strings.ToLower(strings.TrimSpace(mt))
 	return mt == "application/json" || strings.HasSuffix(mt, "+json")
 }
 

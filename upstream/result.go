@@ -44,8 +44,7 @@ const maxSchemaProblems = 5
 // went wrong, without the answer's content: for the log, where an answer's
 // data does not belong.
 func (b *Binding) result(resp *http.Response, body []byte, truncated bool) (*mcp.CallToolResult, error) {
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	mt = strings.ToLower(mt)
+	mt := mediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		msg := fmt.Sprintf("upstream returned HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 		if t := strings.TrimSpace(trimText(body, maxErrorBody)); t != "" {
@@ -328,4 +327,15 @@ func trimText(body []byte, max int) string {
 		return string(body) + "…"
 	}
 	return string(body)
+}
+
+// mediaType is the media type of a Content-Type header, lower case, without
+// parameters; "" when there is none or it does not parse. The common answer,
+// application/json alone, is taken as it is: ParseMediaType allocates a map.
+func mediaType(contentType string) string {
+	if contentType == "application/json" {
+		return contentType
+	}
+	mt, _, _ := mime.ParseMediaType(contentType)
+	return strings.ToLower(mt)
 }

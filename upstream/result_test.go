@@ -558,3 +558,41 @@ func TestPassJSON(t *testing.T) {
 		})
 	}
 }
+
+// TestMediaType covers the Content-Type reading the result mapping and the
+// body encoding share: the exact common value taken as it is, everything else
+// parsed, parameters and case dropped.
+func TestMediaType(t *testing.T) {
+	for _, tt := range []struct {
+		header, mt string
+		json       bool
+	}{
+		{"application/json", "application/json", true},
+		{"application/json; charset=utf-8", "application/json", true},
+		{"Application/JSON", "application/json", true},
+		{" application/json ;charset=utf-8", "application/json", true},
+		{"application/problem+json", "application/problem+json", true},
+		{"application/vnd.github+json; q=1", "application/vnd.github+json", true},
+		{"text/plain", "text/plain", false},
+		{"application/jsonx", "application/jsonx", false},
+		{"", "", false},
+		{";;", "", false},
+	} {
+		if got := mediaType(tt.header); got != tt.mt {
+			t.Errorf("mediaType(%q) = %q, want %q", tt.header, got, tt.mt)
+		}
+		if got := isJSON(tt.header); got != tt.json {
+			t.Errorf("isJSON(%q) = %v, want %v", tt.header, got, tt.json)
+		}
+	}
+}
+
+// TestTransportLeavesTheWaitToTheCall: a remote upstream's transport puts no
+// bound of its own on the wait for an answer's headers, so an operator's
+// timeout above it (a slow API given minutes) is the one that applies.
+func TestTransportLeavesTheWaitToTheCall(t *testing.T) {
+	tr := NewTransport()
+	if tr.ResponseHeaderTimeout != 0 {
+		t.Errorf("ResponseHeaderTimeout = %v: it would cut a call whose timeout is longer", tr.ResponseHeaderTimeout)
+	}
+}

@@ -71,8 +71,12 @@ type Client struct {
 }
 
 // NewTransport returns the http.Transport the gateway uses for one remote
-// upstream: explicit dial, TLS and header timeouts, and an idle pool sized for
-// many concurrent tool calls to the same host.
+// upstream: explicit dial and TLS timeouts, and an idle pool sized for many
+// concurrent tool calls to the same host. It sets no ResponseHeaderTimeout:
+// each call's own deadline (ClientOptions.Timeout, which an operator may set
+// above a minute for a slow API) bounds the wait for the answer, and a
+// second, shorter bound would cut such calls with a message that names
+// neither (and costs a timer per call).
 func NewTransport() *http.Transport {
 	return &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
@@ -85,7 +89,6 @@ func NewTransport() *http.Transport {
 		MaxIdleConnsPerHost:   64,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 60 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
 }
