@@ -203,6 +203,9 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 	// A schema over the budget is stopped while it is converted, as output
 	// schemas are (see sizeLimit): Kubernetes' request bodies run to MBs and
 	// are cut anyway. Then in is nil and inSize over the budget.
+	if testHookArgs != nil {
+		testHookArgs(args)
+	}
 	in, inSize := inputSchemaWithin(args, o.SchemaBudget)
 	// The lockfile's hash is of the schema the operation declares, taken
 	// before any size budget cuts it: a tool's entry must change only when
@@ -238,23 +241,56 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 		// Then cut the input schema, a step at a time, until it fits:
 		// follow fewer $ref hops, then none, then shorten the descriptions
 		// inside it, then drop them.
-		for _, step := range degradeSteps {
-			if inSize <= o.SchemaBudget {
-				break
-			}
-			in = inputSchema(args, step.refDepth)
-			if step.descLimit != 0 {
-				trimDescriptions(in, step.descLimit)
-			}
-			if n := jsonSizeUpTo(in, o.SchemaBudget); n <= o.SchemaBudget || step.last {
-				b.Degraded = append(b.Degraded, fmt.Sprintf("input schema %s to fit the size budget of %s", step.what, budgetSize(o.SchemaBudget)))
-				inSize = n
-			}
-		}
+		in, inSize = degradeInput(b, args, in, inSize, o.SchemaBudget)
 	}
 	b.InputSchema, b.OutputSchema = in, out
 
 	return b, nil
+}
+
+// testHookArgs, when set by a test, is handed the arguments of each Bind.
+var testHookArgs func([]toolArg)
+
+// degradeInput cuts an input schema of inSize bytes down to budget by the
+// degradeSteps, in order, until one fits (the last is taken whatever its
+// size), and notes the step taken in b.Degraded. It returns the schema and its
+// size.
+//
+// A step that keeps the descriptions whole is converted under the budget
+// (schemaConverter.sizeLimit) and given up as soon as it is known not to fit:
+// Kubernetes' request bodies run to MBs at 4 levels of components, and were
+// converted whole only to be thrown away, step after step (0.3 s of its
+// start-up). The steps that trim descriptions share one conversion, trimmed
+// further at each: each trims what the one before left, which is what it
+// would make of the untrimmed schema (a first sentence cut shorter, then
+// none).
+func degradeInput(b *Binding, args []toolArg, in jsonSchema, inSize, budget int) (jsonSchema, int) {
+	var trimmed jsonSchema // the shared conversion of the trimming steps
+	trimmedDepth := 0
+	for _, step := range degradeSteps {
+		if inSize <= budget {
+			break
+		}
+		var cand jsonSchema
+		switch {
+		case step.descLimit == 0:
+			conv := &schemaConverter{maxRefDepth: step.refDepth, sizeLimit: budget}
+			if cand = inputSchemaWith(conv, args); conv.over {
+				continue // would not fit: the loop below would have moved on
+			}
+		default:
+			if trimmed == nil || trimmedDepth != step.refDepth {
+				trimmed, trimmedDepth = inputSchema(args, step.refDepth), step.refDepth
+			}
+			trimDescriptions(trimmed, step.descLimit)
+			cand = trimmed
+		}
+		if n := jsonSizeUpTo(cand, budget); n <= budget || step.last {
+			b.Degraded = append(b.Degraded, fmt.Sprintf("input schema %s to fit the size budget of %s", step.what, budgetSize(budget)))
+			in, inSize = cand, n
+		}
+	}
+	return in, inSize
 }
 
 // budgetSize formats a schema budget for a note: "16 KiB", or bytes when it is

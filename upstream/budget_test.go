@@ -1,7 +1,9 @@
 package upstream
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -61,5 +63,81 @@ func TestSizeOf(t *testing.T) {
 				t.Errorf("%s: jsonSizeUpTo(10) = %d", op, got)
 			}
 		}
+	}
+}
+
+// TestDegradeInputIsEveryStepWhole compares degradeInput, which converts a
+// step under the budget and gives it up once it cannot fit, and converts the
+// description-trimming steps once, with the steps taken one after another,
+// each converted whole: for an operation whose body nests seven components
+// deep and whose arguments carry long descriptions, at every budget from
+// 200 bytes to more than the schema, the schema and the note must be the
+// same.
+func TestDegradeInputIsEveryStepWhole(t *testing.T) {
+	var b strings.Builder
+	long := strings.Repeat("A long sentence about this field that goes on. ", 6)
+	b.WriteString(`{"openapi":"3.0.3","info":{"title":"deep","version":"1"},"paths":{"/things/{id}":{"post":{"operationId":"deep",
+	"parameters":[{"name":"id","in":"path","required":true,"description":"` + long + `","schema":{"type":"string"}},
+	              {"name":"q","in":"query","description":"` + long + `","schema":{"type":"string","description":"` + long + `"}}],
+	"requestBody":{"required":true,"content":{"application/json":{"schema":{"type":"object","properties":{
+	  "a":{"$ref":"#/components/schemas/L1"},"b":{"type":"array","items":{"$ref":"#/components/schemas/L2"}},"c":{"type":"string","description":"` + long + `"}}}}}},
+	"responses":{"204":{"description":"done"}}}}},"components":{"schemas":{`)
+	for i := 1; i <= 7; i++ {
+		if i > 1 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"L%d":{"type":"object","description":"Level %d. %s","properties":{"name":{"type":"string","description":"%s"},"n":{"type":"integer"}`, i, i, long, long)
+		if i < 7 {
+			fmt.Fprintf(&b, `,"next":{"$ref":"#/components/schemas/L%d"}`, i+1)
+		}
+		b.WriteString("}}")
+	}
+	b.WriteString("}}}")
+	doc, err := ParseDocument(context.Background(), []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := doc.T.Paths.Find("/things/{id}")
+	var args []toolArg
+	testHookArgs = func(a []toolArg) { args = a }
+	defer func() { testHookArgs = nil }()
+	full, err := Bind("POST", "/things/{id}", item, item.Post, &BindOptions{NoOutputSchema: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := jsonSize(full.InputSchema)
+	steps := map[string]bool{}
+	for budget := 200; budget <= size+100; budget += 97 {
+		got, err := Bind("POST", "/things/{id}", item, item.Post, &BindOptions{NoOutputSchema: true, SchemaBudget: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every step whole, as Bind did before degradeInput.
+		want, wantNote := full.InputSchema, ""
+		inSize := jsonSizeUpTo(want, budget)
+		for _, step := range degradeSteps {
+			if inSize <= budget {
+				break
+			}
+			s := inputSchema(args, step.refDepth)
+			if step.descLimit != 0 {
+				trimDescriptions(s, step.descLimit)
+			}
+			if n := jsonSizeUpTo(s, budget); n <= budget || step.last {
+				want, inSize = s, n
+				wantNote = fmt.Sprintf("input schema %s to fit the size budget of %s", step.what, budgetSize(budget))
+			}
+		}
+		gotNote := strings.Join(got.Degraded, "; ")
+		gj, _ := json.Marshal(got.InputSchema)
+		wj, _ := json.Marshal(want)
+		if gotNote != wantNote || string(gj) != string(wj) {
+			t.Fatalf("budget %d: got %q and %d bytes, want %q and %d bytes", budget, gotNote, len(gj), wantNote, len(wj))
+		}
+		steps[wantNote] = true
+	}
+	// The document is built to pass through each step; say so if it stops.
+	if len(steps) < len(degradeSteps)+1 {
+		t.Errorf("the budgets reached %d of the %d outcomes (steps and none): %v", len(steps), len(degradeSteps)+1, steps)
 	}
 }

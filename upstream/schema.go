@@ -45,6 +45,13 @@ type schemaConverter struct {
 	sizeLimit int
 	minSize   int
 	over      bool
+	// defOwn is what each $defs entry's own body (without the entries it
+	// converted in turn) added to minSize, and defDelta the net change to
+	// minSize of every $defs conversion so far: a component converted again
+	// nearer the root replaces its body, so its old share is taken back and
+	// minSize stays a lower bound of what the result keeps.
+	defOwn   map[string]int
+	defDelta int
 }
 
 const componentPrefix = "#/components/schemas/"
@@ -86,7 +93,20 @@ func (c *schemaConverter) convertDepth(sr *openapi3.SchemaRef, depth, refDepth i
 			}
 			c.defDepth[key] = refDepth
 			c.defs[key] = jsonSchema{} // placeholder: a recursive use finds the key
-			c.defs[key] = c.convertValue(sr.Value, 0, refDepth+1)
+			if c.sizeLimit <= 0 {
+				c.defs[key] = c.convertValue(sr.Value, 0, refDepth+1)
+			} else {
+				prev := c.defOwn[key]
+				c.minSize -= prev // the body it had is replaced
+				m0, d0 := c.minSize, c.defDelta
+				c.defs[key] = c.convertValue(sr.Value, 0, refDepth+1)
+				own := (c.minSize - m0) - (c.defDelta - d0)
+				if c.defOwn == nil {
+					c.defOwn = map[string]int{}
+				}
+				c.defOwn[key] = own
+				c.defDelta += own - prev
+			}
 		}
 		return jsonSchema{"$ref": "#/$defs/" + key}
 	}
