@@ -162,7 +162,7 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 					s = c.convert(ref)
 				}
 				if s["description"] == nil && desc != "" {
-					s["description"] = DescriptionMarkdown(desc)
+					c.setDescription(s, DescriptionMarkdown(desc))
 				}
 				return s
 			}})

@@ -78,7 +78,8 @@ func TestDegradeInputIsEveryStepWhole(t *testing.T) {
 	long := strings.Repeat("A long sentence about this field that goes on. ", 6)
 	b.WriteString(`{"openapi":"3.0.3","info":{"title":"deep","version":"1"},"paths":{"/things/{id}":{"post":{"operationId":"deep",
 	"parameters":[{"name":"id","in":"path","required":true,"description":"` + long + `","schema":{"type":"string"}},
-	              {"name":"q","in":"query","description":"` + long + `","schema":{"type":"string","description":"` + long + `"}}],
+	              {"name":"q","in":"query","description":"` + long + `","schema":{"type":"string","description":"` + long + `"}},
+	              {"name":"r","in":"query","description":"Short.","schema":{"type":"string","description":"` + strings.Repeat(long, 30) + `"}}],
 	"requestBody":{"required":true,"content":{"application/json":{"schema":{"type":"object","properties":{
 	  "a":{"$ref":"#/components/schemas/L1"},"b":{"type":"array","items":{"$ref":"#/components/schemas/L2"}},"c":{"type":"string","description":"` + long + `"}}}}}},
 	"responses":{"204":{"description":"done"}}}}},"components":{"schemas":{`)

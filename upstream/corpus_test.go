@@ -2,6 +2,8 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -72,6 +74,98 @@ func TestCorpusPaths(t *testing.T) {
 				}
 			}
 			t.Logf("%d operations, %d requests built, %d refused", templates, sent, refused)
+		})
+	}
+}
+
+// TestCorpusDegrade checks Bind's degraded input schemas against the budget
+// steps taken one by one, each converted whole (as TestDegradeInputIsEveryStepWhole
+// does for one built document), for every operation of every corpus
+// document, at the budgets where the choice turns: each step's own size and
+// one byte less. The size-bounded conversion Bind uses gives a step up when
+// its lower bound on the size (schemaConverter.minSize) passes the budget, so
+// a bound that counts what the result does not keep would cut a tool that fits.
+func TestCorpusDegrade(t *testing.T) {
+	docs, _ := filepath.Glob(filepath.Join(corpusDir, "*"))
+	if len(docs) == 0 {
+		t.Skipf("no corpus at %s: the shared corpus is not beside this clone", corpusDir)
+	}
+	if testing.Short() {
+		t.Skip("converts every corpus operation's schema at every step: not in -short")
+	}
+	var args []toolArg
+	testHookArgs = func(a []toolArg) { args = a }
+	defer func() { testHookArgs = nil }()
+	for _, path := range docs {
+		if !strings.HasSuffix(path, ".json") && !strings.HasSuffix(path, ".yaml") {
+			continue
+		}
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc, err := ParseDocument(context.Background(), data)
+			if err != nil {
+				t.Skipf("refused: %v", err)
+			}
+			checked := 0
+			for tmpl, item := range doc.T.Paths.Map() {
+				for method, op := range item.Operations() {
+					full, err := Bind(method, tmpl, item, op, &BindOptions{NoOutputSchema: true})
+					if err != nil {
+						continue
+					}
+					// Each step whole, and its size.
+					steps := []jsonSchema{full.InputSchema}
+					var trimmed jsonSchema
+					for _, step := range degradeSteps {
+						s := inputSchema(args, step.refDepth)
+						if step.descLimit != 0 {
+							if trimmed == nil {
+								trimmed = s
+							}
+							trimDescriptions(trimmed, step.descLimit)
+							raw, _ := json.Marshal(trimmed) // a copy: the next step trims further
+							s = nil
+							json.Unmarshal(raw, &s)
+						}
+						steps = append(steps, s)
+					}
+					sizes := make([]int, len(steps))
+					budgets := map[int]bool{}
+					for i, at := range steps {
+						sizes[i] = jsonSize(at)
+						budgets[sizes[i]], budgets[sizes[i]-1] = true, true
+					}
+					for budget := range budgets {
+						if budget < 1 {
+							continue
+						}
+						want, wantSize, note := full.InputSchema, sizes[0], ""
+						for i, s := range steps[1:] {
+							if wantSize <= budget {
+								break
+							}
+							if sizes[i+1] <= budget || degradeSteps[i].last {
+								want, wantSize = s, sizes[i+1]
+								note = fmt.Sprintf("input schema %s to fit the size budget of %s", degradeSteps[i].what, budgetSize(budget))
+							}
+						}
+						got, err := Bind(method, tmpl, item, op, &BindOptions{NoOutputSchema: true, SchemaBudget: budget})
+						if err != nil {
+							t.Fatal(err)
+						}
+						gj, _ := json.Marshal(got.InputSchema)
+						wj, _ := json.Marshal(want)
+						if gotNote := strings.Join(got.Degraded, "; "); gotNote != note || string(gj) != string(wj) {
+							t.Fatalf("%s %s, budget %d: got %q and %d bytes, want %q and %d bytes", method, tmpl, budget, gotNote, len(gj), note, len(wj))
+						}
+						checked++
+					}
+				}
+			}
+			t.Logf("%d budgets checked", checked)
 		})
 	}
 }

@@ -124,20 +124,23 @@ func paramSchema(conv *schemaConverter, p *openapi3.Parameter) jsonSchema {
 	var s jsonSchema
 	switch {
 	case p.Schema != nil:
+		conv.dropRootDesc = p.Description != "" // replaced below
 		s = conv.convert(p.Schema)
 	case len(p.Content) > 0:
 		for _, name := range sortedKeys(p.Content) { // one entry, by the spec; sorted all the same
 			if mt := p.Content[name]; mt != nil && mt.Schema != nil {
+				conv.dropRootDesc = p.Description != ""
 				s = conv.convert(mt.Schema)
 				break
 			}
 		}
 	}
+	conv.dropRootDesc = false
 	if s == nil {
 		s = jsonSchema{"type": "string"}
 	}
 	if p.Description != "" {
-		s["description"] = DescriptionMarkdown(p.Description)
+		conv.setDescription(s, DescriptionMarkdown(p.Description))
 	}
 	if p.Deprecated {
 		s["deprecated"] = true

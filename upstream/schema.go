@@ -52,6 +52,11 @@ type schemaConverter struct {
 	// minSize stays a lower bound of what the result keeps.
 	defOwn   map[string]int
 	defDelta int
+
+	// dropRootDesc leaves out the description of the next schema converted
+	// inline: one about to be replaced (a parameter's own description wins
+	// over its schema's), which minSize must not count.
+	dropRootDesc bool
 }
 
 const componentPrefix = "#/components/schemas/"
@@ -79,6 +84,7 @@ func (c *schemaConverter) convertDepth(sr *openapi3.SchemaRef, depth, refDepth i
 		return jsonSchema{}
 	}
 	if ref := sr.Ref; strings.HasPrefix(ref, componentPrefix) {
+		c.dropRootDesc = false // a component keeps its description, in $defs
 		name := strings.TrimPrefix(ref, componentPrefix)
 		if c.maxRefDepth != 0 && refDepth >= max(c.maxRefDepth, 0) {
 			return stub(name, sr.Value)
@@ -111,6 +117,22 @@ func (c *schemaConverter) convertDepth(sr *openapi3.SchemaRef, depth, refDepth i
 		return jsonSchema{"$ref": "#/$defs/" + key}
 	}
 	return c.convertValue(sr.Value, depth, refDepth)
+}
+
+// setDescription sets s's description, converted already, to desc, keeping
+// minSize a lower bound of the result: a description desc replaces (a
+// parameter's own over its schema's) is taken back out of it.
+func (c *schemaConverter) setDescription(s jsonSchema, desc string) {
+	if c.sizeLimit > 0 {
+		if old, ok := s["description"].(string); ok {
+			c.minSize -= len(old)
+		}
+		c.minSize += len(desc)
+		if c.minSize > c.sizeLimit {
+			c.over = true
+		}
+	}
+	s["description"] = desc
 }
 
 // stub stands for a component left out to fit the size budget: it accepts any
@@ -152,6 +174,8 @@ func (c *schemaConverter) newDefKey(name string) string {
 }
 
 func (c *schemaConverter) convertValue(s *openapi3.Schema, depth, refDepth int) jsonSchema {
+	dropDesc := c.dropRootDesc
+	c.dropRootDesc = false
 	if c.over {
 		return jsonSchema{}
 	}
@@ -177,7 +201,10 @@ func (c *schemaConverter) convertValue(s *openapi3.Schema, depth, refDepth int) 
 		}
 	}
 	setString(out, "title", s.Title)
-	desc := DescriptionMarkdown(s.Description)
+	desc := ""
+	if !dropDesc {
+		desc = DescriptionMarkdown(s.Description)
+	}
 	setString(out, "description", desc)
 	if c.sizeLimit > 0 {
 		c.minSize += len(s.Title) + len(desc)
