@@ -24,11 +24,50 @@ var hostileValues = []any{"..", ".", "../../admin", "%2e%2e", "a/../../b", "..;/
 // checks: after RFC 3986 normalisation the path still has the template's
 // literal prefix and segment count, or the request is refused.
 func TestCorpusPaths(t *testing.T) {
+	base, _ := url.Parse("http://upstream.test/v1")
+	eachCorpusDocument(t, func(t *testing.T, doc *Document) {
+		templates, sent, refused := 0, 0, 0
+		for tmpl, item := range doc.T.Paths.Map() {
+			for method, op := range item.Operations() {
+				b, err := Bind(method, tmpl, item, op, &BindOptions{NoOutputSchema: true})
+				if err != nil {
+					continue
+				}
+				templates++
+				for _, v := range hostileValues {
+					args := map[string]any{}
+					for _, p := range b.params {
+						if p.in == openapi3.ParameterInPath {
+							args[p.arg] = v
+						}
+					}
+					req, err := b.Request(context.Background(), base, args)
+					if err != nil {
+						refused++
+						continue
+					}
+					sent++
+					p := req.URL.EscapedPath()
+					prefix := "/v1" + escapeLiteral(tmpl[:strings.IndexByte(tmpl+"{", '{')])
+					norm := removeDotSegments(decodeUnreserved(p))
+					if !strings.HasPrefix(p, prefix) || norm != decodeUnreserved(p) ||
+						strings.Count(norm, "/") != strings.Count("/v1"+literals(tmpl), "/") {
+						t.Fatalf("%s %s with %q: path %q (normalised %q) left the template", method, tmpl, v, p, norm)
+					}
+				}
+			}
+		}
+		t.Logf("%d operations, %d requests built, %d refused", templates, sent, refused)
+	})
+}
+
+// eachCorpusDocument runs f in a subtest for every document of the shared
+// corpus that parses, and skips t when the corpus is not beside this clone.
+func eachCorpusDocument(t *testing.T, f func(t *testing.T, doc *Document)) {
 	docs, _ := filepath.Glob(filepath.Join(corpusDir, "*"))
 	if len(docs) == 0 {
 		t.Skipf("no corpus at %s: the shared corpus is not beside this clone", corpusDir)
 	}
-	base, _ := url.Parse("http://upstream.test/v1")
 	for _, path := range docs {
 		if !strings.HasSuffix(path, ".json") && !strings.HasSuffix(path, ".yaml") {
 			continue
@@ -42,38 +81,7 @@ func TestCorpusPaths(t *testing.T) {
 			if err != nil {
 				t.Skipf("refused: %v", err) // TestCorpus (gateway) checks refusals
 			}
-			templates, sent, refused := 0, 0, 0
-			for tmpl, item := range doc.T.Paths.Map() {
-				for method, op := range item.Operations() {
-					b, err := Bind(method, tmpl, item, op, &BindOptions{NoOutputSchema: true})
-					if err != nil {
-						continue
-					}
-					templates++
-					for _, v := range hostileValues {
-						args := map[string]any{}
-						for _, p := range b.params {
-							if p.in == openapi3.ParameterInPath {
-								args[p.arg] = v
-							}
-						}
-						req, err := b.Request(context.Background(), base, args)
-						if err != nil {
-							refused++
-							continue
-						}
-						sent++
-						p := req.URL.EscapedPath()
-						prefix := "/v1" + escapeLiteral(tmpl[:strings.IndexByte(tmpl+"{", '{')])
-						norm := removeDotSegments(decodeUnreserved(p))
-						if !strings.HasPrefix(p, prefix) || norm != decodeUnreserved(p) ||
-							strings.Count(norm, "/") != strings.Count("/v1"+literals(tmpl), "/") {
-							t.Fatalf("%s %s with %q: path %q (normalised %q) left the template", method, tmpl, v, p, norm)
-						}
-					}
-				}
-			}
-			t.Logf("%d operations, %d requests built, %d refused", templates, sent, refused)
+			f(t, doc)
 		})
 	}
 }
@@ -86,86 +94,69 @@ func TestCorpusPaths(t *testing.T) {
 // its lower bound on the size (schemaConverter.minSize) passes the budget, so
 // a bound that counts what the result does not keep would cut a tool that fits.
 func TestCorpusDegrade(t *testing.T) {
-	docs, _ := filepath.Glob(filepath.Join(corpusDir, "*"))
-	if len(docs) == 0 {
-		t.Skipf("no corpus at %s: the shared corpus is not beside this clone", corpusDir)
-	}
 	if testing.Short() {
 		t.Skip("converts every corpus operation's schema at every step: not in -short")
 	}
 	var args []toolArg
 	testHookArgs = func(a []toolArg) { args = a }
 	defer func() { testHookArgs = nil }()
-	for _, path := range docs {
-		if !strings.HasSuffix(path, ".json") && !strings.HasSuffix(path, ".yaml") {
-			continue
-		}
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			doc, err := ParseDocument(context.Background(), data)
-			if err != nil {
-				t.Skipf("refused: %v", err)
-			}
-			checked := 0
-			for tmpl, item := range doc.T.Paths.Map() {
-				for method, op := range item.Operations() {
-					full, err := Bind(method, tmpl, item, op, &BindOptions{NoOutputSchema: true})
-					if err != nil {
+	eachCorpusDocument(t, func(t *testing.T, doc *Document) {
+		checked := 0
+		for tmpl, item := range doc.T.Paths.Map() {
+			for method, op := range item.Operations() {
+				full, err := Bind(method, tmpl, item, op, &BindOptions{NoOutputSchema: true})
+				if err != nil {
+					continue
+				}
+				// Each step whole, and its size.
+				steps := []jsonSchema{full.InputSchema}
+				var trimmed jsonSchema
+				for _, step := range degradeSteps {
+					s := inputSchema(args, step.refDepth)
+					if step.descLimit != 0 {
+						if trimmed == nil {
+							trimmed = s
+						}
+						trimDescriptions(trimmed, step.descLimit)
+						raw, _ := json.Marshal(trimmed) // a copy: the next step trims further
+						s = nil
+						json.Unmarshal(raw, &s)
+					}
+					steps = append(steps, s)
+				}
+				sizes := make([]int, len(steps))
+				budgets := map[int]bool{}
+				for i, at := range steps {
+					sizes[i] = jsonSize(at)
+					budgets[sizes[i]], budgets[sizes[i]-1] = true, true
+				}
+				for budget := range budgets {
+					if budget < 1 {
 						continue
 					}
-					// Each step whole, and its size.
-					steps := []jsonSchema{full.InputSchema}
-					var trimmed jsonSchema
-					for _, step := range degradeSteps {
-						s := inputSchema(args, step.refDepth)
-						if step.descLimit != 0 {
-							if trimmed == nil {
-								trimmed = s
-							}
-							trimDescriptions(trimmed, step.descLimit)
-							raw, _ := json.Marshal(trimmed) // a copy: the next step trims further
-							s = nil
-							json.Unmarshal(raw, &s)
+					want, wantSize, note := full.InputSchema, sizes[0], ""
+					for i, s := range steps[1:] {
+						if wantSize <= budget {
+							break
 						}
-						steps = append(steps, s)
+						if sizes[i+1] <= budget || degradeSteps[i].last {
+							want, wantSize = s, sizes[i+1]
+							note = fmt.Sprintf("input schema %s to fit the size budget of %s", degradeSteps[i].what, budgetSize(budget))
+						}
 					}
-					sizes := make([]int, len(steps))
-					budgets := map[int]bool{}
-					for i, at := range steps {
-						sizes[i] = jsonSize(at)
-						budgets[sizes[i]], budgets[sizes[i]-1] = true, true
+					got, err := Bind(method, tmpl, item, op, &BindOptions{NoOutputSchema: true, SchemaBudget: budget})
+					if err != nil {
+						t.Fatal(err)
 					}
-					for budget := range budgets {
-						if budget < 1 {
-							continue
-						}
-						want, wantSize, note := full.InputSchema, sizes[0], ""
-						for i, s := range steps[1:] {
-							if wantSize <= budget {
-								break
-							}
-							if sizes[i+1] <= budget || degradeSteps[i].last {
-								want, wantSize = s, sizes[i+1]
-								note = fmt.Sprintf("input schema %s to fit the size budget of %s", degradeSteps[i].what, budgetSize(budget))
-							}
-						}
-						got, err := Bind(method, tmpl, item, op, &BindOptions{NoOutputSchema: true, SchemaBudget: budget})
-						if err != nil {
-							t.Fatal(err)
-						}
-						gj, _ := json.Marshal(got.InputSchema)
-						wj, _ := json.Marshal(want)
-						if gotNote := strings.Join(got.Degraded, "; "); gotNote != note || string(gj) != string(wj) {
-							t.Fatalf("%s %s, budget %d: got %q and %d bytes, want %q and %d bytes", method, tmpl, budget, gotNote, len(gj), note, len(wj))
-						}
-						checked++
+					gj, _ := json.Marshal(got.InputSchema)
+					wj, _ := json.Marshal(want)
+					if gotNote := strings.Join(got.Degraded, "; "); gotNote != note || string(gj) != string(wj) {
+						t.Fatalf("%s %s, budget %d: got %q and %d bytes, want %q and %d bytes", method, tmpl, budget, gotNote, len(gj), note, len(wj))
 					}
+					checked++
 				}
 			}
-			t.Logf("%d budgets checked", checked)
-		})
-	}
+		}
+		t.Logf("%d budgets checked", checked)
+	})
 }
