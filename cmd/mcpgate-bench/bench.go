@@ -45,11 +45,11 @@ func (s *servers) close() {
 
 // startServers starts the recording upstream, then the baseline and mcpgate
 // in front of it, as asked.
-func startServers(ctx context.Context, o setupOptions) (s *servers, err error) {
-	s = &servers{}
+func startServers(ctx context.Context, o setupOptions) (_ *servers, err error) {
+	s := &servers{}
 	defer func() {
 		if err != nil {
-			s.close()
+			s.close() // s, not the nil returned with err
 		}
 	}()
 	if s.dir, err = os.MkdirTemp("", "mcpgate-bench-"); err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -267,5 +268,15 @@ func TestGoroutinesFromMetrics(t *testing.T) {
 	}
 	if _, ok := goroutines(p.url + "/nothing"); ok {
 		t.Error("goroutines of a URL without /metrics: ok, want not ok")
+	}
+}
+
+// TestStartServersFailsCleanly: a setup that fails (here, no temp dir to
+// work in) returns its error, after stopping what it had started.
+func TestStartServersFailsCleanly(t *testing.T) {
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	s, err := startServers(t.Context(), setupOptions{baseline: true})
+	if err == nil || s != nil {
+		t.Fatalf("startServers = %v, %v; want nil and an error", s, err)
 	}
 }

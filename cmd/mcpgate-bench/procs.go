@@ -132,13 +132,17 @@ func benchExecutable() (string, error) {
 // (mcpgate-bench -c 1, three runs each): the same file 0.99–1.04× the
 // baseline's added latency; a byte-identical copy 1.08–1.22×.
 func privateCopy(dir string) (string, error) {
-	exe, err := benchExecutable()
+	// /proc/self/exe is the running binary even when its file has since
+	// been rebuilt or removed.
+	src, err := os.Open("/proc/self/exe")
 	if err != nil {
-		return "", err
-	}
-	src, err := os.Open(exe)
-	if err != nil {
-		return "", err
+		exe, err := benchExecutable()
+		if err != nil {
+			return "", err
+		}
+		if src, err = os.Open(exe); err != nil {
+			return "", err
+		}
 	}
 	defer src.Close()
 	path := filepath.Join(dir, "mcpgate-bench-baseline")
