@@ -499,30 +499,7 @@ func loosen(s jsonSchema) {
 		delete(s, "prefixItems")
 		delete(s, "items")
 	}
-	for k, v := range s {
-		switch k {
-		case "properties", "patternProperties", "$defs":
-			if m, ok := v.(jsonSchema); ok {
-				for _, sub := range m {
-					if ss, ok := sub.(jsonSchema); ok {
-						loosen(ss)
-					}
-				}
-			}
-		case "items", "additionalProperties", "not":
-			if ss, ok := v.(jsonSchema); ok {
-				loosen(ss)
-			}
-		case "allOf", "anyOf", "oneOf", "prefixItems":
-			if list, ok := v.([]any); ok {
-				for _, sub := range list {
-					if ss, ok := sub.(jsonSchema); ok {
-						loosen(ss)
-					}
-				}
-			}
-		}
-	}
+	eachSubschema(s, loosen)
 }
 
 // objectProperties returns the properties of an object schema and which are

@@ -25,23 +25,50 @@ var degradeSteps = []struct {
 }
 
 // trimDescriptions shortens every description in a schema to its first
-// sentence within limit bytes, or drops them all when limit is negative.
-func trimDescriptions(s any, limit int) {
-	switch v := s.(type) {
-	case map[string]any:
-		if d, ok := v["description"].(string); ok {
-			if limit < 0 {
-				delete(v, "description")
-			} else {
-				v["description"] = shorten(d, limit)
+// sentence within limit bytes, or drops them all when limit is negative. It
+// walks the schema's subschemas only, never its values (enum, const,
+// default, examples): those are the document's own, shared with every other
+// tool that uses them, and a "description" inside one is data.
+func trimDescriptions(s jsonSchema, limit int) {
+	if s == nil {
+		return
+	}
+	if d, ok := s["description"].(string); ok {
+		if limit < 0 {
+			delete(s, "description")
+		} else {
+			s["description"] = shorten(d, limit)
+		}
+	}
+	eachSubschema(s, func(sub jsonSchema) { trimDescriptions(sub, limit) })
+}
+
+// eachSubschema calls f with each subschema directly inside s: those under
+// the keywords the converter writes subschemas to (see convertValue), and the
+// $defs of a document.
+func eachSubschema(s jsonSchema, f func(jsonSchema)) {
+	for k, v := range s {
+		switch k {
+		case "properties", "patternProperties", "$defs":
+			if m, ok := v.(jsonSchema); ok {
+				for _, sub := range m {
+					if ss, ok := sub.(jsonSchema); ok {
+						f(ss)
+					}
+				}
 			}
-		}
-		for _, x := range v {
-			trimDescriptions(x, limit)
-		}
-	case []any:
-		for _, x := range v {
-			trimDescriptions(x, limit)
+		case "items", "additionalProperties", "not":
+			if ss, ok := v.(jsonSchema); ok {
+				f(ss)
+			}
+		case "allOf", "anyOf", "oneOf", "prefixItems":
+			if list, ok := v.([]any); ok {
+				for _, sub := range list {
+					if ss, ok := sub.(jsonSchema); ok {
+						f(ss)
+					}
+				}
+			}
 		}
 	}
 }

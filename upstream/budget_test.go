@@ -142,3 +142,37 @@ func TestDegradeInputIsEveryStepWhole(t *testing.T) {
 		t.Errorf("the budgets reached %d of the %d outcomes (steps and none): %v", len(steps), len(degradeSteps)+1, steps)
 	}
 }
+
+// TestTrimLeavesValuesAlone: cutting descriptions to fit a budget touches
+// the schema's own descriptions, never data that happens to have a
+// "description" key (an enum value, a default, an example), which is the
+// document's, shared with every tool that uses it.
+func TestTrimLeavesValuesAlone(t *testing.T) {
+	long := strings.Repeat("A long sentence about this parameter. ", 20)
+	doc, err := ParseDocument(context.Background(), []byte(`{"openapi":"3.0.3","info":{"title":"t","version":"1"},
+	"paths":{"/things":{"get":{"operationId":"list","parameters":[{"name":"filter","in":"query","description":"`+long+`",
+	  "schema":{"type":"object","description":"`+long+`","enum":[{"description":"Keep. All of this."}],"default":{"description":"Keep. All of this."},
+	  "example":{"description":"Keep. All of this."},"properties":{"x":{"type":"string","description":"`+long+`"}}}}],
+	"responses":{"204":{"description":"done"}}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := doc.T.Paths.Find("/things")
+	b, err := Bind("GET", "/things", item, item.Get, &BindOptions{NoOutputSchema: true, SchemaBudget: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Degraded) == 0 {
+		t.Fatalf("not cut: %v", b.InputSchema)
+	}
+	s := item.Get.Parameters[0].Value.Schema.Value
+	for what, v := range map[string]any{"enum": s.Enum[0], "default": s.Default, "example": s.Example} {
+		if m, _ := v.(map[string]any); m["description"] != "Keep. All of this." {
+			t.Errorf("the document's %s is now %v", what, v)
+		}
+	}
+	got, _ := json.Marshal(b.InputSchema)
+	if !strings.Contains(string(got), `"default":{"description":"Keep. All of this."}`) {
+		t.Errorf("the tool's default was changed: %s", got)
+	}
+}
