@@ -419,7 +419,7 @@ func outputSchema(op *openapi3.Operation, maxRefDepth, sizeLimit int) (schema js
 	if props, _ := objectProperties(sr.Value); len(props) > 0 {
 		isObject = true
 	}
-	conv := &schemaConverter{maxRefDepth: maxRefDepth, sizeLimit: sizeLimit}
+	conv := &schemaConverter{maxRefDepth: maxRefDepth, sizeLimit: sizeLimit, loose: true}
 	out := conv.convert(sr)
 	if conv.over {
 		return nil, !isObject, true

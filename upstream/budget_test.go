@@ -176,3 +176,29 @@ func TestTrimLeavesValuesAlone(t *testing.T) {
 		t.Errorf("the tool's default was changed: %s", got)
 	}
 }
+
+// TestTupleOutputCountsWhatStays: an output schema is loosened (see loosen),
+// which drops a tuple's prefixItems and items; what they held must not count
+// against the budget, or an output schema that fits is left out.
+func TestTupleOutputCountsWhatStays(t *testing.T) {
+	long := strings.Repeat("A long sentence about one element of the pair. ", 40)
+	doc, err := ParseDocument(context.Background(), []byte(`{"openapi":"3.1.0","info":{"title":"t","version":"1"},
+	"paths":{"/pair":{"get":{"operationId":"pair","responses":{"200":{"description":"ok","content":{"application/json":{"schema":
+	  {"type":"object","properties":{"pair":{"type":"array","prefixItems":[{"type":"string","description":"`+long+`"}],"items":{"description":"`+long+`"}}}}}}}}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := doc.T.Paths.Find("/pair")
+	full, err := Bind("GET", "/pair", item, item.Get, nil)
+	if err != nil || full.OutputSchema == nil {
+		t.Fatalf("unbounded: %v, %v", full, err)
+	}
+	budget := jsonSize(full.InputSchema) + jsonSize(full.OutputSchema)
+	b, err := Bind("GET", "/pair", item, item.Get, &BindOptions{SchemaBudget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.OutputSchema == nil || len(b.Degraded) > 0 {
+		t.Errorf("a %d-byte output schema left out at a budget of %d: %v", jsonSize(full.OutputSchema), budget, b.Degraded)
+	}
+}

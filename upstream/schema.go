@@ -53,6 +53,10 @@ type schemaConverter struct {
 	defOwn   map[string]int
 	defDelta int
 
+	// loose says the result is for loosen (an output schema), which drops
+	// a tuple's prefixItems and items: they are left out as converted.
+	loose bool
+
 	// dropRootDesc leaves out the description of the next schema converted
 	// inline: one about to be replaced (a parameter's own description wins
 	// over its schema's), which minSize must not count.
@@ -285,12 +289,16 @@ func (c *schemaConverter) convertValue(s *openapi3.Schema, depth, refDepth int) 
 		}
 	}
 
-	// Arrays.
-	if s.Items != nil {
-		out["items"] = c.convertDepth(s.Items, depth+1, refDepth)
-	}
-	if len(s.PrefixItems) > 0 {
-		out["prefixItems"] = c.convertList(s.PrefixItems, depth, refDepth)
+	// Arrays. A tuple (prefixItems) in a schema to be loosened is not
+	// converted at all, its items neither: loosen would drop both, and
+	// what they held must not count against the size budget.
+	if !c.loose || len(s.PrefixItems) == 0 {
+		if s.Items != nil {
+			out["items"] = c.convertDepth(s.Items, depth+1, refDepth)
+		}
+		if len(s.PrefixItems) > 0 {
+			out["prefixItems"] = c.convertList(s.PrefixItems, depth, refDepth)
+		}
 	}
 	if s.MinItems > 0 {
 		out["minItems"] = s.MinItems
