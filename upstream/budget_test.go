@@ -113,34 +113,49 @@ func TestDegradeInputIsEveryStepWhole(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Every step whole, as Bind did before degradeInput.
-		want, wantNote := full.InputSchema, ""
-		inSize := jsonSizeUpTo(want, budget)
-		for _, step := range degradeSteps {
-			if inSize <= budget {
-				break
-			}
-			s := inputSchema(args, step.refDepth)
-			if step.descLimit != 0 {
-				trimDescriptions(s, step.descLimit)
-			}
-			if n := jsonSizeUpTo(s, budget); n <= budget || step.last {
-				want, inSize = s, n
-				wantNote = fmt.Sprintf("input schema %s to fit the size budget of %s", step.what, budgetSize(budget))
-			}
-		}
-		gotNote := strings.Join(got.Degraded, "; ")
-		gj, _ := json.Marshal(got.InputSchema)
-		wj, _ := json.Marshal(want)
-		if gotNote != wantNote || string(gj) != string(wj) {
-			t.Fatalf("budget %d: got %q and %d bytes, want %q and %d bytes", budget, gotNote, len(gj), wantNote, len(wj))
-		}
+		wantNote := checkDegraded(t, got, args, full.InputSchema, budget)
 		steps[wantNote] = true
 	}
 	// The document is built to pass through each step; say so if it stops.
 	if len(steps) < len(degradeSteps)+1 {
 		t.Errorf("the budgets reached %d of the %d outcomes (steps and none): %v", len(steps), len(degradeSteps)+1, steps)
 	}
+}
+
+// checkDegraded checks got, bound at budget, against the degradeSteps taken
+// one after another, each converted whole from args (as Bind did before
+// degradeInput), starting from full, the schema unbounded. It returns the
+// note of the step taken ("" for none).
+func checkDegraded(t testing.TB, got *Binding, args []toolArg, full jsonSchema, budget int) string {
+	t.Helper()
+	want, wantNote := full, ""
+	inSize := jsonSizeUpTo(want, budget)
+	for _, step := range degradeSteps {
+		if inSize <= budget {
+			break
+		}
+		s := inputSchema(args, step.refDepth)
+		if step.descLimit != 0 {
+			trimDescriptions(s, step.descLimit)
+		}
+		if n := jsonSizeUpTo(s, budget); n <= budget || step.last {
+			want, inSize = s, n
+			wantNote = fmt.Sprintf("input schema %s to fit the size budget of %s", step.what, budgetSize(budget))
+		}
+	}
+	var notes []string
+	for _, n := range got.Degraded {
+		if strings.HasPrefix(n, "input schema ") {
+			notes = append(notes, n)
+		}
+	}
+	gotNote := strings.Join(notes, "; ")
+	gj, _ := json.Marshal(got.InputSchema)
+	wj, _ := json.Marshal(want)
+	if gotNote != wantNote || string(gj) != string(wj) {
+		t.Fatalf("budget %d: got %q and %d bytes, want %q and %d bytes", budget, gotNote, len(gj), wantNote, len(wj))
+	}
+	return wantNote
 }
 
 // TestTrimLeavesValuesAlone: cutting descriptions to fit a budget touches

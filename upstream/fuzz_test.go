@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -235,4 +236,107 @@ func removeDotSegments(in string) string {
 		res += "/"
 	}
 	return res
+}
+
+// FuzzDegrade binds an operation built around fuzzed component schemas at a
+// fuzzed size budget and at the budgets where a step's choice turns, and checks what the size-bounded conversion rests on:
+// the input schema and its note are what the budget steps give taken one by
+// one, each converted whole (checkDegraded); an output schema is left out as
+// too large only when, converted whole, it is; and binding leaves the parsed
+// document as it was.
+func FuzzDegrade(f *testing.F) {
+	long := strings.Repeat("A sentence about this field. ", 8)
+	chain := `{"L1":{"type":"object","description":"One. ` + long + `","properties":{"name":{"type":"string","description":"` + long + `"},"next":{"$ref":"#/components/schemas/L2"}}},` +
+		`"L2":{"type":"object","description":"Two. ` + long + `","properties":{"next":{"$ref":"#/components/schemas/L3"},"back":{"$ref":"#/components/schemas/L1"}}},` +
+		`"L3":{"type":"array","items":{"$ref":"#/components/schemas/L1"},"prefixItems":[{"type":"string","description":"` + long + `"}]}}`
+	for _, seed := range []struct {
+		components, body, param string
+		budget                  uint16
+	}{
+		{chain, `{"$ref":"#/components/schemas/L1"}`, `{"type":"string","description":"` + long + `"}`, 600},
+		{chain, `{"type":"object","properties":{"a":{"$ref":"#/components/schemas/L3"},"b":{"allOf":[{"$ref":"#/components/schemas/L2"}]}}}`, `{"$ref":"#/components/schemas/L1"}`, 1500},
+		{`{"E":{"type":"object","description":"` + long + `","enum":[{"description":"Keep. This."}],"default":{"description":"Keep. This."}}}`, `{"$ref":"#/components/schemas/E"}`,
+			`{"type":"object","description":"` + long + `","enum":[{"description":"Keep. This."}],"default":{"description":"Keep. This."}}`, 100},
+		{`{}`, `{"type":"object","additionalProperties":{"type":"string","description":"` + long + `"}}`, `{"type":"integer","description":"` + long + long + `"}`, 200},
+		// A component met deep first, then nearer the root: converted again.
+		{`{"A":{"type":"object","properties":{"b":{"$ref":"#/components/schemas/B"}}},"B":{"type":"object","properties":{"c":{"$ref":"#/components/schemas/C"}}},` +
+			`"C":{"type":"object","properties":{"d":{"$ref":"#/components/schemas/D"}}},"D":{"type":"object","description":"` + strings.Repeat(long, 8) + `","properties":{"e":{"$ref":"#/components/schemas/E"}}},` +
+			`"E":{"type":"object","properties":{"f":{"$ref":"#/components/schemas/F"}}},"F":{"type":"object","properties":{"g":{"$ref":"#/components/schemas/G"}}},` +
+			`"G":{"type":"object","properties":{"h":{"$ref":"#/components/schemas/H"}}},"H":{"type":"string","description":"` + long + long + `"}}`,
+			`{"type":"object","properties":{"a":{"$ref":"#/components/schemas/A"},"z":{"$ref":"#/components/schemas/D"}}}`, `{"type":"string"}`, 900},
+		// A tuple in an output schema: loosen drops it.
+		{`{}`, `{"type":"object","properties":{"pair":{"type":"array","prefixItems":[{"type":"string","description":"` + long + long + `"}],"items":{"description":"` + long + long + `"}}}}`, `{"type":"string"}`, 300},
+	} {
+		f.Add(seed.components, seed.body, seed.param, seed.budget)
+	}
+	f.Fuzz(func(t *testing.T, components, body, param string, budget uint16) {
+		for _, s := range []string{components, body, param} {
+			if !json.Valid([]byte(s)) || len(s) > 1<<14 {
+				return
+			}
+		}
+		data := `{"openapi":"3.1.0","info":{"title":"f","version":"1"},"paths":{"/x/{id}":{"post":{"operationId":"x",` +
+			`"parameters":[{"name":"id","in":"path","required":true,"description":"The id. Of the thing.","schema":` + param + `}],` +
+			`"requestBody":{"required":true,"content":{"application/json":{"schema":` + body + `}}},` +
+			`"responses":{"200":{"description":"ok","content":{"application/json":{"schema":` + body + `}}}}}}},` +
+			`"components":{"schemas":` + components + `}}`
+		doc, err := ParseDocument(context.Background(), []byte(data))
+		if err != nil {
+			return
+		}
+		item := doc.T.Paths.Find("/x/{id}")
+		if item == nil || item.Post == nil {
+			return
+		}
+		before, err := json.Marshal(doc.T)
+		if err != nil {
+			return
+		}
+		var args []toolArg
+		testHookArgs = func(a []toolArg) { args = a }
+		defer func() { testHookArgs = nil }()
+		full, err := Bind("POST", "/x/{id}", item, item.Post, nil)
+		if err != nil {
+			return
+		}
+		fullArgs := args
+		// The fuzzed budget, and those where a choice turns: each step's
+		// size whole, and one byte less.
+		budgets := []int{int(budget) + 1}
+		for _, step := range degradeSteps {
+			n := jsonSize(inputSchema(fullArgs, step.refDepth))
+			budgets = append(budgets, n, n-1)
+		}
+		n := jsonSize(full.InputSchema)
+		budgets = append(budgets, n, n-1)
+		for _, at := range budgets {
+			if at < 1 {
+				continue
+			}
+			b, err := Bind("POST", "/x/{id}", item, item.Post, &BindOptions{SchemaBudget: at})
+			if err != nil {
+				t.Fatalf("bound at %d: %v, unbounded it binds", at, err)
+			}
+			checkDegraded(t, b, fullArgs, full.InputSchema, at)
+		}
+		if full.OutputSchema != nil {
+			n := jsonSize(full.OutputSchema)
+			for _, limit := range []int{int(budget) + 1, n, n - 1} {
+				if limit < 1 {
+					continue
+				}
+				out, _, tooLarge := outputSchema(item.Post, 0, limit)
+				if tooLarge && n <= limit {
+					t.Fatalf("a %d-byte output schema was taken as over a limit of %d", n, limit)
+				}
+				if !tooLarge && fmt.Sprint(out) != fmt.Sprint(full.OutputSchema) {
+					t.Fatalf("the bounded output schema differs from the whole one")
+				}
+			}
+		}
+		after, _ := json.Marshal(doc.T)
+		if string(before) != string(after) {
+			t.Fatalf("binding changed the document")
+		}
+	})
 }
