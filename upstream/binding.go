@@ -276,7 +276,7 @@ func degradeInput(b *Binding, args []toolArg, in jsonSchema, inSize, budget int)
 		case step.descLimit == 0:
 			conv := &schemaConverter{maxRefDepth: step.refDepth, sizeLimit: budget}
 			if cand = inputSchemaWith(conv, args); conv.over {
-				continue // would not fit: the loop below would have moved on
+				continue // would not fit whole either: passed over, as before
 			}
 		default:
 			if trimmed == nil || trimmedDepth != step.refDepth {
