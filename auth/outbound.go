@@ -25,8 +25,7 @@ const (
 	maxExchangeCacheTTL = time.Hour
 	// expiryMargin is taken off a token's lifetime so that it is not sent
 	// in its last seconds.
-	expiryMargin     = 10 * time.Second
-	maxTokenResponse = 1 << 20
+	expiryMargin = 10 * time.Second
 )
 
 // OutboundOptions tunes [NewOutbound]. The zero value is ready to use.
