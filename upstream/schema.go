@@ -103,14 +103,12 @@ func (c *schemaConverter) convertDepth(sr *openapi3.SchemaRef, depth, refDepth i
 			}
 			c.defDepth[key] = refDepth
 			c.defs[key] = jsonSchema{} // placeholder: a recursive use finds the key
-			if c.sizeLimit <= 0 {
-				c.defs[key] = c.convertValue(sr.Value, 0, refDepth+1)
-			} else {
-				prev := c.defOwn[key]
-				c.minSize -= prev // the body it had is replaced
-				m0, d0 := c.minSize, c.defDelta
-				c.defs[key] = c.convertValue(sr.Value, 0, refDepth+1)
-				own := (c.minSize - m0) - (c.defDelta - d0)
+			prev := c.defOwn[key]
+			c.minSize -= prev // the body it had is replaced
+			m0, d0 := c.minSize, c.defDelta
+			c.defs[key] = c.convertValue(sr.Value, 0, refDepth+1)
+			// Without a sizeLimit nothing is counted: own and prev are 0.
+			if own := (c.minSize - m0) - (c.defDelta - d0); own != 0 || prev != 0 {
 				if c.defOwn == nil {
 					c.defOwn = map[string]int{}
 				}
