@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,14 +107,14 @@ func TestDegradeInputIsEveryStepWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	size := jsonSize(full.InputSchema)
+	whole := newStepsWhole(args, full.InputSchema)
 	steps := map[string]bool{}
-	for budget := 200; budget <= size+100; budget += 97 {
+	for budget := 200; budget <= whole.sizes[0]+100; budget += 97 {
 		got, err := Bind("POST", "/things/{id}", item, item.Post, &BindOptions{NoOutputSchema: true, SchemaBudget: budget})
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantNote := checkDegraded(t, got, args, full.InputSchema, budget)
+		wantNote := whole.check(t, got, budget)
 		steps[wantNote] = true
 	}
 	// The document is built to pass through each step; say so if it stops.
@@ -122,24 +123,56 @@ func TestDegradeInputIsEveryStepWhole(t *testing.T) {
 	}
 }
 
-// checkDegraded checks got, bound at budget, against the degradeSteps taken
-// one after another, each converted whole from args (as Bind did before
-// degradeInput), starting from full, the schema unbounded. It returns the
-// note of the step taken ("" for none).
-func checkDegraded(t testing.TB, got *Binding, args []toolArg, full jsonSchema, budget int) string {
-	t.Helper()
-	want, wantNote := full, ""
-	inSize := jsonSizeUpTo(want, budget)
+// stepsWhole is what degradeInput is held to: an input schema unbounded
+// (steps[0]) and at each of degradeSteps (steps[i+1]), each converted whole
+// from the tool's arguments as Bind did before degradeInput, with its size.
+type stepsWhole struct {
+	name  string // the operation, for a failure's message
+	steps []jsonSchema
+	sizes []int
+}
+
+func newStepsWhole(args []toolArg, full jsonSchema) *stepsWhole {
+	w := &stepsWhole{steps: []jsonSchema{full}}
 	for _, step := range degradeSteps {
-		if inSize <= budget {
-			break
-		}
 		s := inputSchema(args, step.refDepth)
 		if step.descLimit != 0 {
 			trimDescriptions(s, step.descLimit)
 		}
-		if n := jsonSizeUpTo(s, budget); n <= budget || step.last {
-			want, inSize = s, n
+		w.steps = append(w.steps, s)
+	}
+	for _, s := range w.steps {
+		w.sizes = append(w.sizes, jsonSize(s))
+	}
+	return w
+}
+
+// budgets are the budgets where a choice turns: each step's size, and one
+// byte less.
+func (w *stepsWhole) budgets() []int {
+	var out []int
+	for _, n := range w.sizes {
+		for _, b := range []int{n, n - 1} {
+			if b >= 1 && !slices.Contains(out, b) {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
+
+// check checks got, bound at budget, against the steps taken one after
+// another until one fits (the last whatever its size). It returns the note
+// of the step taken ("" for none).
+func (w *stepsWhole) check(t testing.TB, got *Binding, budget int) string {
+	t.Helper()
+	want, wantSize, wantNote := w.steps[0], w.sizes[0], ""
+	for i, step := range degradeSteps {
+		if wantSize <= budget {
+			break
+		}
+		if n := w.sizes[i+1]; n <= budget || step.last {
+			want, wantSize = w.steps[i+1], n
 			wantNote = fmt.Sprintf("input schema %s to fit the size budget of %s", step.what, budgetSize(budget))
 		}
 	}
@@ -153,7 +186,7 @@ func checkDegraded(t testing.TB, got *Binding, args []toolArg, full jsonSchema, 
 	gj, _ := json.Marshal(got.InputSchema)
 	wj, _ := json.Marshal(want)
 	if gotNote != wantNote || string(gj) != string(wj) {
-		t.Fatalf("budget %d: got %q and %d bytes, want %q and %d bytes", budget, gotNote, len(gj), wantNote, len(wj))
+		t.Fatalf("%s budget %d: got %q and %d bytes, want %q and %d bytes", w.name, budget, gotNote, len(gj), wantNote, len(wj))
 	}
 	return wantNote
 }

@@ -2,8 +2,6 @@ package upstream
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -108,51 +106,14 @@ func TestCorpusDegrade(t *testing.T) {
 				if err != nil {
 					continue
 				}
-				// Each step whole, and its size.
-				steps := []jsonSchema{full.InputSchema}
-				var trimmed jsonSchema
-				for _, step := range degradeSteps {
-					s := inputSchema(args, step.refDepth)
-					if step.descLimit != 0 {
-						if trimmed == nil {
-							trimmed = s
-						}
-						trimDescriptions(trimmed, step.descLimit)
-						raw, _ := json.Marshal(trimmed) // a copy: the next step trims further
-						s = nil
-						json.Unmarshal(raw, &s)
-					}
-					steps = append(steps, s)
-				}
-				sizes := make([]int, len(steps))
-				budgets := map[int]bool{}
-				for i, at := range steps {
-					sizes[i] = jsonSize(at)
-					budgets[sizes[i]], budgets[sizes[i]-1] = true, true
-				}
-				for budget := range budgets {
-					if budget < 1 {
-						continue
-					}
-					want, wantSize, note := full.InputSchema, sizes[0], ""
-					for i, s := range steps[1:] {
-						if wantSize <= budget {
-							break
-						}
-						if sizes[i+1] <= budget || degradeSteps[i].last {
-							want, wantSize = s, sizes[i+1]
-							note = fmt.Sprintf("input schema %s to fit the size budget of %s", degradeSteps[i].what, budgetSize(budget))
-						}
-					}
+				whole := newStepsWhole(args, full.InputSchema)
+				whole.name = method + " " + tmpl
+				for _, budget := range whole.budgets() {
 					got, err := Bind(method, tmpl, item, op, &BindOptions{NoOutputSchema: true, SchemaBudget: budget})
 					if err != nil {
 						t.Fatal(err)
 					}
-					gj, _ := json.Marshal(got.InputSchema)
-					wj, _ := json.Marshal(want)
-					if gotNote := strings.Join(got.Degraded, "; "); gotNote != note || string(gj) != string(wj) {
-						t.Fatalf("%s %s, budget %d: got %q and %d bytes, want %q and %d bytes", method, tmpl, budget, gotNote, len(gj), note, len(wj))
-					}
+					whole.check(t, got, budget)
 					checked++
 				}
 			}

@@ -241,7 +241,7 @@ func removeDotSegments(in string) string {
 // FuzzDegrade binds an operation built around fuzzed component schemas at a
 // fuzzed size budget and at the budgets where a step's choice turns, and checks what the size-bounded conversion rests on:
 // the input schema and its note are what the budget steps give taken one by
-// one, each converted whole (checkDegraded); an output schema is left out as
+// one, each converted whole (stepsWhole); an output schema is left out as
 // too large only when, converted whole, it is; and binding leaves the parsed
 // document as it was.
 func FuzzDegrade(f *testing.F) {
@@ -299,25 +299,14 @@ func FuzzDegrade(f *testing.F) {
 		if err != nil {
 			return
 		}
-		fullArgs := args
-		// The fuzzed budget, and those where a choice turns: each step's
-		// size whole, and one byte less.
-		budgets := []int{int(budget) + 1}
-		for _, step := range degradeSteps {
-			n := jsonSize(inputSchema(fullArgs, step.refDepth))
-			budgets = append(budgets, n, n-1)
-		}
-		n := jsonSize(full.InputSchema)
-		budgets = append(budgets, n, n-1)
-		for _, at := range budgets {
-			if at < 1 {
-				continue
-			}
+		// The fuzzed budget, and those where a choice turns.
+		whole := newStepsWhole(args, full.InputSchema)
+		for _, at := range append(whole.budgets(), int(budget)+1) {
 			b, err := Bind("POST", "/x/{id}", item, item.Post, &BindOptions{SchemaBudget: at})
 			if err != nil {
 				t.Fatalf("bound at %d: %v, unbounded it binds", at, err)
 			}
-			checkDegraded(t, b, fullArgs, full.InputSchema, at)
+			whole.check(t, b, at)
 		}
 		if full.OutputSchema != nil {
 			n := jsonSize(full.OutputSchema)
