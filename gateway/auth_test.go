@@ -198,6 +198,40 @@ func TestAuthEndToEnd(t *testing.T) {
 		}
 	})
 
+	// A 2026-07-28 request names its tool twice, in Mcp-Name and in the body.
+	// Auth decides on the body, the tool that would run; a header that
+	// disagrees is refused by go-sdk before dispatch. Either way, nothing
+	// reaches the upstream.
+	t.Run("2026-07-28 headers that disagree with the body", func(t *testing.T) {
+		call := func(tool string) string {
+			return fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":{"id":"1"},`+
+				`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",`+
+				`"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`, tool)
+		}
+		for _, tc := range []struct {
+			name, header, body string
+			status             int
+		}{
+			{"header names a read, body a delete", "fwd_list_things", "fwd_delete_thing", 403},
+			{"header names a delete, body a read", "fwd_delete_thing", "fwd_list_things", 400},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				h := bearer(reader)
+				h.Set("Mcp-Protocol-Version", "2026-07-28")
+				h.Set("Mcp-Method", "tools/call")
+				h.Set("Mcp-Name", tc.header)
+				before := recs["fwd"].last()
+				resp, body := authPost(t, gw.URL+"/mcp", call(tc.body), h)
+				if resp.StatusCode != tc.status || (tc.status == 400) != strings.Contains(body, "Mcp-Name header value") {
+					t.Errorf("got %d %s, want %d (400: the mismatch named)", resp.StatusCode, body, tc.status)
+				}
+				if fmt.Sprint(recs["fwd"].last()) != fmt.Sprint(before) {
+					t.Error("the upstream was called")
+				}
+			})
+		}
+	})
+
 	t.Run("step-up succeeds with the scope", func(t *testing.T) {
 		resp, body := authPost(t, gw.URL+"/mcp", toolCall("fwd_delete_thing", `{"id":"1"}`), bearer(admin))
 		if resp.StatusCode != 200 || strings.Contains(body, `"isError":true`) {

@@ -604,3 +604,54 @@ func TestReadAllDoesNotTrustContentLength(t *testing.T) {
 		t.Error("a body shorter than its Content-Length was accepted")
 	}
 }
+
+// TestFrontDoorStandardHeaders checks that a 2026-07-28 tools/call whose
+// Mcp-Method or Mcp-Name header disagrees with its body (SEP-2243) is refused
+// before anything reaches the upstream: the front door hands 2026-07-28
+// requests to go-sdk, which compares them, and no check the front door makes
+// first (auth, step-up) dispatches on its own. A proxy or firewall in front of
+// the gateway may route on the headers; the tool that runs must be the one
+// they name.
+func TestFrontDoorStandardHeaders(t *testing.T) {
+	rec, url := startGateway(t, Config{})
+	body := func(id int, tool string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"id":"7"},`+
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",`+
+			`"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`, id, tool)
+	}
+	hdr := func(method, name string) http.Header {
+		h := http.Header{"Mcp-Protocol-Version": {"2026-07-28"}}
+		if method != "" {
+			h.Set("Mcp-Method", method)
+		}
+		if name != "" {
+			h.Set("Mcp-Name", name)
+		}
+		return h
+	}
+	tests := []struct {
+		name   string
+		header http.Header
+		status int
+		want   string // in the answer
+	}{
+		{"headers agree", hdr("tools/call", "get_thing"), http.StatusOK, `"ok":true`},
+		{"Mcp-Name names another tool", hdr("tools/call", "nap"), http.StatusBadRequest, "Mcp-Name header value"},
+		{"Mcp-Method names another method", hdr("tools/list", "get_thing"), http.StatusBadRequest, "Mcp-Method header value"},
+		{"no Mcp-Name", hdr("tools/call", ""), http.StatusBadRequest, "missing required Mcp-Name"},
+		{"no Mcp-Method", hdr("", "get_thing"), http.StatusBadRequest, "missing required Mcp-Method"},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before, _, _ := rec.counts()
+			resp, got := post(t, url, body(i+1, "get_thing"), tc.header)
+			after, _, _ := rec.counts()
+			if resp.StatusCode != tc.status || !strings.Contains(got, tc.want) {
+				t.Errorf("answer %d %s; want %d containing %q", resp.StatusCode, got, tc.status, tc.want)
+			}
+			if sent := after - before; (tc.status == http.StatusOK) != (sent == 1) {
+				t.Errorf("%d upstream requests", sent)
+			}
+		})
+	}
+}
