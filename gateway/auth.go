@@ -47,6 +47,10 @@ func (g *Gateway) setUpAuth(ctx context.Context) error {
 			g.require[t.Tool.Name] = a.Policy.Require(t.Tool.Annotations, t.OAuthScopes)
 		}
 		g.logger.Info("auth: verifying bearer tokens", "issuer", a.Issuer, "audience", a.Audience)
+		if g.cfg.Metrics.On() && g.cfg.Metrics.Listen == "" {
+			g.logger.Warn("auth: the metrics endpoint is not verified, and it is served beside /mcp; set metrics.listen to serve it on a listener of its own, or metrics.enabled: false",
+				"path", g.cfg.Metrics.Path)
+		}
 	} else {
 		g.logger.Warn("auth: no auth section: bearer tokens are NOT verified, and whatever token a caller sends is forwarded to forward-mode upstreams")
 	}

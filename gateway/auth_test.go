@@ -442,3 +442,32 @@ func TestAuthListCallable(t *testing.T) {
 		t.Errorf("view keys %q\nwant %s", keys, want)
 	}
 }
+
+// TestAuthMetricsWarning: with auth on, metrics served beside /mcp (not
+// verified) are warned about at start-up; on a listener of their own, or
+// off, they are not.
+func TestAuthMetricsWarning(t *testing.T) {
+	is := newAuthIssuer(t)
+	off := false
+	for _, tt := range []struct {
+		name    string
+		metrics MetricsConfig
+		warn    bool
+	}{
+		{"beside /mcp", MetricsConfig{}, true},
+		{"own listener", MetricsConfig{Listen: "127.0.0.1:0"}, false},
+		{"off", MetricsConfig{Enabled: &off}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs syncBuffer
+			cfg := &Config{Metrics: tt.metrics, Auth: &auth.Config{Issuer: is.URL, Audience: authAudience},
+				Upstreams: []Upstream{{Name: "api", OpenAPI: "auth.json", Document: []byte(authDoc), BaseURL: "http://127.0.0.1:9"}}}
+			if _, err := New(context.Background(), cfg, &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(logs.String(), "level=WARN msg=\"auth: the metrics endpoint is not verified"); got != tt.warn {
+				t.Errorf("warned: %v, want %v\n%s", got, tt.warn, logs.String())
+			}
+		})
+	}
+}

@@ -84,7 +84,8 @@ type Config struct {
 	MaxSessions int `yaml:"max_sessions"`
 
 	// Metrics configures the Prometheus endpoint. Default: on, at
-	// DefaultMetricsPath, on the same listener as /mcp.
+	// DefaultMetricsPath, on the same listener as /mcp (Metrics.Listen
+	// moves it to a listener of its own).
 	Metrics MetricsConfig `yaml:"metrics"`
 
 	// Upstreams are the APIs served. At least one.
@@ -101,10 +102,11 @@ type Config struct {
 }
 
 // MetricsConfig configures the gateway's Prometheus metrics. The endpoint is
-// unauthenticated: it names the tools, the upstreams and how they fare (call
-// counts, error kinds, latencies, status codes), plus the process's memory
-// and goroutines, never arguments, tokens or session ids. Firewall it, or
-// turn it off.
+// unauthenticated, even when Config.Auth verifies /mcp: it names the tools,
+// the upstreams and how they fare (call counts, error kinds, latencies, status
+// codes), plus the process's memory and goroutines, never arguments, tokens or
+// session ids. Serve it on a listener of its own (Listen) that only the
+// scraper can reach, firewall it, or turn it off.
 type MetricsConfig struct {
 	// Enabled serves the metrics at Path. Default true. False also stops
 	// collecting them: a call then pays nothing for metrics.
@@ -112,6 +114,11 @@ type MetricsConfig struct {
 	// Path is where the metrics are served. Default DefaultMetricsPath; it
 	// must start with "/" and not be one of the gateway's other routes.
 	Path string `yaml:"path"`
+	// Listen is the HOST:PORT of a listener of their own for the metrics
+	// (`mcpgate serve`; an embedding service mounts
+	// [Gateway.MetricsHandler]). The main listener then has no metrics
+	// route. Default "": served beside /mcp.
+	Listen string `yaml:"listen"`
 }
 
 // On reports whether metrics are collected and served.
@@ -289,7 +296,7 @@ func (c *Config) Validate() error {
 	if err := c.applyFrontDoorDefaults(); err != nil {
 		return err
 	}
-	if err := c.Metrics.validate(); err != nil {
+	if err := c.Metrics.validate(c.Listen); err != nil {
 		return err
 	}
 	if err := c.Tasks.validate(); err != nil {
@@ -453,13 +460,14 @@ func (c *Config) applyFrontDoorDefaults() error {
 // Overrides are command-line settings that take precedence over a
 // configuration file. Empty fields leave the file's value alone.
 type Overrides struct {
-	Listen     string
-	Stateful   bool
-	NameStyle  string
-	OpenAPI    string
-	BaseURL    string
-	ExposeTags []string
-	ExposeAll  bool
+	Listen        string
+	MetricsListen string
+	Stateful      bool
+	NameStyle     string
+	OpenAPI       string
+	BaseURL       string
+	ExposeTags    []string
+	ExposeAll     bool
 }
 
 // Apply merges o into c. The upstream settings (OpenAPI, BaseURL, ExposeTags,
@@ -470,6 +478,9 @@ type Overrides struct {
 func (c *Config) Apply(o Overrides) error {
 	if o.Listen != "" {
 		c.Listen = o.Listen
+	}
+	if o.MetricsListen != "" {
+		c.Metrics.Listen = o.MetricsListen
 	}
 	if o.Stateful {
 		c.Stateful = true
@@ -510,10 +521,22 @@ func (c *Config) Apply(o Overrides) error {
 	return nil
 }
 
-// validate checks the metrics settings and fills in the default path.
-func (m *MetricsConfig) validate() error {
+// validate checks the metrics settings and fills in the default path; listen
+// is the main listener's address.
+func (m *MetricsConfig) validate(listen string) error {
 	if m.Path == "" {
 		m.Path = DefaultMetricsPath
+	}
+	if m.Listen != "" {
+		_, port, err := net.SplitHostPort(m.Listen)
+		switch {
+		case err != nil:
+			return fmt.Errorf("metrics.listen: %q is not HOST:PORT", m.Listen)
+		case !m.On():
+			return errors.New("metrics.listen: set, but metrics are off (metrics.enabled: false)")
+		case m.Listen == listen && port != "0":
+			return fmt.Errorf("metrics.listen: %q is the main listener's address; leave metrics.listen out to serve the metrics there", m.Listen)
+		}
 	}
 	switch {
 	case !strings.HasPrefix(m.Path, "/"):

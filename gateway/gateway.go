@@ -218,7 +218,8 @@ func (g *Gateway) Served() int { return g.served }
 func (g *Gateway) Catalog() *Catalog { return g.catalog }
 
 // Metrics returns the gateway's Prometheus registry, or nil when metrics are
-// off (Config.Metrics). [Gateway.Handler] serves it at Config.Metrics.Path; a
+// off (Config.Metrics). [Gateway.Handler] serves it at Config.Metrics.Path
+// unless Config.Metrics.Listen moves it to [Gateway.MetricsHandler]; a
 // service that embeds the gateway and mounts only /mcp can serve it from its
 // own endpoint instead. It holds the Go runtime and process collectors, so do
 // not merge it with a registry that has them too.
@@ -233,9 +234,23 @@ func (g *Gateway) Metrics() *prometheus.Registry {
 // own. To serve stdio, use [Gateway.ServeStdio].
 func (g *Gateway) Server() *mcp.Server { return g.server }
 
+// MetricsHandler returns the routes of the metrics listener
+// (Config.Metrics.Listen): Config.Metrics.Path, GET and HEAD, and nothing
+// else. It is nil when metrics are off. `mcpgate serve` serves it on
+// Config.Metrics.Listen when that is set.
+func (g *Gateway) MetricsHandler() http.Handler {
+	if g.metrics == nil {
+		return nil
+	}
+	r := mux.NewRouter()
+	r.Handle(g.cfg.Metrics.Path, g.metrics.handler()).Methods(http.MethodGet, http.MethodHead)
+	return r
+}
+
 // Handler returns the gateway's HTTP routes: /mcp (Streamable HTTP, behind
 // the front door), /healthz (liveness), /readyz (readiness) and, unless
-// Config.Metrics turns it off, /metrics (Prometheus).
+// Config.Metrics turns it off or moves it to a listener of its own,
+// /metrics (Prometheus).
 //
 // Every route is gorilla/mux's, and /mcp is also matched first by its exact
 // path: the router's regexp match and the two request copies it makes to
@@ -299,7 +314,7 @@ func (g *Gateway) newMux() (*mux.Router, http.Handler) {
 	r.Handle("/api/mcp/playbook/{path:.+}/jsonrpc", playbookRPC).Methods(http.MethodPost)
 	r.HandleFunc("/healthz", g.serveHealth).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/readyz", g.serveReady).Methods(http.MethodGet, http.MethodHead)
-	if g.metrics != nil {
+	if g.metrics != nil && g.cfg.Metrics.Listen == "" {
 		r.Handle(g.cfg.Metrics.Path, g.metrics.handler()).Methods(http.MethodGet, http.MethodHead)
 	}
 	r.Use(g.accessLog)

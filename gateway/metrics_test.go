@@ -280,6 +280,38 @@ func TestMetricsSessionCap(t *testing.T) {
 	}
 }
 
+// TestMetricsListener: with metrics.listen the main routes have no metrics
+// route and MetricsHandler serves it, and nothing else.
+func TestMetricsListener(t *testing.T) {
+	g, _, base := newMetricsGateway(t, Config{Metrics: MetricsConfig{Path: "/prom", Listen: "127.0.0.1:0"}}, nil)
+	own := httptest.NewServer(g.MetricsHandler())
+	defer own.Close()
+	for _, tt := range []struct {
+		url  string
+		want int
+	}{
+		{base + "/prom", http.StatusNotFound},
+		{base + "/healthz", http.StatusOK},
+		{own.URL + "/prom", http.StatusOK},
+		{own.URL + "/mcp", http.StatusNotFound},
+		{own.URL + "/healthz", http.StatusNotFound},
+	} {
+		resp, err := http.Get(tt.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("GET %s: %d, want %d", tt.url, resp.StatusCode, tt.want)
+		}
+	}
+	off := false
+	g2, _, _ := newMetricsGateway(t, Config{Metrics: MetricsConfig{Enabled: &off}}, nil)
+	if g2.MetricsHandler() != nil {
+		t.Error("MetricsHandler with metrics off: not nil")
+	}
+}
+
 // TestMetricsConfig: metrics can be turned off (no route, no registry) or
 // moved; a bad path or an unknown key is refused with its key named.
 func TestMetricsConfig(t *testing.T) {
@@ -320,6 +352,9 @@ func TestMetricsConfig(t *testing.T) {
 		{"metrics: {enabled: false, interval: 5s}\n", `line 1: unknown key "interval"`},
 		{"metrics:\n  enabled: sometimes\n", `line 2: metrics.enabled is "sometimes", not true or false`},
 		{"metrics: [a]\n", `line 1: metrics is a list, not a mapping`},
+		{"metrics: {listen: nowhere}\n", `metrics.listen: "nowhere" is not HOST:PORT`},
+		{"metrics: {listen: \"127.0.0.1:9090\", enabled: false}\n", `metrics.listen: set, but metrics are off`},
+		{"listen: 127.0.0.1:8080\nmetrics: {listen: \"127.0.0.1:8080\"}\n", `metrics.listen: "127.0.0.1:8080" is the main listener's address`},
 	} {
 		cfg, err := ParseConfig([]byte(tt.yaml + "upstreams:\n  - openapi: a\n"))
 		if err == nil {
@@ -329,7 +364,15 @@ func TestMetricsConfig(t *testing.T) {
 			t.Errorf("%q: error %v, want %q", tt.yaml, err, tt.want)
 		}
 	}
-	cfg, err := ParseConfig([]byte("metrics: {enabled: false, path: /m}\nupstreams:\n  - openapi: a\n"))
+	// Port 0 twice is two listeners on two free ports, not one address.
+	cfg, err := ParseConfig([]byte("listen: 127.0.0.1:0\nmetrics: {listen: \"127.0.0.1:0\"}\nupstreams:\n  - openapi: a\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("listen and metrics.listen both on port 0: %v", err)
+	}
+	cfg, err = ParseConfig([]byte("metrics: {enabled: false, path: /m}\nupstreams:\n  - openapi: a\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

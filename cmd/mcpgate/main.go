@@ -3,7 +3,7 @@
 //
 // Usage:
 //
-//	mcpgate serve  [--config F | --openapi SRC] [--upstream URL] [--addr HOST:PORT] [--stateful]
+//	mcpgate serve  [--config F | --openapi SRC] [--upstream URL] [--addr HOST:PORT] [--metrics-addr HOST:PORT] [--stateful]
 //	mcpgate stdio  [--config F | --openapi SRC] [--upstream URL]
 //	mcpgate tools  [--config F | --openapi SRC] [--all] [--expose-tag T] [--format json|table] [--explain]
 //	mcpgate audit  [--config F | --openapi SRC] [--format table|json|markdown|sarif]
@@ -330,6 +330,7 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 	var c common
 	c.register(fs)
 	addr := fs.String("addr", "", "listen `HOST:PORT` (default 127.0.0.1:8080)")
+	metricsAddr := fs.String("metrics-addr", "", "serve /metrics on a listener of its own at `HOST:PORT` (metrics.listen), not beside /mcp")
 	stateful := fs.Bool("stateful", false, "keep an MCP session per client (default: stateless)")
 	lockFile := fs.String("lock", "", "serve only the tools of this reviewed `lockfile` unchanged (see mcpgate audit --write-lock)")
 	if err := parse(fs, args); err != nil {
@@ -342,7 +343,7 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	cfg, demo, err := c.loadConfig(gateway.Overrides{Listen: *addr, Stateful: *stateful}, true)
+	cfg, demo, err := c.loadConfig(gateway.Overrides{Listen: *addr, MetricsListen: *metricsAddr, Stateful: *stateful}, true)
 	if err != nil {
 		return err
 	}
@@ -366,6 +367,13 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	var metricsLn net.Listener
+	if cfg.Metrics.Listen != "" {
+		if metricsLn, err = net.Listen("tcp", cfg.Metrics.Listen); err != nil {
+			ln.Close()
+			return fmt.Errorf("metrics.listen: %w", err)
+		}
+	}
 	url := "http://" + ln.Addr().String() + "/mcp"
 	mode := "stateless"
 	if cfg.Stateful {
@@ -373,6 +381,9 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 	}
 	var b bytes.Buffer // one write, as above
 	fmt.Fprintf(&b, "mcpgate: listening on %s (%d tools, %s)\n", url, g.Served(), mode)
+	if metricsLn != nil {
+		fmt.Fprintf(&b, "mcpgate: metrics on http://%s%s\n", metricsLn.Addr(), cfg.Metrics.Path)
+	}
 	if demo {
 		fmt.Fprintln(&b, "mcpgate: serving the built-in demo (examples/orchestrator and examples/playbooks, in-process)")
 	}
@@ -390,15 +401,33 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 		IdleTimeout:       120 * time.Second, // keep-alive connections between requests
 		MaxHeaderBytes:    64 << 10,          // a bearer token fits many times over
 	}
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	var metricsSrv *http.Server
+	if metricsLn != nil {
+		metricsSrv = &http.Server{
+			Handler:           g.MetricsHandler(),
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       10 * time.Second, // a scrape is a GET: nothing to stream
+			IdleTimeout:       120 * time.Second,
+			MaxHeaderBytes:    16 << 10,
+		}
+		go func() { errc <- fmt.Errorf("metrics.listen: %w", metricsSrv.Serve(metricsLn)) }()
+	}
+	var serveErr error
 	select {
-	case err := <-errc:
-		return err
+	case serveErr = <-errc:
 	case <-ctx.Done():
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if metricsSrv != nil {
+		metricsSrv.Shutdown(shutdownCtx)
+	}
+	if serveErr != nil {
+		srv.Close()
+		return serveErr
+	}
 	return srv.Shutdown(shutdownCtx)
 }
 

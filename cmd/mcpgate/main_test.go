@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // petstore has 19 operations and none tagged agent-exposed.
@@ -246,5 +249,52 @@ func TestLockDrift(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "(6 tools, stateless)") { // 9 less the 3 held back
 		t.Errorf("serve --lock does not serve the 6 undrifted tools:\n%s", stderr)
+	}
+}
+
+// TestServeMetricsListener: --metrics-addr serves /metrics on a listener of
+// its own, says where, and takes it off the main listener.
+func TestServeMetricsListener(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--openapi", orchestrator, "--upstream", "http://127.0.0.1:9",
+			"--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"}, strings.NewReader(""), &out, &errOut)
+	}()
+	main := regexp.MustCompile(`listening on (http://\S+)/mcp`)
+	metrics := regexp.MustCompile(`metrics on (http://\S+/metrics)\n`)
+	var mainURL, metricsURL string
+	for deadline := time.Now().Add(30 * time.Second); metricsURL == ""; time.Sleep(20 * time.Millisecond) {
+		s := errOut.String()
+		if m, mm := main.FindStringSubmatch(s), metrics.FindStringSubmatch(s); m != nil && mm != nil {
+			mainURL, metricsURL = m[1], mm[1]
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("serve did not say where it listens:\n%s", s)
+		}
+	}
+	get := func(url string) (int, string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get(metricsURL); code != http.StatusOK || !strings.Contains(body, "\nmcpgate_build_info{") {
+		t.Errorf("GET %s: %d %.200s", metricsURL, code, body)
+	}
+	if code, _ := get(mainURL + "/metrics"); code != http.StatusNotFound {
+		t.Errorf("GET /metrics on the main listener: %d, want 404", code)
+	}
+	if code, _ := get(strings.TrimSuffix(metricsURL, "/metrics") + "/mcp"); code != http.StatusNotFound {
+		t.Errorf("GET /mcp on the metrics listener: %d, want 404", code)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("serve: exit %d: %s", code, errOut.String())
 	}
 }
