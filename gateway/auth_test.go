@@ -71,12 +71,17 @@ func newAuthIssuer(t *testing.T) *authIssuer {
 }
 
 func (is *authIssuer) token(t *testing.T, scope string) string {
+	return is.tokenFor(t, "user-secret-sub", scope)
+}
+
+// tokenFor is a token of subject sub, issued now.
+func (is *authIssuer) tokenFor(t *testing.T, sub, scope string) string {
 	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: is.key}, (&jose.SignerOptions{}).WithHeader("kid", "k1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	payload, _ := json.Marshal(map[string]any{"iss": is.URL, "aud": authAudience, "sub": "user-secret-sub",
+	payload, _ := json.Marshal(map[string]any{"iss": is.URL, "aud": authAudience, "sub": sub,
 		"exp": now.Add(time.Hour).Unix(), "iat": now.Unix(), "scope": scope, "email": "claim-must-not-log@example.com"})
 	obj, err := signer.Sign(payload)
 	if err != nil {
@@ -469,5 +474,59 @@ func TestAuthMetricsWarning(t *testing.T) {
 				t.Errorf("warned: %v, want %v\n%s", got, tt.warn, logs.String())
 			}
 		})
+	}
+}
+
+// TestAuthSessionOwner: with auth on, a stateful session belongs to the
+// verified subject, not to the token string: the same user's refreshed token
+// goes on in the session, another user's token is answered go-sdk's 404, as
+// for a session that does not exist.
+func TestAuthSessionOwner(t *testing.T) {
+	is := newAuthIssuer(t)
+	rec := &credRecorder{}
+	api := httptest.NewServer(rec)
+	t.Cleanup(api.Close)
+	cfg := &Config{Stateful: true, Auth: &auth.Config{Issuer: is.URL, Audience: authAudience, Scopes: []string{"mcp"}},
+		Upstreams: []Upstream{{Name: "api", OpenAPI: "auth.json", Document: []byte(authDoc), BaseURL: api.URL}}}
+	g, err := New(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(gw.Close)
+	url := gw.URL + "/mcp"
+
+	first := is.tokenFor(t, "alice", "mcp things:read")
+	id := openSession(t, url, "Bearer "+first)
+	_, notFound := do(t, http.MethodDelete, url, nil, sessionHeader("no-such-session", "Bearer "+first))
+	refreshed := is.tokenFor(t, "alice", "mcp things:read mcp:write") // another token string, same subject
+	if refreshed == first {
+		t.Fatal("the refreshed token is the same string")
+	}
+	resp, body := post(t, url, toolCall("list_things", "{}"), sessionHeader(id, "Bearer "+refreshed))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `\"ok\":true`) {
+		t.Fatalf("a refreshed token of the session's subject: %d %s", resp.StatusCode, body)
+	}
+	if got := rec.last().Get("Authorization"); got != "Bearer "+refreshed {
+		t.Errorf("the upstream got %.20q…, want the refreshed token", got)
+	}
+
+	before := rec.last()
+	for _, tt := range []struct{ method, body string }{
+		{http.MethodPost, toolCall("list_things", "{}")},
+		{http.MethodGet, ""},
+		{http.MethodDelete, ""},
+	} {
+		mallory := is.tokenFor(t, "mallory", "mcp things:read")
+		resp, body := do(t, tt.method, url, strings.NewReader(tt.body), sessionHeader(id, "Bearer "+mallory))
+		if resp.StatusCode != http.StatusNotFound || body != notFound {
+			t.Errorf("%s by another subject: %d %q, want 404 %q", tt.method, resp.StatusCode, body, notFound)
+		}
+	}
+	if fmt.Sprint(rec.last()) != fmt.Sprint(before) {
+		t.Error("another subject's call reached the upstream")
+	}
+	if resp, body := do(t, http.MethodDelete, url, nil, sessionHeader(id, "Bearer "+refreshed)); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("the owner's DELETE with the refreshed token: %d %s", resp.StatusCode, body)
 	}
 }

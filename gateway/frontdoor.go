@@ -17,7 +17,6 @@ import (
 	"mime"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -474,7 +473,7 @@ func (c *callContexts) join(ctx context.Context, h http.Header) (context.Context
 }
 
 // sessionBook bounds and guards stateful sessions: at most max at once, each
-// bound to the Authorization header of its initialize POST. Safe for
+// bound to the caller of its initialize POST (see principal). Safe for
 // concurrent use.
 //
 // go-sdk creates a session for a POST without Mcp-Session-Id and sends its id
@@ -487,18 +486,12 @@ type sessionBook struct {
 	max    int
 
 	mu      sync.Mutex
-	owners  map[string][sha256.Size]byte // session id → SHA-256 of Authorization
+	owners  map[string][sha256.Size]byte // session id → its caller (see principal)
 	pending int                          // session-creating POSTs in flight
 }
 
 func newSessionBook(server *mcp.Server, max int) *sessionBook {
 	return &sessionBook{server: server, max: max, owners: map[string][sha256.Size]byte{}}
-}
-
-// owner is what a session is bound to: a hash of the request's Authorization
-// header (all values), so the book holds no token.
-func owner(r *http.Request) [sha256.Size]byte {
-	return sha256.Sum256([]byte(strings.Join(r.Header.Values("Authorization"), "\n")))
 }
 
 // reserve takes a slot for a session about to be created. It returns false
@@ -556,14 +549,14 @@ func (b *sessionBook) forget(id string) {
 }
 
 // guardSession applies the session cap and binding. A request naming a
-// session that does not exist, or that another Authorization opened, gets
+// session that does not exist, or that another caller opened, gets
 // exactly go-sdk's own 404, so that holding someone's Mcp-Session-Id reveals
 // nothing and allows nothing. It returns a writer to hand go-sdk instead of w
 // (nil: w will do; call its finish when go-sdk is done), and false when it has
 // answered.
 func (f *frontDoor) guardSession(w http.ResponseWriter, r *http.Request) (*sessionWriter, bool) {
 	b := f.sessions
-	who := owner(r)
+	who := principal(r)
 	if id := r.Header.Get(sessionIDHeader); id != "" {
 		if !b.owns(id, who) {
 			http.Error(w, "session not found", http.StatusNotFound) // go-sdk's words

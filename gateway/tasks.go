@@ -179,18 +179,22 @@ func openTask(aead cipher.AEAD, id string) (*taskClaims, bool) {
 	return &c, true
 }
 
-// callerHash is who a task belongs to: the verified token's subject when
-// the gateway verifies tokens (so a refreshed token still sees its tasks),
-// else the Authorization header. Hashed: the id never holds a credential,
-// even sealed.
-func callerHash(r *http.Request) []byte {
-	h := sha256.New()
+// principal is who a request comes from, what a task and a stateful session
+// belong to: the verified token's subject when the gateway verifies tokens
+// (so a refreshed token still reaches its tasks and its session), else the
+// Authorization header (all values). Hashed: neither a task id, even sealed,
+// nor the session book holds a credential.
+func principal(r *http.Request) [sha256.Size]byte {
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" {
-		h.Write([]byte("sub\x00" + ti.UserID))
-	} else {
-		h.Write([]byte("authorization\x00" + strings.Join(r.Header.Values("Authorization"), "\n")))
+		return sha256.Sum256([]byte("sub\x00" + ti.UserID))
 	}
-	return h.Sum(nil)[:16]
+	return sha256.Sum256([]byte("authorization\x00" + strings.Join(r.Header.Values("Authorization"), "\n")))
+}
+
+// callerHash is the caller a task id seals: principal's first 16 bytes.
+func callerHash(r *http.Request) []byte {
+	c := principal(r)
+	return c[:16]
 }
 
 // taskDoor answers the task requests at /mcp (see the notes at the top of
