@@ -34,6 +34,7 @@ const (
 	// Bounds of the HTTP front door at /mcp (see Config).
 	DefaultMaxBodyBytes   = 4 << 20 // go-sdk's DefaultMaxRequestBodyBytes
 	DefaultBodyTimeout    = 10 * time.Second
+	DefaultWriteTimeout   = 30 * time.Second
 	DefaultSessionTimeout = 10 * time.Minute
 	DefaultMaxSessions    = 1000
 )
@@ -60,7 +61,10 @@ type Config struct {
 	// at once, across all calls to all upstreams; answers are cut at it.
 	// Default upstream.DefaultMaxResponseMemory (64 MiB): 32 concurrent 4 MiB
 	// answers cannot take hundreds of MB. A call that finds no room waits up
-	// to its upstream's queue_timeout, then gets an error result.
+	// to its upstream's queue_timeout, then gets an error result. An answer
+	// counts from its first byte read until its result has been written to
+	// the client (or that write failed: see WriteTimeout), over HTTP; over
+	// stdio, until its result is made.
 	MaxResponseMemory int64 `yaml:"max_response_memory"`
 
 	// MaxBodyBytes bounds one HTTP request body to /mcp; a larger one is
@@ -74,6 +78,13 @@ type Config struct {
 	// body is in, so long SSE answers are not cut. Default
 	// DefaultBodyTimeout (10s); must not be negative.
 	BodyTimeout time.Duration `yaml:"body_timeout"`
+	// WriteTimeout bounds each write of an answer to /mcp (and to the
+	// NoETL-compatible endpoint): a client that stops reading is cut off
+	// after it, and what its answer held (the upstream's bytes, counted by
+	// MaxResponseMemory until the answer is written) is freed. It runs from
+	// each write, so a long SSE stream that keeps being read is not cut.
+	// Default DefaultWriteTimeout (30s); must not be negative.
+	WriteTimeout time.Duration `yaml:"write_timeout"`
 	// SessionTimeout closes a stateful session that received no request
 	// for this long. Default DefaultSessionTimeout (10m); must not be
 	// negative.
@@ -437,6 +448,8 @@ func (c *Config) applyFrontDoorDefaults() error {
 		return fmt.Errorf("max_body_bytes: %d must not be negative", c.MaxBodyBytes)
 	case c.BodyTimeout < 0:
 		return fmt.Errorf("body_timeout: %s must not be negative", c.BodyTimeout)
+	case c.WriteTimeout < 0:
+		return fmt.Errorf("write_timeout: %s must not be negative", c.WriteTimeout)
 	case c.SessionTimeout < 0:
 		return fmt.Errorf("session_timeout: %s must not be negative", c.SessionTimeout)
 	case c.MaxSessions < 0:
@@ -447,6 +460,9 @@ func (c *Config) applyFrontDoorDefaults() error {
 	}
 	if c.BodyTimeout == 0 {
 		c.BodyTimeout = DefaultBodyTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
 	}
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = DefaultSessionTimeout

@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -57,15 +58,16 @@ import (
 //   - stdio has no POST: calls there end with the session or a
 //     notifications/cancelled.
 type frontDoor struct {
-	next        http.Handler // go-sdk's StreamableHTTPHandler
-	maxBody     int64
-	bodyTimeout time.Duration
-	calls       *callContexts
-	sessions    *sessionBook // nil when stateless
-	metrics     *metrics     // nil when metrics are off
-	fast        *fastPath    // nil: stateful, or turned off
-	tasks       *taskDoor    // nil: no playbook tools (see tasks.go)
-	inflight    *inflight    // stateless: the calls notifications/cancelled can reach (see cancel.go); nil when stateful
+	next         http.Handler // go-sdk's StreamableHTTPHandler
+	maxBody      int64
+	bodyTimeout  time.Duration
+	writeTimeout time.Duration // each write of an answer (see boundWrites)
+	calls        *callContexts
+	sessions     *sessionBook // nil when stateless
+	metrics      *metrics     // nil when metrics are off
+	fast         *fastPath    // nil: stateful, or turned off
+	tasks        *taskDoor    // nil: no playbook tools (see tasks.go)
+	inflight     *inflight    // stateless: the calls notifications/cancelled can reach (see cancel.go); nil when stateful
 	// authorize, when set, is the step-up seam (see gateway/auth.go): it is
 	// called for every POSTed message after the body is parsed and before
 	// anything is dispatched; when it says no, the front door answers with
@@ -151,6 +153,7 @@ const sessionIDHeader = "Mcp-Session-Id"
 func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(requestIDHeader)
 	f.metrics.httpRequest(r.Method)
+	w = f.boundWrites(w)
 	var body []byte
 	hasBody := r.Body != nil && r.Body != http.NoBody
 	if hasBody {
@@ -173,7 +176,7 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rpc && f.inflight != nil {
 		msg = msgOf().peek()
 	}
-	callReq := r // what the fast path serves: r, or r under the call's cancellable context
+	callReq := r // what the fast path serves: r, or r under the call's context
 	var requestID string
 	ctx := r.Context()
 	if r.Method == http.MethodPost {
@@ -181,10 +184,15 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			var untrack func()
 			ctx, untrack = f.inflight.track(ctx, r, msg)
 			defer untrack()
-			if ctx != r.Context() {
-				callReq = r.WithContext(ctx)
-			}
 		}
+		// The calls this POST carries keep their share of the response
+		// budget until their answers are written, or their writes have
+		// failed (boundWrites): until this function returns. go-sdk's tool
+		// handlers find the hold through callContexts.join.
+		hold := new(upstream.AnswerHold)
+		defer hold.Release()
+		ctx = upstream.WithAnswerHold(ctx, hold)
+		callReq = r.WithContext(ctx)
 		requestID = stampRequestID(w, r)
 	}
 	if rpc {
@@ -257,6 +265,50 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f.next.ServeHTTP(w, r)
 }
+
+// boundWrites returns w, each of whose writes and flushes must end within
+// f.writeTimeout (a write deadline set just before it), so that a client
+// that stops reading its answer is cut off instead of holding the answer, its
+// share of the response budget and a goroutine for as long as it keeps the
+// connection. The deadline runs from each write, not from the request, so an
+// SSE stream that keeps being read is never cut; http.Server's WriteTimeout,
+// which runs from the request, would cut it. The last deadline still bounds
+// the flush net/http does after the handler returns, and net/http clears it
+// then, so the next request on a kept-alive connection starts without one.
+// A writer without deadlines (not net/http's) is written to unbounded.
+func (f *frontDoor) boundWrites(w http.ResponseWriter) http.ResponseWriter {
+	if f.writeTimeout <= 0 {
+		return w
+	}
+	return &deadlineWriter{ResponseWriter: w, d: f.writeTimeout}
+}
+
+// deadlineWriter sets a write deadline d ahead before each write and flush.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController // made at the first write: many answers are a status alone
+	d  time.Duration
+}
+
+func (w *deadlineWriter) arm() {
+	if w.rc == nil {
+		w.rc = http.NewResponseController(w.ResponseWriter)
+	}
+	w.rc.SetWriteDeadline(time.Now().Add(w.d))
+}
+
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	w.arm()
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *deadlineWriter) Flush() {
+	w.arm()
+	w.rc.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // readBody reads the whole body, at most f.maxBody bytes, within
 // f.bodyTimeout. The deadline is per request and cleared once the body is in,
@@ -468,6 +520,9 @@ func (c *callContexts) join(ctx context.Context, h http.Header) (context.Context
 		return ctx, func() {}
 	}
 	post := v.(context.Context)
+	if h := upstream.AnswerHoldFrom(post); h != nil {
+		ctx = upstream.WithAnswerHold(ctx, h)
+	}
 	stop := context.AfterFunc(post, func() { cancel(postEndCause(post)) })
 	return ctx, func() { stop(); cancel(nil) }
 }

@@ -655,3 +655,150 @@ func TestFrontDoorStandardHeaders(t *testing.T) {
 		})
 	}
 }
+
+// bigDoc is one read whose answer (bigAnswer) is about 1 MB of JSON.
+const bigDoc = `{
+  "openapi": "3.0.3",
+  "info": {"title": "t", "version": "1"},
+  "paths": {
+    "/big": {"get": {"operationId": "big", "tags": ["agent-exposed"],
+      "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object"}}}}}}}
+  }
+}`
+
+var bigAnswer = `{"data":"` + strings.Repeat("x", 1_000_000) + `"}`
+
+// smallBuffers accepts connections whose send buffer is 8 KiB, so that an
+// answer a client does not read blocks its write at once rather than
+// filling megabytes of kernel buffer first.
+type smallBuffers struct{ net.Listener }
+
+func (l smallBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(8 << 10)
+	}
+	return c, err
+}
+
+// TestFrontDoorNonReadingClients: an answer counts against
+// max_response_memory until it has been written, not only until the
+// upstream answered, so clients that send calls and never read cannot make
+// the gateway fetch more answers than the budget holds; and write_timeout
+// cuts such a client off, which gives its share back. On both paths: the
+// fast path's JSON answer and go-sdk's event stream.
+func TestFrontDoorNonReadingClients(t *testing.T) {
+	for _, path := range []string{"fast", "sdk"} {
+		for _, tt := range []struct {
+			name         string
+			writeTimeout time.Duration
+			queueTimeout time.Duration
+		}{
+			{"held until written", time.Minute, 300 * time.Millisecond},
+			{"cut at write_timeout", 300 * time.Millisecond, 20 * time.Second},
+		} {
+			t.Run(path+"/"+tt.name, func(t *testing.T) {
+				var served atomic.Int32
+				api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					served.Add(1)
+					w.Header().Set("Content-Type", "application/json")
+					io.WriteString(w, bigAnswer)
+				}))
+				t.Cleanup(api.Close)
+				cfg := &Config{MaxResponseMemory: 1<<20 + 1<<19, WriteTimeout: tt.writeTimeout, // room for one answer
+					Upstreams: []Upstream{{Name: "api", OpenAPI: "big.json", Document: []byte(bigDoc), BaseURL: api.URL,
+						Timeout: time.Minute, QueueTimeout: tt.queueTimeout}}}
+				g, err := New(context.Background(), cfg, &Options{DisableFastPath: path == "sdk"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				gw := httptest.NewUnstartedServer(g.Handler())
+				gw.Listener = smallBuffers{gw.Listener}
+				gw.Start()
+				t.Cleanup(gw.Close)
+
+				// A sends a call and reads nothing.
+				a, err := net.Dial("tcp", gw.Listener.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer a.Close()
+				a.(*net.TCPConn).SetReadBuffer(4 << 10)
+				body := call(1, "big", `{}`)
+				fmt.Fprintf(a, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s",
+					gw.Listener.Addr(), len(body), body)
+				waitFor(t, "A's call reaches the upstream", func() bool { return served.Load() == 1 })
+
+				// B reads its answer.
+				resp, got := post(t, gw.URL+"/mcp", call(2, "big", `{}`), nil)
+				switch tt.name {
+				case "held until written":
+					if resp.StatusCode != http.StatusOK || !strings.Contains(got, "of upstream answers, its limit, and none was released within 300ms") {
+						t.Errorf("B, while A's answer is unread: %d %.300s", resp.StatusCode, got)
+					}
+				case "cut at write_timeout":
+					if resp.StatusCode != http.StatusOK || !strings.Contains(got, `xxxxxxxx`) || strings.Contains(got, `isError`) {
+						t.Errorf("B, once A was cut off: %d %.300s", resp.StatusCode, got)
+					}
+					// A was cut: what it can still read ends well short of its answer.
+					a.SetReadDeadline(time.Now().Add(10 * time.Second))
+					n, err := io.Copy(io.Discard, a)
+					if err != nil || n >= int64(len(bigAnswer)) {
+						t.Errorf("A read %d bytes, then %v; want the connection closed short of its %d-byte answer", n, err, len(bigAnswer))
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestFrontDoorWriteDeadlineKeepAlive: the write deadline an answer leaves on
+// its connection does not outlive it (net/http clears it once the answer is
+// flushed, which boundWrites relies on): after an idle longer than
+// write_timeout, the same keep-alive connection serves /healthz, a
+// notification (202, no body written by a handler) and another call.
+func TestFrontDoorWriteDeadlineKeepAlive(t *testing.T) {
+	for _, path := range []string{"fast", "sdk"} {
+		t.Run(path, func(t *testing.T) {
+			_, url := startGatewayWith(t, Config{WriteTimeout: 100 * time.Millisecond}, &Options{DisableFastPath: path == "sdk"})
+			var conns atomic.Int32
+			client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1,
+				DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+					conns.Add(1)
+					return (&net.Dialer{}).DialContext(ctx, network, addr)
+				}}}
+			send := func(method, u, body string) (int, string) {
+				req, _ := http.NewRequest(method, u, strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Fatalf("%s %s: %v", method, u, err)
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				return resp.StatusCode, string(b)
+			}
+			base := strings.TrimSuffix(url, "/mcp")
+			for i, step := range []struct {
+				method, url, body string
+				want              int
+			}{
+				{http.MethodPost, url, call(1, "get_thing", `{"id":"a"}`), 200},
+				{http.MethodGet, base + "/healthz", "", 200},
+				{http.MethodPost, url, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, 202},
+				{http.MethodPost, url, call(2, "get_thing", `{"id":"b"}`), 200},
+			} {
+				if i > 0 {
+					time.Sleep(300 * time.Millisecond) // past the last answer's deadline
+				}
+				if code, body := send(step.method, step.url, step.body); code != step.want {
+					t.Fatalf("step %d, %s %s: %d %s", i, step.method, step.url, code, body)
+				}
+			}
+			if n := conns.Load(); n != 1 {
+				t.Errorf("%d connections, want the one kept alive", n)
+			}
+		})
+	}
+}

@@ -285,13 +285,14 @@ func (g *Gateway) newMux() (*mux.Router, http.Handler) {
 			PropagateRequestCancellation: true,
 		})
 	fd := &frontDoor{
-		next:        sdk,
-		maxBody:     g.cfg.MaxBodyBytes,
-		bodyTimeout: g.cfg.BodyTimeout,
-		calls:       g.calls,
-		metrics:     g.metrics,
-		fast:        g.fast,
-		tasks:       g.tasks,
+		next:         sdk,
+		maxBody:      g.cfg.MaxBodyBytes,
+		bodyTimeout:  g.cfg.BodyTimeout,
+		writeTimeout: g.cfg.WriteTimeout,
+		calls:        g.calls,
+		metrics:      g.metrics,
+		fast:         g.fast,
+		tasks:        g.tasks,
 	}
 	if g.cfg.Stateful {
 		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions)

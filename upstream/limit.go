@@ -69,7 +69,8 @@ func (s slots) acquire(ctx context.Context, name string, wait time.Duration) (re
 // it reads its answer — the Content-Length when the upstream declares one
 // within the call's cap, else in doubling chunks — so a 2 KB answer takes 2 KB
 // of the budget, not the 4 MiB its call may read; and it gives the room back
-// when Call returns, after the answer has been mapped to a result.
+// when Call returns, after the answer has been mapped to a result, or, under
+// an AnswerHold, once the answer has been written to the client.
 //
 // A call that finds no room waits up to its queue timeout, then is refused
 // with a result that says so. Calls already reading are served before new

@@ -553,3 +553,46 @@ func TestGrantableIsTheBankersCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerHold: under an AnswerHold a call's share of the budget stays
+// taken after Call returns, so the next call waits for it, until Release;
+// a call made after Release gives its share back when it returns.
+func TestAnswerHold(t *testing.T) {
+	payload := hugeJSON(600)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(payload)
+	}))
+	t.Cleanup(srv.Close)
+	rb := NewResponseBudget(1000)
+	c, err := NewRemote(srv.URL, &ClientOptions{ResponseBudget: rb, QueueTimeout: 200 * time.Millisecond, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := hugeBinding(t)
+	hold := new(AnswerHold)
+	ctx := WithAnswerHold(context.Background(), hold)
+	if res, _ := c.Call(ctx, b, map[string]any{}, Credentials{}); res.IsError {
+		t.Fatalf("first call: %s", firstText(res))
+	}
+	if used, _, _ := rb.stats(); used < int64(len(payload)) {
+		t.Fatalf("%d bytes held after the call returned under a hold, want its answer's %d", used, len(payload))
+	}
+	// The budget cannot take a second answer while the first is held.
+	res, _ := c.Call(context.Background(), b, map[string]any{}, Credentials{})
+	if !res.IsError || !strings.Contains(firstText(res), "none was released within 200ms") {
+		t.Fatalf("second call while the first answer is held: error %v, %s", res.IsError, firstText(res))
+	}
+	hold.Release()
+	hold.Release() // twice is fine
+	if used, _, _ := rb.stats(); used != 0 {
+		t.Fatalf("%d bytes held after Release", used)
+	}
+	// Released: a later call under it gives its share back as it returns.
+	if res, _ := c.Call(ctx, b, map[string]any{}, Credentials{}); res.IsError {
+		t.Fatalf("call after Release: %s", firstText(res))
+	}
+	if used, _, _ := rb.stats(); used != 0 {
+		t.Errorf("%d bytes held after a call under a released hold", used)
+	}
+}

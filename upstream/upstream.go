@@ -251,9 +251,14 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 		return errorResult("the gateway could not build the upstream request"), Report{Outcome: OutcomeBadAnswer, Cause: err}
 	}
 	// The call's share of the response budget: taken as the answer is read,
-	// given back when the result is made.
+	// given back when the result is made, or when ctx's AnswerHold is
+	// released (the answer written to the client).
 	res := &reservation{budget: c.opts.ResponseBudget, wait: c.opts.QueueTimeout, limit: limit}
-	defer res.release()
+	defer func() {
+		if !AnswerHoldFrom(ctx).keep(res) {
+			res.release()
+		}
+	}()
 	a, failed, rep := c.exchange(ctx, req, acceptCall, cred, res)
 	if a == nil {
 		return errorResult(failed), rep
