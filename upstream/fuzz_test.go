@@ -13,8 +13,9 @@ import (
 
 // FuzzRequest feeds arbitrary arguments to the request builder. Whatever the
 // arguments, it must not panic; a request it builds must stay under the base
-// path with exactly the operation's number of segments, and carry no CR or LF
-// in any header.
+// path with exactly the operation's number of segments, carry no CR or LF
+// in any header, no "_method" query parameter, and a query parameter more than
+// once only when its own argument is a list.
 func FuzzRequest(f *testing.F) {
 	doc := loadTestDoc(f, "encodings.yaml")
 	ops := []string{"getItem", "putItem", "postForm", "upload", "postNote", "postBlob", "postVendor"}
@@ -31,6 +32,8 @@ func FuzzRequest(f *testing.F) {
 		`{"title":"t","file":"!!!"}`,
 		`{"body":"x"}`,
 		`{"body":[1,"2",{"3":4}]}`,
+		`{"id__path":"1","limit":5,"point":{"limit":500,"_method":"DELETE"}}`,
+		`{"id__path":"1","tags":["a"],"point":{"tags":"b","x":1}}`,
 	} {
 		for i := range ops {
 			f.Add(i, seed)
@@ -72,6 +75,19 @@ func FuzzRequest(f *testing.F) {
 			for _, v := range vs {
 				if strings.ContainsAny(v, "\r\n") {
 					t.Fatalf("header %s carries CR/LF: %q", k, v)
+				}
+			}
+		}
+		for k, vs := range req.URL.Query() {
+			if strings.EqualFold(k, "_method") {
+				t.Fatalf("query %q carries a method override", req.URL.RawQuery)
+			}
+			if len(vs) < 2 {
+				continue
+			}
+			for _, p := range b.params {
+				if _, list := args[p.arg].([]any); p.in == "query" && p.name == k && !list {
+					t.Fatalf("query %q sends %s %d times, its argument %s is not a list", req.URL.RawQuery, k, len(vs), p.arg)
 				}
 			}
 		}

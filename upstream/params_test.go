@@ -80,6 +80,58 @@ func TestEncodings(t *testing.T) {
 	}
 }
 
+// TestExplodedObjectKeys: each key of an exploded (form) query object
+// becomes a query parameter of its own, so a key that names another declared
+// query parameter (which would reach the API twice, the second copy past the
+// bounds its own schema sets) or a method override is refused, and nothing
+// is sent.
+func TestExplodedObjectKeys(t *testing.T) {
+	doc := loadTestDoc(t, "encodings.yaml")
+	client, rec := recordingClient(t, "")
+	b := bindOp(t, doc, "getItem")
+	for _, tt := range []struct {
+		name, args string
+		wantURI    string // sent; else refused with wantErr
+		wantErr    string
+	}{
+		{"free keys", `{"id__path":"1","point":{"x":1,"z":"q"}}`, "/items/1?x=1&z=q", ""},
+		{"its own name", `{"id__path":"1","point":{"point":3}}`, "/items/1?point=3", ""},
+		{"another parameter's name", `{"id__path":"1","limit":10,"point":{"limit":100000}}`, "",
+			`point: key "limit" would send the query parameter "limit" a second time; pass it as "limit"`},
+		{"a parameter whose argument is renamed", `{"id__path":"1","point":{"id":"x"}}`, "",
+			`point: key "id" would send the query parameter "id" a second time; pass it as "id__query"`},
+		{"method override", `{"id__path":"1","point":{"_method":"DELETE"}}`, "",
+			`point: key "_method" is a method override, which the gateway never sends`},
+		{"method override, other case", `{"id__path":"1","point":{"_Method":"DELETE"}}`, "", `key "_Method" is a method override`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec.mu.Lock()
+			before := len(rec.reqs)
+			rec.mu.Unlock()
+			res, _ := client.Call(context.Background(), b, args(t, tt.args), Credentials{})
+			text := res.Content[0].(*mcp.TextContent).Text
+			if tt.wantErr != "" {
+				if !res.IsError || !strings.Contains(text, tt.wantErr) {
+					t.Errorf("got error %v %q, want %q", res.IsError, text, tt.wantErr)
+				}
+				rec.mu.Lock()
+				sent := len(rec.reqs) - before
+				rec.mu.Unlock()
+				if sent != 0 {
+					t.Errorf("%d requests sent", sent)
+				}
+				return
+			}
+			if res.IsError {
+				t.Fatal(text)
+			}
+			if got := rec.last(t).RequestURI; got != tt.wantURI {
+				t.Errorf("RequestURI = %q, want %q", got, tt.wantURI)
+			}
+		})
+	}
+}
+
 func TestHeaderAndCookie(t *testing.T) {
 	doc := loadTestDoc(t, "encodings.yaml")
 	client, rec := recordingClient(t, "")

@@ -32,6 +32,11 @@ func (b *Binding) Request(ctx context.Context, base *url.URL, args map[string]an
 		}
 		switch p.in {
 		case openapi3.ParameterInQuery:
+			if m, ok := v.(map[string]any); ok && p.explode && p.style != "deepObject" {
+				if err := b.checkExplodedKeys(p, m); err != nil {
+					return nil, err
+				}
+			}
 			rawQuery = append(rawQuery, queryPairs(p, v)...)
 		case openapi3.ParameterInHeader:
 			s := joinValue(v, ",", p.explode)
@@ -69,6 +74,35 @@ func (b *Binding) Request(ctx context.Context, base *url.URL, args map[string]an
 		req.Header.Set("Content-Type", ctype)
 	}
 	return req, nil
+}
+
+// checkExplodedKeys refuses the keys of an exploded object argument (form
+// style, OpenAPI's default for a query object) that each become a query
+// parameter of their own and could stand for one the request must not carry
+// twice or at all: another declared query parameter (a "limit" the input
+// schema bounded would be sent again, unbounded, and which copy the API reads
+// depends on its framework) and "_method", which Laravel and Symfony read
+// from the query string as a method override (the headers that do the same
+// are never arguments: see forbiddenHeader). An object schema allows any key
+// unless it says otherwise, so validation alone does not stop them.
+func (b *Binding) checkExplodedKeys(p paramBinding, m map[string]any) error {
+	var problems []string
+	for _, k := range sortedKeys(m) {
+		if strings.EqualFold(k, "_method") {
+			problems = append(problems, fmt.Sprintf("%s: key %q is a method override, which the gateway never sends", p.arg, k))
+			continue
+		}
+		for _, q := range b.params {
+			if q.in == openapi3.ParameterInQuery && q.name == k && q.arg != p.arg {
+				problems = append(problems, fmt.Sprintf("%s: key %q would send the query parameter %q a second time; pass it as %q", p.arg, k, k, q.arg))
+				break
+			}
+		}
+	}
+	if problems != nil {
+		return &ArgumentError{Problems: problems}
+	}
+	return nil
 }
 
 // joinURL is the one place an upstream URL is made: base's scheme and host,
