@@ -37,6 +37,9 @@ const (
 	DefaultWriteTimeout   = 30 * time.Second
 	DefaultSessionTimeout = 10 * time.Minute
 	DefaultMaxSessions    = 1000
+	// DefaultMaxSessionsPerCaller applies when auth is set (see
+	// Config.MaxSessionsPerCaller).
+	DefaultMaxSessionsPerCaller = 100
 )
 
 // Config is the gateway's whole configuration: one plain struct, read from YAML
@@ -93,6 +96,15 @@ type Config struct {
 	// over it is answered 503. A session holds about 14 KB at rest. Default
 	// DefaultMaxSessions (1000); must not be negative.
 	MaxSessions int `yaml:"max_sessions"`
+	// MaxSessionsPerCaller bounds the stateful sessions one caller holds
+	// open at once, so that one caller cannot take all MaxSessions; an
+	// initialize over it is answered 429. A caller is the verified token's
+	// subject. Default: DefaultMaxSessionsPerCaller (100) when Auth is set;
+	// no bound without Auth, where a caller is only the Authorization header
+	// it chose to send (a new header is a new caller, and every client that
+	// sends none would share one bound); set it to count by that header all
+	// the same. Must not be negative.
+	MaxSessionsPerCaller int `yaml:"max_sessions_per_caller"`
 
 	// Metrics configures the Prometheus endpoint. Default: on, at
 	// DefaultMetricsPath, on the same listener as /mcp (Metrics.Listen
@@ -454,6 +466,8 @@ func (c *Config) applyFrontDoorDefaults() error {
 		return fmt.Errorf("session_timeout: %s must not be negative", c.SessionTimeout)
 	case c.MaxSessions < 0:
 		return fmt.Errorf("max_sessions: %d must not be negative", c.MaxSessions)
+	case c.MaxSessionsPerCaller < 0:
+		return fmt.Errorf("max_sessions_per_caller: %d must not be negative", c.MaxSessionsPerCaller)
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
@@ -469,6 +483,9 @@ func (c *Config) applyFrontDoorDefaults() error {
 	}
 	if c.MaxSessions == 0 {
 		c.MaxSessions = DefaultMaxSessions
+	}
+	if c.MaxSessionsPerCaller == 0 && c.Auth != nil {
+		c.MaxSessionsPerCaller = DefaultMaxSessionsPerCaller
 	}
 	return nil
 }

@@ -537,56 +537,89 @@ func (c *callContexts) join(ctx context.Context, h http.Header) (context.Context
 // forgets an id when go-sdk answers 404 or 204 for it, and prunes against
 // (*mcp.Server).Sessions whenever a session is about to be created.
 type sessionBook struct {
-	server *mcp.Server
-	max    int
+	server    *mcp.Server
+	max       int
+	perCaller int // 0: no bound per caller
 
-	mu      sync.Mutex
-	owners  map[string][sha256.Size]byte // session id → its caller (see principal)
-	pending int                          // session-creating POSTs in flight
+	mu        sync.Mutex
+	owners    map[string][sha256.Size]byte // session id → its caller (see principal)
+	pending   int                          // session-creating POSTs in flight
+	pendingBy map[[sha256.Size]byte]int    // of those, per caller (when perCaller is set)
 }
 
-func newSessionBook(server *mcp.Server, max int) *sessionBook {
-	return &sessionBook{server: server, max: max, owners: map[string][sha256.Size]byte{}}
+func newSessionBook(server *mcp.Server, max, perCaller int) *sessionBook {
+	return &sessionBook{server: server, max: max, perCaller: perCaller,
+		owners: map[string][sha256.Size]byte{}, pendingBy: map[[sha256.Size]byte]int{}}
 }
 
-// reserve takes a slot for a session about to be created. It returns false
-// at the cap. The count is go-sdk's own (every live session, including one
-// whose initialize POST was cut off before its id went out, which the book
-// never learns) plus the slots taken by POSTs still in flight; a POST whose
-// session is already connected counts twice until it answers, which errs on
-// the side of refusing.
-func (b *sessionBook) reserve() bool {
+// Why reserve refused.
+type sessionRefusal int
+
+const (
+	sessionGranted sessionRefusal = iota
+	sessionsFull                  // max_sessions
+	callerFull                    // max_sessions_per_caller
+)
+
+// reserve takes a slot for a session about to be created by who. It refuses
+// at the cap, or at who's own cap. The count is go-sdk's own (every live
+// session, including one whose initialize POST was cut off before its id
+// went out, which the book never learns) plus the slots taken by POSTs still
+// in flight; a POST whose session is already connected counts twice until it
+// answers, which errs on the side of refusing. A caller's count is the
+// sessions bound to it that go-sdk still holds, plus its POSTs in flight.
+func (b *sessionBook) reserve(who [sha256.Size]byte) sessionRefusal {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	live := make(map[string]bool, len(b.owners))
 	for ss := range b.server.Sessions() {
 		live[ss.ID()] = true
 	}
-	for id := range b.owners {
-		if !live[id] {
+	mine := b.pendingBy[who]
+	for id, owner := range b.owners {
+		switch {
+		case !live[id]:
 			delete(b.owners, id) // closed by go-sdk: idle timeout, or a DELETE
+		case owner == who:
+			mine++
 		}
 	}
-	if len(live)+b.pending >= b.max {
-		return false
+	switch {
+	case len(live)+b.pending >= b.max:
+		return sessionsFull
+	case b.perCaller > 0 && mine >= b.perCaller:
+		return callerFull
 	}
 	b.pending++
-	return true
+	if b.perCaller > 0 {
+		b.pendingBy[who]++
+	}
+	return sessionGranted
 }
 
-// bind turns a reservation into a bound session.
+// unpend drops who's reservation from the counts of those in flight.
+func (b *sessionBook) unpend(who [sha256.Size]byte) {
+	b.pending--
+	if b.perCaller > 0 {
+		if b.pendingBy[who]--; b.pendingBy[who] <= 0 {
+			delete(b.pendingBy, who)
+		}
+	}
+}
+
+// bind turns who's reservation into a bound session.
 func (b *sessionBook) bind(id string, who [sha256.Size]byte) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.pending--
+	b.unpend(who)
 	b.owners[id] = who
 }
 
-// release returns a reservation that created no session.
-func (b *sessionBook) release() {
+// release returns who's reservation that created no session.
+func (b *sessionBook) release(who [sha256.Size]byte) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.pending--
+	b.unpend(who)
 }
 
 // owns reports whether session id exists and is bound to who.
@@ -626,12 +659,21 @@ func (f *frontDoor) guardSession(w http.ResponseWriter, r *http.Request) (*sessi
 	if r.Method != http.MethodPost {
 		return nil, true // go-sdk answers GET and DELETE without a session id: 400
 	}
-	if !b.reserve() {
+	switch b.reserve(who) {
+	case sessionsFull:
 		f.metrics.refuse(refusedSessionCap)
 		w.Header().Set("Retry-After", "60")
 		writeRPCError(w, http.StatusServiceUnavailable, &jsonrpc.Error{
 			Code:    jsonrpc.CodeInternalError,
 			Message: fmt.Sprintf("the gateway is at its session limit (%d, max_sessions); retry later or close an unused session", b.max),
+		})
+		return nil, false
+	case callerFull:
+		f.metrics.refuse(refusedCallerCap)
+		w.Header().Set("Retry-After", "60")
+		writeRPCError(w, http.StatusTooManyRequests, &jsonrpc.Error{
+			Code:    jsonrpc.CodeInvalidRequest,
+			Message: fmt.Sprintf("this caller has %d sessions open, its limit (max_sessions_per_caller); close one (DELETE) or let one expire", b.perCaller),
 		})
 		return nil, false
 	}
@@ -644,7 +686,7 @@ func (f *frontDoor) guardSession(w http.ResponseWriter, r *http.Request) (*sessi
 	// The reservation outlives this function: finish releases it when go-sdk
 	// is done with the request, unless the answer bound it to a session
 	// (go-sdk writes the answer's header before it returns).
-	sw.release = b.release
+	sw.release = func() { b.release(who) }
 	return sw, true
 }
 

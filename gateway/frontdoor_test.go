@@ -19,6 +19,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/upstream"
 )
 
@@ -436,6 +437,45 @@ func TestFrontDoorSessionCap(t *testing.T) {
 		t.Fatalf("DELETE: %d %s", resp.StatusCode, body)
 	}
 	openSession(t, url, "Bearer c")
+}
+
+// TestFrontDoorSessionsPerCaller: max_sessions_per_caller keeps one caller
+// from taking every session: its next initialize is answered 429, naming the
+// bound, while another caller still gets one; a session it closes frees its
+// slot. (Set here without auth, it counts by Authorization header.)
+func TestFrontDoorSessionsPerCaller(t *testing.T) {
+	_, url := startGateway(t, Config{Stateful: true, MaxSessions: 10, MaxSessionsPerCaller: 2})
+	a := openSession(t, url, "Bearer mallory")
+	openSession(t, url, "Bearer mallory")
+	resp, body := post(t, url, initialize, http.Header{"Authorization": {"Bearer mallory"}})
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("mallory's third session: %d %s, want 429 with Retry-After", resp.StatusCode, body)
+	}
+	if e := decodeRPCError(t, resp, body); !strings.Contains(e.Error.Message, "this caller has 2 sessions open, its limit (max_sessions_per_caller)") {
+		t.Errorf("message %q does not name the limit", e.Error.Message)
+	}
+	if resp.Header.Get("Mcp-Session-Id") != "" {
+		t.Error("a refused initialize got a session id")
+	}
+	openSession(t, url, "Bearer alice") // another caller is not held back
+	if resp, body := do(t, http.MethodDelete, url, nil, sessionHeader(a, "Bearer mallory")); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %d %s", resp.StatusCode, body)
+	}
+	openSession(t, url, "Bearer mallory")
+
+	for _, tt := range []struct {
+		cfg  Config
+		want int
+	}{
+		{Config{}, 0},
+		{Config{Auth: &auth.Config{Issuer: "https://idp.example.com", Audience: "https://gw.example.com/mcp"}}, DefaultMaxSessionsPerCaller},
+		{Config{MaxSessionsPerCaller: 7, Auth: &auth.Config{Issuer: "https://idp.example.com", Audience: "https://gw.example.com/mcp"}}, 7},
+	} {
+		tt.cfg.Upstreams = []Upstream{{OpenAPI: "a"}}
+		if err := tt.cfg.Validate(); err != nil || tt.cfg.MaxSessionsPerCaller != tt.want {
+			t.Errorf("auth %v: max_sessions_per_caller %d, %v; want %d", tt.cfg.Auth != nil, tt.cfg.MaxSessionsPerCaller, err, tt.want)
+		}
+	}
 }
 
 // TestFrontDoorSessionExpiry checks session_timeout: an idle session is

@@ -295,7 +295,7 @@ func (g *Gateway) newMux() (*mux.Router, http.Handler) {
 		tasks:        g.tasks,
 	}
 	if g.cfg.Stateful {
-		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions)
+		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions, g.cfg.MaxSessionsPerCaller)
 	} else {
 		fd.inflight = newInflight()
 	}

@@ -248,7 +248,8 @@ const (
 	refusedTimeout    = "body_timeout"
 	refusedUnreadable = "body_unreadable"
 	refusedSessionCap = "session_cap"
-	refusedBadID      = "bad_id" // a number id go-sdk would not echo as sent (checkID)
+	refusedCallerCap  = "caller_session_cap" // max_sessions_per_caller
+	refusedBadID      = "bad_id"             // a number id go-sdk would not echo as sent (checkID)
 )
 
 // refuse counts one request the front door refused.
