@@ -178,8 +178,9 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 				taken[arg] = true
 				body.props = append(body.props, bodyProp{arg: arg, name: name})
 				sr := bodyProps[name]
-				// A body property is required only when the body itself is.
-				args = append(args, toolArg{name: arg, required: bodyRequired[name] && body.required,
+				// A body property is required only when the body itself is,
+				// and never when it is readOnly (see schemaConverter.required).
+				args = append(args, toolArg{name: arg, required: bodyRequired[name] && body.required && !readOnly(sr),
 					schema: func(c *schemaConverter) jsonSchema { return c.convert(sr) }})
 			}
 		}

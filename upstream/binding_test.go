@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -219,5 +220,62 @@ func TestArgumentNames(t *testing.T) {
 	c.Call(context.Background(), lb, map[string]any{}, Credentials{})
 	if got := rec.last(t); got.Body != "" || got.ContentType != "" {
 		t.Errorf("GET sent a body: %q %q", got.ContentType, got.Body)
+	}
+}
+
+// readOnlyDoc creates a pet whose id the server assigns: readOnly and, as
+// OpenAPI allows, in required (which then holds "on the response only").
+const readOnlyDoc = `{
+  "openapi": "3.0.3",
+  "info": {"title": "t", "version": "1"},
+  "paths": {
+    "/pets": {"post": {"operationId": "create_pet",
+      "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Pet"}}}},
+      "responses": {"201": {"description": "ok", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Pet"}}}}}}},
+    "/litters": {"post": {"operationId": "create_litter",
+      "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["mother"],
+        "properties": {"mother": {"$ref": "#/components/schemas/Pet"}, "pups": {"type": "array", "items": {"$ref": "#/components/schemas/Pet"}}}}}}},
+      "responses": {"201": {"description": "ok"}}}}
+  },
+  "components": {"schemas": {"Pet": {"type": "object", "required": ["id", "name"],
+    "properties": {"id": {"type": "integer", "readOnly": true}, "name": {"type": "string"}}}}}
+}`
+
+// TestReadOnlyNotRequiredInInput: a readOnly property in required is not
+// required of a call (flat body arguments and nested schemas alike), so a
+// correct create is sent, not refused; it stays in the input schema, marked
+// readOnly, and the document itself is left as it was.
+func TestReadOnlyNotRequiredInInput(t *testing.T) {
+	doc, err := ParseDocument(context.Background(), []byte(readOnlyDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, rec := recordingClient(t, "")
+	for _, tt := range []struct {
+		op, args, wantBody string
+	}{
+		{"create_pet", `{"name":"rex"}`, `{"name":"rex"}`},
+		{"create_litter", `{"mother":{"name":"a"},"pups":[{"name":"b"}]}`, `{"mother":{"name":"a"},"pups":[{"name":"b"}]}`},
+	} {
+		t.Run(tt.op, func(t *testing.T) {
+			b := bindOp(t, doc.T, tt.op)
+			raw, _ := json.Marshal(b.InputSchema)
+			if strings.Contains(string(raw), `"required":["id"`) || !strings.Contains(string(raw), `"readOnly":true`) {
+				t.Errorf("input schema %s: id must stay, marked readOnly, and not be required", raw)
+			}
+			res, _ := client.Call(context.Background(), b, args(t, tt.args), Credentials{})
+			if res.IsError {
+				t.Fatalf("refused: %s", res.Content[0].(*mcp.TextContent).Text)
+			}
+			if got := rec.last(t).Body; got != tt.wantBody {
+				t.Errorf("body %s, want %s", got, tt.wantBody)
+			}
+			if b.Validate(args(t, `{"mother":{},"name":null}`)) == nil && tt.op == "create_litter" {
+				t.Error("a litter without the mother's name validated: name is still required")
+			}
+		})
+	}
+	if got := doc.T.Components.Schemas["Pet"].Value.Required; fmt.Sprint(got) != "[id name]" {
+		t.Errorf("the document's required list became %v", got)
 	}
 }

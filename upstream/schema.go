@@ -3,6 +3,7 @@ package upstream
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -318,8 +319,8 @@ func (c *schemaConverter) convertValue(s *openapi3.Schema, depth, refDepth int) 
 		}
 		out["properties"] = props
 	}
-	if len(s.Required) > 0 {
-		out["required"] = toAny(s.Required)
+	if req := c.required(s); len(req) > 0 {
+		out["required"] = toAny(req)
 	}
 	if s.MinProps > 0 {
 		out["minProperties"] = s.MinProps
@@ -358,6 +359,30 @@ func (c *schemaConverter) convertValue(s *openapi3.Schema, depth, refDepth int) 
 		out["not"] = c.convertDepth(s.Not, depth+1, refDepth)
 	}
 	return out
+}
+
+// required is s's required list as the result keeps it. In an input schema
+// (not loose) a readOnly property is left out of it: OpenAPI 3.0 says such a
+// property is required "on the response only", and 3.1 (JSON Schema's
+// readOnly) that the API owns its value. Kept, it would refuse a correct call
+// (a create without the id the server assigns) and push the model to make a
+// value up. The property itself stays, marked readOnly.
+func (c *schemaConverter) required(s *openapi3.Schema) []string {
+	if c.loose || !slices.ContainsFunc(s.Required, func(name string) bool { return readOnly(s.Properties[name]) }) {
+		return s.Required
+	}
+	out := make([]string, 0, len(s.Required)-1) // a copy: s.Required is the document's
+	for _, name := range s.Required {
+		if !readOnly(s.Properties[name]) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// readOnly reports whether sr is a schema marked readOnly.
+func readOnly(sr *openapi3.SchemaRef) bool {
+	return sr != nil && sr.Value != nil && sr.Value.ReadOnly
 }
 
 func (c *schemaConverter) convertList(list openapi3.SchemaRefs, depth, refDepth int) []any {
