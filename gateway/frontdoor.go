@@ -659,22 +659,20 @@ func (f *frontDoor) guardSession(w http.ResponseWriter, r *http.Request) (*sessi
 	if r.Method != http.MethodPost {
 		return nil, true // go-sdk answers GET and DELETE without a session id: 400
 	}
-	switch b.reserve(who) {
-	case sessionsFull:
-		f.metrics.refuse(refusedSessionCap)
-		w.Header().Set("Retry-After", "60")
-		writeRPCError(w, http.StatusServiceUnavailable, &jsonrpc.Error{
+	if refusal := b.reserve(who); refusal != sessionGranted {
+		reason, status, e := refusedSessionCap, http.StatusServiceUnavailable, &jsonrpc.Error{
 			Code:    jsonrpc.CodeInternalError,
 			Message: fmt.Sprintf("the gateway is at its session limit (%d, max_sessions); retry later or close an unused session", b.max),
-		})
-		return nil, false
-	case callerFull:
-		f.metrics.refuse(refusedCallerCap)
+		}
+		if refusal == callerFull {
+			reason, status, e = refusedCallerCap, http.StatusTooManyRequests, &jsonrpc.Error{
+				Code:    jsonrpc.CodeInvalidRequest,
+				Message: fmt.Sprintf("this caller has %d sessions open, its limit (max_sessions_per_caller); close one (DELETE) or let one expire", b.perCaller),
+			}
+		}
+		f.metrics.refuse(reason)
 		w.Header().Set("Retry-After", "60")
-		writeRPCError(w, http.StatusTooManyRequests, &jsonrpc.Error{
-			Code:    jsonrpc.CodeInvalidRequest,
-			Message: fmt.Sprintf("this caller has %d sessions open, its limit (max_sessions_per_caller); close one (DELETE) or let one expire", b.perCaller),
-		})
+		writeRPCError(w, status, e)
 		return nil, false
 	}
 	sw := &sessionWriter{ResponseWriter: w}
