@@ -38,22 +38,27 @@ func AnswerHoldFrom(ctx context.Context) *AnswerHold {
 	return h
 }
 
-// keep takes r until Release. It reports false, keeping nothing, when h is
-// nil or already released: the caller releases r itself.
+// keep takes r, whose call has read all it will, until Release, parked (see
+// ResponseBudget.park). It reports false, keeping nothing, when h is nil or
+// already released: the caller releases r itself.
 func (h *AnswerHold) keep(r *reservation) bool {
 	if h == nil || r.budget == nil {
 		return false
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	switch {
 	case h.released:
+		h.mu.Unlock()
 		return false
 	case h.first == nil:
 		h.first = r
 	default:
 		h.more = append(h.more, r)
 	}
+	h.mu.Unlock()
+	// A Release in between has released r already; parking it then is a
+	// no-op.
+	r.budget.park(r)
 	return true
 }
 

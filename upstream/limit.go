@@ -197,6 +197,22 @@ func (b *ResponseBudget) release(r *reservation) {
 	b.unstick()
 }
 
+// park marks r as done reading: its call has read all it will and keeps what
+// it holds until release (see AnswerHold). It claims no more than it holds
+// and cannot grow, so the safety check sees a holder that needs nothing and
+// gives all it holds back (as it will, once its answer is written), not one
+// that may still read up to its limit: a call kept after an answer of
+// unknown length would otherwise make every other call look unsafe. It never
+// waits, so while it is kept unstick does not refuse anyone: its release is
+// the progress the others wait for.
+func (b *ResponseBudget) park(r *reservation) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r.done = true
+	r.claim = r.held
+	b.grant()
+}
+
 // grant serves the waiters that can be served: calls already reading, in any
 // order, since each one that finishes frees room; then new calls in arrival
 // order, stopping at the first that cannot be, so that a large one is not

@@ -554,6 +554,40 @@ func TestGrantableIsTheBankersCheck(t *testing.T) {
 	}
 }
 
+// TestAnswerHoldParks: a kept share counts as the bytes it holds and no
+// more: a call whose answer had no Content-Length claimed up to its limit
+// (here the whole budget) while it read, and must not go on claiming it
+// while kept, or no other call would be safe to serve.
+func TestAnswerHoldParks(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"a":1}`))
+		w.(http.Flusher).Flush() // chunked: no Content-Length
+	}))
+	t.Cleanup(srv.Close)
+	rb := NewResponseBudget(1 << 20) // the calls' 4 MiB cap is cut to it
+	c, err := NewRemote(srv.URL, &ClientOptions{ResponseBudget: rb, QueueTimeout: 300 * time.Millisecond, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := hugeBinding(t)
+	hold := new(AnswerHold)
+	if res, _ := c.Call(WithAnswerHold(context.Background(), hold), b, map[string]any{}, Credentials{}); res.IsError {
+		t.Fatalf("first call: %s", firstText(res))
+	}
+	used, _, _ := rb.stats()
+	if used == 0 {
+		t.Fatal("nothing kept")
+	}
+	if res, _ := c.Call(context.Background(), b, map[string]any{}, Credentials{}); res.IsError {
+		t.Errorf("a small answer refused while %d of %d bytes are kept: %s", used, rb.size, firstText(res))
+	}
+	hold.Release()
+	if used, _, _ := rb.stats(); used != 0 {
+		t.Errorf("%d bytes held after Release", used)
+	}
+}
+
 // TestAnswerHold: under an AnswerHold a call's share of the budget stays
 // taken after Call returns, so the next call waits for it, until Release;
 // a call made after Release gives its share back when it returns.
