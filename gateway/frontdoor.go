@@ -154,6 +154,9 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(requestIDHeader)
 	f.metrics.httpRequest(r.Method)
 	w = f.boundWrites(w)
+	if dw, ok := w.(*deadlineWriter); ok {
+		defer dw.finish()
+	}
 	var body []byte
 	hasBody := r.Body != nil && r.Body != http.NoBody
 	if hasBody {
@@ -272,10 +275,13 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // share of the response budget and a goroutine for as long as it keeps the
 // connection. The deadline runs from each write, not from the request, so an
 // SSE stream that keeps being read is never cut; http.Server's WriteTimeout,
-// which runs from the request, would cut it. The last deadline still bounds
-// the flush net/http does after the handler returns, and net/http clears it
-// then, so the next request on a kept-alive connection starts without one.
-// A writer without deadlines (not net/http's) is written to unbounded.
+// which runs from the request, would cut it. Call the writer's finish as the
+// handler returns: the flush net/http does after it (an answer's last bytes,
+// a stream's end) then gets a deadline of its own, not what is left of the
+// last write's (a stream idle longer than that would be cut at its end).
+// net/http clears the deadline after that flush, so the next request on a
+// kept-alive connection starts without one. A writer without deadlines (not
+// net/http's) is written to unbounded.
 func (f *frontDoor) boundWrites(w http.ResponseWriter) http.ResponseWriter {
 	if f.writeTimeout <= 0 {
 		return w
@@ -295,6 +301,14 @@ func (w *deadlineWriter) arm() {
 		w.rc = http.NewResponseController(w.ResponseWriter)
 	}
 	w.rc.SetWriteDeadline(time.Now().Add(w.d))
+}
+
+// finish sets the deadline of net/http's flush after the handler, when the
+// handler wrote at all (else no deadline is set, and none is needed).
+func (w *deadlineWriter) finish() {
+	if w.rc != nil {
+		w.arm()
+	}
 }
 
 func (w *deadlineWriter) Write(p []byte) (int, error) {
@@ -724,8 +738,17 @@ func (w *sessionWriter) Flush() {
 // underlying writer.
 func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// finish returns an unused reservation.
+// finish returns an unused reservation. Call it when the handler returns.
+// A handler that wrote nothing leaves net/http to send its own 200 with the
+// header map as it stands, and go-sdk sets a new session's id there before
+// it answers (and returns without answering when the client is gone): that
+// id goes out all the same, so it is bound as if written, not left to count
+// against max_sessions and against no caller.
 func (w *sessionWriter) finish() {
+	if !w.wrote {
+		w.wrote = true
+		w.onHeader(http.StatusOK, w.Header())
+	}
 	if w.release != nil && !w.bound.Load() {
 		w.release()
 	}

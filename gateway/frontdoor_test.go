@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/upstream"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // frontDoc is the API behind the front-door tests: a quick read, a call that
@@ -840,5 +841,61 @@ func TestFrontDoorWriteDeadlineKeepAlive(t *testing.T) {
 				t.Errorf("%d connections, want the one kept alive", n)
 			}
 		})
+	}
+}
+
+// TestFrontDoorStreamEndsCleanly: a GET event stream idle for longer than
+// write_timeout, then ended by a DELETE of its session, ends as a stream
+// does (the last chunk sent), not cut by the deadline of its last write.
+func TestFrontDoorStreamEndsCleanly(t *testing.T) {
+	_, url := startGateway(t, Config{Stateful: true, WriteTimeout: 200 * time.Millisecond})
+	id := openSession(t, url, "Bearer a")
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header = sessionHeader(id, "Bearer a")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %d", resp.StatusCode)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := io.ReadAll(resp.Body); done <- err }()
+	time.Sleep(500 * time.Millisecond) // idle, past write_timeout
+	if resp, body := do(t, http.MethodDelete, url, nil, sessionHeader(id, "Bearer a")); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %d %s", resp.StatusCode, body)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("the stream was cut (%v), not ended", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream did not end")
+	}
+}
+
+// TestSessionBoundWithoutAnswer: go-sdk sets a new session's id in the header
+// map before it answers, and returns without answering when the client hangs
+// up; net/http then sends the id in its own 200. The book binds that session
+// to its caller all the same, so it counts against the caller's bound.
+func TestSessionBoundWithoutAnswer(t *testing.T) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	f := &frontDoor{sessions: newSessionBook(server, 10, 2)}
+	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(initialize))
+	r.Header.Set("Authorization", "Bearer mallory")
+	sw, ok := f.guardSession(httptest.NewRecorder(), r)
+	if !ok || sw == nil {
+		t.Fatal("no reservation")
+	}
+	sw.Header().Set(sessionIDHeader, "sess-1") // what go-sdk does, then returns
+	sw.finish()
+	if !f.sessions.owns("sess-1", principal(r)) {
+		t.Error("the session named in net/http's implicit answer is bound to nobody")
+	}
+	if f.sessions.pending != 0 || len(f.sessions.pendingBy) != 0 {
+		t.Errorf("reservations left: %d, %v", f.sessions.pending, f.sessions.pendingBy)
 	}
 }
