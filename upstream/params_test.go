@@ -103,6 +103,10 @@ func TestExplodedObjectKeys(t *testing.T) {
 		{"method override", `{"id__path":"1","point":{"_method":"DELETE"}}`, "",
 			`point: key "_method" is a method override, which the gateway never sends`},
 		{"method override, other case", `{"id__path":"1","point":{"_Method":"DELETE"}}`, "", `key "_Method" is a method override`},
+		{"method override, PHP's dot", `{"id__path":"1","point":{".method":"DELETE"}}`, "", `key ".method" is a method override`},
+		{"method override, PHP's leading space", `{"id__path":"1","point":{" _method":"DELETE"}}`, "", `key " _method" is a method override`},
+		{"another parameter's name, other case", `{"id__path":"1","limit":10,"point":{"LIMIT":100000}}`, "",
+			`point: key "LIMIT" would send the query parameter "limit" a second time; pass it as "limit"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rec.mu.Lock()

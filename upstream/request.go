@@ -84,17 +84,19 @@ func (b *Binding) Request(ctx context.Context, base *url.URL, args map[string]an
 // depends on its framework) and "_method", which Laravel and Symfony read
 // from the query string as a method override (the headers that do the same
 // are never arguments: see forbiddenHeader). An object schema allows any key
-// unless it says otherwise, so validation alone does not stop them.
+// unless it says otherwise, so validation alone does not stop them. Names
+// are compared as servers may read them (see queryNameKey).
 func (b *Binding) checkExplodedKeys(p paramBinding, m map[string]any) error {
 	var problems []string
 	for _, k := range sortedKeys(m) {
-		if strings.EqualFold(k, "_method") {
+		nk := queryNameKey(k)
+		if nk == "_method" {
 			problems = append(problems, fmt.Sprintf("%s: key %q is a method override, which the gateway never sends", p.arg, k))
 			continue
 		}
 		for _, q := range b.params {
-			if q.in == openapi3.ParameterInQuery && q.name == k && q.arg != p.arg {
-				problems = append(problems, fmt.Sprintf("%s: key %q would send the query parameter %q a second time; pass it as %q", p.arg, k, k, q.arg))
+			if q.in == openapi3.ParameterInQuery && q.arg != p.arg && queryNameKey(q.name) == nk {
+				problems = append(problems, fmt.Sprintf("%s: key %q would send the query parameter %q a second time; pass it as %q", p.arg, k, q.name, q.arg))
 				break
 			}
 		}
@@ -103,6 +105,14 @@ func (b *Binding) checkExplodedKeys(p paramBinding, m map[string]any) error {
 		return &ArgumentError{Problems: problems}
 	}
 	return nil
+}
+
+// queryNameKey is a query parameter name as the laxest common server reads
+// it: ASP.NET Core matches names regardless of case, and PHP (so Laravel and
+// Symfony) drops leading spaces and reads "." and " " as "_". Two names with
+// one key may reach the API as one parameter.
+func queryNameKey(name string) string {
+	return strings.NewReplacer(".", "_", " ", "_").Replace(strings.ToLower(strings.TrimLeft(name, " ")))
 }
 
 // joinURL is the one place an upstream URL is made: base's scheme and host,
