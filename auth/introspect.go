@@ -117,10 +117,7 @@ func (in *introspector) introspect(ctx context.Context, token string, now time.T
 	case !slices.Contains(auds, in.audience):
 		return refuse(errAudience)
 	}
-	ti := mcpauth.TokenInfo{Scopes: r.scopes(), Expiration: time.Unix(r.Exp, 0), UserID: r.Sub}
-	if ti.UserID == "" {
-		ti.UserID = r.ClientID
-	}
+	ti := tokenInfo(r.scopes(), time.Unix(r.Exp, 0), r.Sub, r.ClientID)
 	return ti, nil
 }
 

@@ -203,13 +203,28 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*mcpauth.TokenInfo
 	if err := idt.Claims(&c); err != nil {
 		return nil, fmt.Errorf("%w: %w", mcpauth.ErrInvalidToken, errClaims)
 	}
-	ti := mcpauth.TokenInfo{Scopes: c.scopes(), Expiration: idt.Expiry, UserID: idt.Subject}
-	if ti.UserID == "" {
-		ti.UserID = c.ClientID // a client-credentials token has no sub at some IdPs
-	}
+	ti := tokenInfo(c.scopes(), idt.Expiry, idt.Subject, c.ClientID)
 	v.cache.Add(key, ti)
 	ti.Scopes = slices.Clone(ti.Scopes)
 	return &ti, nil
+}
+
+// ClientSubject is the key of TokenInfo.Extra set (to true) when a token
+// has no subject and its UserID is its client_id (a client-credentials
+// token at some IdPs). Whoever keys state by UserID (the gateway's sessions
+// and tasks) must tell the two apart: a client whose id is the same string
+// as some user's sub is not that user.
+const ClientSubject = "mcpgate/client_subject"
+
+// tokenInfo is what a verified token says: its scopes, expiry, and who it
+// speaks for (its sub, else its client_id, marked ClientSubject).
+func tokenInfo(scopes []string, exp time.Time, sub, clientID string) mcpauth.TokenInfo {
+	ti := mcpauth.TokenInfo{Scopes: scopes, Expiration: exp, UserID: sub}
+	if sub == "" && clientID != "" {
+		ti.UserID = clientID
+		ti.Extra = map[string]any{ClientSubject: true}
+	}
+	return ti
 }
 
 // classify maps go-oidc's and the key set's errors to the fixed reasons.

@@ -320,3 +320,22 @@ func TestNewVerifierWrongIssuer(t *testing.T) {
 		t.Fatal("an issuer without discovery was accepted")
 	}
 }
+
+// TestTokenInfoSubject: a token's subject is its UserID; a token without one
+// is its client, marked ClientSubject so that it never shares a user's
+// sessions and tasks.
+func TestTokenInfoSubject(t *testing.T) {
+	for _, tc := range []struct {
+		sub, client, want string
+		marked            bool
+	}{
+		{"user-1", "app", "user-1", false},
+		{"", "app", "app", true},
+		{"", "", "", false},
+	} {
+		ti := tokenInfo(nil, time.Time{}, tc.sub, tc.client)
+		if got, marked := ti.UserID, ti.Extra[ClientSubject] == true; got != tc.want || marked != tc.marked {
+			t.Errorf("tokenInfo(%q, %q): UserID %q, marked %v; want %q, %v", tc.sub, tc.client, got, marked, tc.want, tc.marked)
+		}
+	}
+}

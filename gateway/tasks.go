@@ -24,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	mcpgateauth "github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/mcpgate/mcpgate/upstream/playbook"
 )
@@ -180,12 +181,16 @@ func openTask(aead cipher.AEAD, id string) (*taskClaims, bool) {
 }
 
 // principal is who a request comes from, what a task and a stateful session
-// belong to: the verified token's subject when the gateway verifies tokens
-// (so a refreshed token still reaches its tasks and its session), else the
-// Authorization header (all values). Hashed: neither a task id, even sealed,
-// nor the session book holds a credential.
+// belong to: the verified token's subject when the gateway verifies tokens,
+// so a refreshed token still reaches its tasks and its session (a token
+// without a subject: its client, kept apart from any user, see
+// auth.ClientSubject); else the Authorization header (all values). Hashed:
+// neither a task id, even sealed, nor the session book holds a credential.
 func principal(r *http.Request) [sha256.Size]byte {
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" {
+		if ti.Extra[mcpgateauth.ClientSubject] == true {
+			return sha256.Sum256([]byte("client\x00" + ti.UserID))
+		}
 		return sha256.Sum256([]byte("sub\x00" + ti.UserID))
 	}
 	return sha256.Sum256([]byte("authorization\x00" + strings.Join(r.Header.Values("Authorization"), "\n")))

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
+
+	mcpgateauth "github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
 )
 
@@ -376,5 +380,31 @@ func TestTaskSealing(t *testing.T) {
 	raw, _ := json.Marshal(c)
 	if strings.Contains(id, string(raw[:10])) {
 		t.Error("the id is not sealed")
+	}
+}
+
+// TestPrincipal: a verified user and a verified client (a token without sub,
+// whose client_id is the same string) are different callers, and so is an
+// unverified request carrying either header.
+func TestPrincipal(t *testing.T) {
+	future := time.Now().Add(time.Hour)
+	var got [][32]byte
+	for _, ti := range []*sdkauth.TokenInfo{
+		{UserID: "x", Expiration: future},
+		{UserID: "x", Expiration: future, Extra: map[string]any{mcpgateauth.ClientSubject: true}},
+		{UserID: "x", Expiration: future, Scopes: []string{"more"}}, // the same user, another token
+	} {
+		verify := func(context.Context, string, *http.Request) (*sdkauth.TokenInfo, error) { return ti, nil }
+		h := sdkauth.RequireBearerToken(verify, nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got = append(got, principal(r))
+		}))
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		r.Header.Set("Authorization", "Bearer "+fmt.Sprint(len(got)))
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	unverified := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	unverified.Header.Set("Authorization", "Bearer 0")
+	if u := principal(unverified); len(got) != 3 || got[0] == got[1] || got[0] != got[2] || u == got[0] {
+		t.Errorf("principals: user %x, client %x, user again %x, unverified %x", got[0][:4], got[1][:4], got[2][:4], u[:4])
 	}
 }
