@@ -409,6 +409,7 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 			Handler:           g.MetricsHandler(),
 			ReadHeaderTimeout: 10 * time.Second,
 			ReadTimeout:       10 * time.Second, // a scrape is a GET: nothing to stream
+			WriteTimeout:      30 * time.Second, // nor to wait for, past a scrape's own timeout
 			IdleTimeout:       120 * time.Second,
 			MaxHeaderBytes:    16 << 10,
 		}
@@ -422,7 +423,7 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if metricsSrv != nil {
-		metricsSrv.Shutdown(shutdownCtx)
+		metricsSrv.Close() // a scrape is not worth any of /mcp's grace period
 	}
 	if serveErr != nil {
 		srv.Close()
