@@ -21,8 +21,8 @@ import (
 type AnswerHold struct {
 	mu       sync.Mutex
 	released bool
-	first    *reservation   // a POST carries one call: no slice for it
-	more     []*reservation // batches, playbook steps
+	first    *reservation   // a POST carries one call (batches are refused): no slice for it
+	more     []*reservation // any further call made under the same context
 }
 
 type holdKey struct{}
