@@ -153,10 +153,9 @@ const sessionIDHeader = "Mcp-Session-Id"
 func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(requestIDHeader)
 	f.metrics.httpRequest(r.Method)
-	w = f.boundWrites(w)
-	if dw, ok := w.(*deadlineWriter); ok {
-		defer dw.finish()
-	}
+	dw := f.boundWrites(w)
+	defer dw.finish()
+	w = dw
 	var body []byte
 	hasBody := r.Body != nil && r.Body != http.NoBody
 	if hasBody {
@@ -179,7 +178,6 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rpc && f.inflight != nil {
 		msg = msgOf().peek()
 	}
-	callReq := r // what the fast path serves: r, or r under the call's context
 	var requestID string
 	ctx := r.Context()
 	if r.Method == http.MethodPost {
@@ -195,7 +193,6 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hold := new(upstream.AnswerHold)
 		defer hold.Release()
 		ctx = upstream.WithAnswerHold(ctx, hold)
-		callReq = r.WithContext(ctx)
 		requestID = stampRequestID(w, r)
 	}
 	if rpc {
@@ -224,7 +221,9 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if f.sessions == nil && f.tasks.serve(w, r, body, msgOf) {
 			return
 		}
-		if f.fast != nil && f.fast.serve(w, callReq, msgOf()) {
+		// The fast path serves r under the call's context: cancellable,
+		// holding the answer's budget share.
+		if f.fast != nil && f.fast.serve(w, r.WithContext(ctx), msgOf()) {
 			return
 		}
 		if e := checkID(msgOf()); e != nil {
@@ -281,26 +280,31 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // last write's (a stream idle longer than that would be cut at its end).
 // net/http clears the deadline after that flush, so the next request on a
 // kept-alive connection starts without one. A writer without deadlines (not
-// net/http's) is written to unbounded.
-func (f *frontDoor) boundWrites(w http.ResponseWriter) http.ResponseWriter {
-	if f.writeTimeout <= 0 {
-		return w
-	}
+// net/http's), or a writeTimeout of 0, is written to unbounded.
+func (f *frontDoor) boundWrites(w http.ResponseWriter) *deadlineWriter {
 	return &deadlineWriter{ResponseWriter: w, d: f.writeTimeout}
 }
 
-// deadlineWriter sets a write deadline d ahead before each write and flush.
+// deadlineWriter sets a write deadline d ahead before each write and flush
+// (none when d is 0).
 type deadlineWriter struct {
 	http.ResponseWriter
 	rc *http.ResponseController // made at the first write: many answers are a status alone
 	d  time.Duration
 }
 
-func (w *deadlineWriter) arm() {
+// ctl is the controller of the writer underneath, made once.
+func (w *deadlineWriter) ctl() *http.ResponseController {
 	if w.rc == nil {
 		w.rc = http.NewResponseController(w.ResponseWriter)
 	}
-	w.rc.SetWriteDeadline(time.Now().Add(w.d))
+	return w.rc
+}
+
+func (w *deadlineWriter) arm() {
+	if w.d > 0 {
+		w.ctl().SetWriteDeadline(time.Now().Add(w.d))
+	}
 }
 
 // finish sets the deadline of net/http's flush after the handler, when the
@@ -318,7 +322,7 @@ func (w *deadlineWriter) Write(p []byte) (int, error) {
 
 func (w *deadlineWriter) Flush() {
 	w.arm()
-	w.rc.Flush()
+	w.ctl().Flush()
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.

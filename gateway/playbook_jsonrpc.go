@@ -78,10 +78,9 @@ func (d *noetlDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// As on /mcp: a client's value never names the POST in the log, and a
 	// client that stops reading its answer is cut off.
-	w = d.fd.boundWrites(w)
-	if dw, ok := w.(*deadlineWriter); ok {
-		defer dw.finish()
-	}
+	dw := d.fd.boundWrites(w)
+	defer dw.finish()
+	w = dw
 	stampRequestID(w, r)
 	body, ok := d.fd.readBody(w, r)
 	if !ok {
