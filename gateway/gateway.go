@@ -243,8 +243,13 @@ func (g *Gateway) MetricsHandler() http.Handler {
 		return nil
 	}
 	r := mux.NewRouter()
-	r.Handle(g.cfg.Metrics.Path, g.metrics.handler()).Methods(http.MethodGet, http.MethodHead)
+	g.routeMetrics(r)
 	return r
+}
+
+// routeMetrics adds the metrics route, Config.Metrics.Path, to r.
+func (g *Gateway) routeMetrics(r *mux.Router) {
+	r.Handle(g.cfg.Metrics.Path, g.metrics.handler()).Methods(http.MethodGet, http.MethodHead)
 }
 
 // Handler returns the gateway's HTTP routes: /mcp (Streamable HTTP, behind
@@ -316,7 +321,7 @@ func (g *Gateway) newMux() (*mux.Router, http.Handler) {
 	r.HandleFunc("/healthz", g.serveHealth).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/readyz", g.serveReady).Methods(http.MethodGet, http.MethodHead)
 	if g.metrics != nil && g.cfg.Metrics.Listen == "" {
-		r.Handle(g.cfg.Metrics.Path, g.metrics.handler()).Methods(http.MethodGet, http.MethodHead)
+		g.routeMetrics(r)
 	}
 	r.Use(g.accessLog)
 	return r, mcpRoute

@@ -193,7 +193,7 @@ func principal(r *http.Request) [sha256.Size]byte {
 		}
 		return sha256.Sum256([]byte("sub\x00" + ti.UserID))
 	}
-	return sha256.Sum256([]byte("authorization\x00" + strings.Join(r.Header.Values("Authorization"), "\n")))
+	return sha256.Sum256([]byte("authorization\x00" + caller(r)))
 }
 
 // callerHash is the caller a task id seals: principal's first 16 bytes.
