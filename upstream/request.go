@@ -112,8 +112,11 @@ func (b *Binding) checkExplodedKeys(p paramBinding, m map[string]any) error {
 // Symfony) drops leading spaces and reads "." and " " as "_". Two names with
 // one key may reach the API as one parameter.
 func queryNameKey(name string) string {
-	return strings.NewReplacer(".", "_", " ", "_").Replace(strings.ToLower(strings.TrimLeft(name, " ")))
+	return phpNameReplacer.Replace(strings.ToLower(strings.TrimLeft(name, " ")))
 }
+
+// phpNameReplacer is PHP's reading of "." and " " in a query name as "_".
+var phpNameReplacer = strings.NewReplacer(".", "_", " ", "_")
 
 // joinURL is the one place an upstream URL is made: base's scheme and host,
 // base's path with escapedPath (already escaped, starting with "/") appended,

@@ -368,16 +368,11 @@ func (c *schemaConverter) convertValue(s *openapi3.Schema, depth, refDepth int) 
 // (a create without the id the server assigns) and push the model to make a
 // value up. The property itself stays, marked readOnly.
 func (c *schemaConverter) required(s *openapi3.Schema) []string {
-	if c.loose || !slices.ContainsFunc(s.Required, func(name string) bool { return readOnly(s.Properties[name]) }) {
+	isReadOnly := func(name string) bool { return readOnly(s.Properties[name]) }
+	if c.loose || !slices.ContainsFunc(s.Required, isReadOnly) {
 		return s.Required
 	}
-	out := make([]string, 0, len(s.Required)-1) // a copy: s.Required is the document's
-	for _, name := range s.Required {
-		if !readOnly(s.Properties[name]) {
-			out = append(out, name)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(s.Required), isReadOnly) // a copy: s.Required is the document's
 }
 
 // readOnly reports whether sr is a schema marked readOnly.
