@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -255,34 +254,6 @@ func (e *exchanger) exchange(ctx context.Context, subject string) (string, error
 		e.cache.Add(key, exchanged{token: tok.AccessToken, expires: e.now().Add(ttl)})
 	}
 	return tok.AccessToken, nil
-}
-
-// postForm POSTs form to endpoint as the gateway's own OAuth client
-// (client_secret_basic, with id and secret form-urlencoded first: RFC 6749
-// §2.3.1) and reads at most max bytes of the answer. The client follows no
-// redirect. what names the endpoint in errors ("the token endpoint"); resp's
-// body is closed.
-func postForm(ctx context.Context, client *http.Client, endpoint, clientID, secret string, form url.Values, max int64, what string) (resp *http.Response, body []byte, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
-	if err != nil {
-		return nil, nil, err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	req.SetBasicAuth(url.QueryEscape(clientID), url.QueryEscape(secret))
-	resp, err = client.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // the url.Error repeats the URL
-		}
-		return nil, nil, fmt.Errorf("%s could not be reached: %v", what, err)
-	}
-	defer resp.Body.Close()
-	if body, err = io.ReadAll(io.LimitReader(resp.Body, max)); err != nil {
-		return nil, nil, fmt.Errorf("reading the answer of %s: %v", what, err)
-	}
-	return resp, body, nil
 }
 
 // oauthCode returns an RFC 6749 §5.2 error code if it is one (printable
