@@ -34,7 +34,11 @@ type ClientOptions struct {
 	// DefaultMaxResponseBytes.
 	MaxResponseBytes int64
 	// Transport sends remote requests. Nil means a transport of the client's
-	// own, tuned for one upstream (see NewTransport).
+	// own, tuned for one upstream: for a plain-http base URL not reached
+	// through a proxy, an HTTP/1.1 transport whose calls read and write
+	// their connections themselves (directTransport, faster than net/http's
+	// at the same wire format); else NewTransport's. Set it to
+	// NewTransport() to use net/http's in every case.
 	Transport http.RoundTripper
 	// UserAgent is sent upstream. Empty means "mcpgate".
 	UserAgent string
@@ -84,12 +88,13 @@ func NewTransport() *http.Transport {
 			Timeout:   10 * time.Second,
 			KeepAlive: 30 * time.Second,
 		}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   64,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           256,
+		MaxIdleConnsPerHost:    64,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: maxResponseHeaderBytes,
 	}
 }
 
@@ -107,6 +112,9 @@ func NewRemote(baseURL string, opts *ClientOptions) (*Client, error) {
 		return nil, errors.New("upstream: base URL must not carry credentials")
 	}
 	c := newClient(u, opts)
+	if c.rt == nil && useDirect(u, http.ProxyFromEnvironment) {
+		c.rt = newDirectTransport(u)
+	}
 	if c.rt == nil {
 		c.rt = NewTransport()
 	}
