@@ -78,15 +78,19 @@ type Config struct {
 	// BodyTimeout bounds the time to receive one request body, from the end
 	// of its headers, so that a client trickling its body cannot hold a
 	// connection (answered 408). It is set per request and lifted once the
-	// body is in, so long SSE answers are not cut. Default
+	// body is in, so long SSE answers are not cut. mcpgate serve makes it
+	// its http.Server's ReadTimeout, which runs from the request's start;
+	// the gateway then sets no deadline of its own. Default
 	// DefaultBodyTimeout (10s); must not be negative.
 	BodyTimeout time.Duration `yaml:"body_timeout"`
 	// WriteTimeout bounds each write of an answer to /mcp (and to the
 	// NoETL-compatible endpoint): a client that stops reading is cut off
 	// after it, and what its answer held (the upstream's bytes, counted by
 	// MaxResponseMemory until the answer is written) is freed. It runs from
-	// each write, so a long SSE stream that keeps being read is not cut.
-	// Default DefaultWriteTimeout (30s); must not be negative.
+	// each write, so a long SSE stream that keeps being read is not cut;
+	// each write has between half of it and all of it to end (the deadline
+	// is moved on only when less than half is left). Default
+	// DefaultWriteTimeout (30s); must not be negative.
 	WriteTimeout time.Duration `yaml:"write_timeout"`
 	// SessionTimeout closes a stateful session that received no request
 	// for this long. Default DefaultSessionTimeout (10m); must not be

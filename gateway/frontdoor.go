@@ -269,28 +269,35 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // boundWrites returns w, each of whose writes and flushes must end within
-// f.writeTimeout (a write deadline set just before it), so that a client
-// that stops reading its answer is cut off instead of holding the answer, its
-// share of the response budget and a goroutine for as long as it keeps the
-// connection. The deadline runs from each write, not from the request, so an
-// SSE stream that keeps being read is never cut; http.Server's WriteTimeout,
-// which runs from the request, would cut it. Call the writer's finish as the
-// handler returns: the flush net/http does after it (an answer's last bytes,
-// a stream's end) then gets a deadline of its own, not what is left of the
-// last write's (a stream idle longer than that would be cut at its end).
-// net/http clears the deadline after that flush, so the next request on a
-// kept-alive connection starts without one. A writer without deadlines (not
-// net/http's), or a writeTimeout of 0, is written to unbounded.
+// f.writeTimeout, so that a client that stops reading its answer is cut off
+// instead of holding the answer, its share of the response budget and a
+// goroutine for as long as it keeps the connection. The deadline runs from
+// the writes, not from the request, so an SSE stream that keeps being read
+// is never cut; http.Server's WriteTimeout, which runs from the request,
+// would cut it. Call the writer's finish as the handler returns: the flush
+// net/http does after it (an answer's last bytes, a stream's end) is bounded
+// too, not left with what remains of a deadline set long before (a stream
+// idle longer than that would be cut at its end). net/http clears the
+// deadline after that flush, so the next request on a kept-alive connection
+// starts without one. A writer without deadlines (not net/http's), or a
+// writeTimeout of 0, is written to unbounded.
+//
+// The deadline is moved on only when less than half of it is left, so each
+// write has between writeTimeout/2 and writeTimeout to end: setting it
+// changes a runtime timer, which wakes an idle core to watch it, and a
+// tools/call's one write and finish came within microseconds of each other
+// (a timer change saved per call; mcpgate-bench, see the README).
 func (f *frontDoor) boundWrites(w http.ResponseWriter) *deadlineWriter {
 	return &deadlineWriter{ResponseWriter: w, d: f.writeTimeout}
 }
 
-// deadlineWriter sets a write deadline d ahead before each write and flush
-// (none when d is 0).
+// deadlineWriter keeps a write deadline between d/2 and d ahead of each
+// write and flush (none when d is 0).
 type deadlineWriter struct {
 	http.ResponseWriter
-	rc *http.ResponseController // made at the first write: many answers are a status alone
-	d  time.Duration
+	rc       *http.ResponseController // made at the first write: many answers are a status alone
+	d        time.Duration
+	deadline time.Time // the deadline set, zero before the first
 }
 
 // ctl is the controller of the writer underneath, made once.
@@ -302,13 +309,19 @@ func (w *deadlineWriter) ctl() *http.ResponseController {
 }
 
 func (w *deadlineWriter) arm() {
-	if w.d > 0 {
-		w.ctl().SetWriteDeadline(time.Now().Add(w.d))
+	if w.d <= 0 {
+		return
 	}
+	now := time.Now()
+	if w.deadline.Sub(now) >= w.d/2 {
+		return // more than half left
+	}
+	w.deadline = now.Add(w.d)
+	w.ctl().SetWriteDeadline(w.deadline)
 }
 
-// finish sets the deadline of net/http's flush after the handler, when the
-// handler wrote at all (else no deadline is set, and none is needed).
+// finish bounds net/http's flush after the handler, when the handler wrote
+// at all (else no deadline is set, and none is needed).
 func (w *deadlineWriter) finish() {
 	if w.rc != nil {
 		w.arm()
@@ -339,7 +352,7 @@ func (f *frontDoor) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bo
 		f.tooLarge(w)
 		return nil, false
 	}
-	if f.bodyTimeout > 0 {
+	if f.bodyTimeout > 0 && !serverBoundsBody(r, f.bodyTimeout) {
 		// Not every ResponseWriter supports deadlines (HTTP/1 and HTTP/2 in
 		// net/http do); without one, the server's own timeouts apply.
 		rc := http.NewResponseController(w)
@@ -372,6 +385,17 @@ func (f *frontDoor) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bo
 		})
 	}
 	return nil, false
+}
+
+// serverBoundsBody reports whether the http.Server that received r already
+// bounds the reading of its body by d or less: its ReadTimeout, which
+// net/http sets as a read deadline from the request's start and clears once
+// the body is read (mcpgate serve sets it to body_timeout). The front door's
+// own deadline would then be two more timer changes per request for
+// nothing.
+func serverBoundsBody(r *http.Request, d time.Duration) bool {
+	srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server)
+	return ok && srv.ReadTimeout > 0 && srv.ReadTimeout <= d
 }
 
 // maxPresizedBody bounds the buffer readAll makes before the body arrives:

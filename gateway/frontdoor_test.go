@@ -103,13 +103,24 @@ func startGateway(t *testing.T, cfg Config) (*recorder, string) {
 
 func startGatewayWith(t *testing.T, cfg Config, opts *Options) (*recorder, string) {
 	t.Helper()
+	return startGatewayOn(t, cfg, opts, nil)
+}
+
+// startGatewayOn is startGatewayWith on an http.Server that tune, when not
+// nil, sets up first.
+func startGatewayOn(t *testing.T, cfg Config, opts *Options, tune func(*http.Server)) (*recorder, string) {
+	t.Helper()
 	rec, base := newRecorder(t)
 	cfg.Upstreams = []Upstream{{Name: "api", OpenAPI: "front.json", Document: []byte(frontDoc), BaseURL: base, Timeout: time.Minute}}
 	g, err := New(context.Background(), &cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw := httptest.NewServer(g.Handler())
+	gw := httptest.NewUnstartedServer(g.Handler())
+	if tune != nil {
+		tune(gw.Config)
+	}
+	gw.Start()
 	t.Cleanup(gw.Close)
 	return rec, gw.URL + "/mcp"
 }
@@ -302,11 +313,20 @@ func rawPOST(t *testing.T, url, body string, h http.Header, trickle bool) net.Co
 
 // TestFrontDoorTricklingBody checks that a body sent a byte at a time is cut
 // at body_timeout, and that the deadline does not outlive the body: an answer
-// that takes longer than body_timeout still arrives.
+// that takes longer than body_timeout still arrives. Both with the front
+// door's own deadline and behind a server whose ReadTimeout is body_timeout
+// (mcpgate serve's, where the front door sets none: serverBoundsBody).
 func TestFrontDoorTricklingBody(t *testing.T) {
-	for _, stateful := range []bool{false, true} {
-		t.Run(fmt.Sprintf("stateful=%v", stateful), func(t *testing.T) {
-			rec, url := startGateway(t, Config{Stateful: stateful, BodyTimeout: 300 * time.Millisecond})
+	for _, tt := range []struct {
+		stateful, serverBound bool
+	}{{false, false}, {true, false}, {false, true}, {true, true}} {
+		stateful := tt.stateful
+		t.Run(fmt.Sprintf("stateful=%v,server ReadTimeout=%v", stateful, tt.serverBound), func(t *testing.T) {
+			var tune func(*http.Server)
+			if tt.serverBound {
+				tune = func(s *http.Server) { s.ReadTimeout = 300 * time.Millisecond }
+			}
+			rec, url := startGatewayOn(t, Config{Stateful: stateful, BodyTimeout: 300 * time.Millisecond}, nil, tune)
 			h := http.Header{}
 			if stateful {
 				h = sessionHeader(openSession(t, url, ""), "")
@@ -897,5 +917,52 @@ func TestSessionBoundWithoutAnswer(t *testing.T) {
 	}
 	if f.sessions.pending != 0 || len(f.sessions.pendingBy) != 0 {
 		t.Errorf("reservations left: %d, %v", f.sessions.pending, f.sessions.pendingBy)
+	}
+}
+
+// deadlineRecorder is a ResponseWriter that counts the write deadlines set.
+type deadlineRecorder struct {
+	*httptest.ResponseRecorder
+	set []time.Time
+}
+
+func (d *deadlineRecorder) SetWriteDeadline(t time.Time) error {
+	d.set = append(d.set, t)
+	return nil
+}
+
+// TestDeadlineWriterHalfLeft: a write or the finish moves the deadline on
+// only when less than half of it is left, so a tools/call's write and
+// finish set one deadline, and every write still has at least half of
+// write_timeout to end.
+func TestDeadlineWriterHalfLeft(t *testing.T) {
+	const d = 200 * time.Millisecond
+	rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+	w := (&frontDoor{writeTimeout: d}).boundWrites(rec)
+	w.finish()
+	if len(rec.set) != 0 {
+		t.Fatalf("finish without a write set %d deadlines", len(rec.set))
+	}
+	w.Write([]byte("a"))
+	w.Write([]byte("b"))
+	w.finish()
+	if len(rec.set) != 1 {
+		t.Fatalf("two writes and finish at once set %d deadlines, want 1", len(rec.set))
+	}
+	time.Sleep(d/2 + 20*time.Millisecond)
+	before := time.Now()
+	w.Flush()
+	if len(rec.set) != 2 || rec.set[1].Sub(before) < d*9/10 {
+		t.Fatalf("a flush with less than half left: deadlines %v, want a second one a whole %s ahead", rec.set, d)
+	}
+	w.finish()
+	if len(rec.set) != 2 {
+		t.Errorf("finish right after: %d deadlines, want 2", len(rec.set))
+	}
+	unbounded := (&frontDoor{}).boundWrites(rec)
+	unbounded.Write([]byte("c"))
+	unbounded.finish()
+	if len(rec.set) != 2 {
+		t.Errorf("write_timeout 0 set a deadline")
 	}
 }

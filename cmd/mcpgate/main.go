@@ -390,13 +390,17 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 	b.WriteString(snippets(url))
 	m.stderr.Write(b.Bytes())
 
-	// No server-wide ReadTimeout or WriteTimeout: they run from the start of
-	// a request to the end of its answer, so they would cut SSE streams and
-	// long tool calls. A slow body is cut by the front door's per-request
-	// body deadline (body_timeout) instead; slow headers by ReadHeaderTimeout.
+	// No server-wide WriteTimeout: it runs from the start of a request to
+	// the end of its answer, so it would cut SSE streams and long tool
+	// calls; the front door bounds each write instead (write_timeout).
+	// ReadTimeout is body_timeout: net/http sets it as a read deadline from
+	// the request's start and clears it once the body is read, so it bounds
+	// a slow body (the front door then sets no deadline of its own, see
+	// serverBoundsBody) and never a stream. Slow headers: ReadHeaderTimeout.
 	gateway.TuneGC() // unless GOGC is set: see its doc for the memory it costs
 	srv := &http.Server{
 		Handler:           g.Handler(),
+		ReadTimeout:       cfg.BodyTimeout,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second, // keep-alive connections between requests
 		MaxHeaderBytes:    64 << 10,          // a bearer token fits many times over
