@@ -124,6 +124,16 @@ func sendOnce(ctx context.Context, rt http.RoundTripper, method string, u *url.U
 	return outcome{Status: resp.StatusCode, Body: string(b)}
 }
 
+// bothTransports are the transports the differential tests compare, each
+// made for a server's URL.
+var bothTransports = []struct {
+	name string
+	rt   func(*url.URL) http.RoundTripper
+}{
+	{"direct", func(u *url.URL) http.RoundTripper { return newDirectTransport(u) }},
+	{"net/http", func(*url.URL) http.RoundTripper { return NewTransport() }},
+}
+
 // TestDirectTransportFraming sends two requests through the direct
 // transport and through net/http's, each to a server that answers with the
 // same bytes, and requires the same outcomes and the same number of
@@ -159,13 +169,7 @@ func TestDirectTransportFraming(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, tr := range []struct {
-				name string
-				rt   func(*url.URL) http.RoundTripper
-			}{
-				{"direct", func(u *url.URL) http.RoundTripper { return newDirectTransport(u) }},
-				{"net/http", func(*url.URL) http.RoundTripper { return NewTransport() }},
-			} {
+			for _, tr := range bothTransports {
 				srv := newRawServer(t, func(conn, i int, r *http.Request) (string, bool) {
 					if conn == 0 && i == 0 {
 						return tt.first, tt.close
@@ -224,13 +228,7 @@ func TestDirectTransportStaleConnections(t *testing.T) {
 		{"POST", "{}", outcome{Failed: true}, 1},
 	} {
 		t.Run("closed as "+tt.method+" arrived", func(t *testing.T) {
-			for _, tr := range []struct {
-				name string
-				rt   func(*url.URL) http.RoundTripper
-			}{
-				{"direct", func(u *url.URL) http.RoundTripper { return newDirectTransport(u) }},
-				{"net/http", func(*url.URL) http.RoundTripper { return NewTransport() }},
-			} {
+			for _, tr := range bothTransports {
 				srv := newRawServer(t, func(conn, i int, r *http.Request) (string, bool) {
 					if conn == 0 && i == 1 {
 						return "", true // read it, then hang up without a word
