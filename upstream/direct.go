@@ -223,7 +223,10 @@ func (t *directTransport) exchange(ctx context.Context, dc *directConn, req *htt
 		return nil, &exchangeError{err: err, retry: retry}
 	}
 	if err := req.Write(dc.bw); err != nil {
-		return fail(err, false) // req.Write closed the body: it cannot be sent again
+		// Not sent again: a request larger than bw was partly written
+		// before this failed (a write error of a kept-alive connection
+		// shows at Flush, below, or at the answer).
+		return fail(err, false)
 	}
 	if err := dc.bw.Flush(); err != nil {
 		return fail(err, replayable(req))
