@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -110,6 +112,7 @@ type benchFlags struct {
 	mcpgateBin string
 	mcpgateLog string
 	stateful   bool
+	rounds     int
 }
 
 func (f *benchFlags) register(fs *flag.FlagSet) {
@@ -124,6 +127,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.mcpgateBin, "mcpgate-bin", "", "mcpgate `binary` to run (default: build ./cmd/mcpgate)")
 	fs.StringVar(&f.mcpgateLog, "mcpgate-log-level", "info", "mcpgate's --log-level (info is its default: failed calls only; debug adds a line per call and per POST)")
 	fs.BoolVar(&f.stateful, "stateful", false, "run mcpgate with --stateful")
+	fs.IntVar(&f.rounds, "rounds", 1, "measure every row this many times, in turn, against the same processes; then print each ratio's median and range")
 }
 
 func parseConc(s string) ([]int, error) {
@@ -153,6 +157,9 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	cs, err := parseConc(f.conc)
 	if err != nil {
 		return err
+	}
+	if f.rounds < 1 || f.rounds > 100 {
+		return fmt.Errorf("-rounds: %d is not between 1 and 100", f.rounds)
 	}
 	if _, ok := modes[f.mode]; !ok {
 		return fmt.Errorf("-mode: %q is not call, list or mixed", f.mode)
@@ -199,31 +206,48 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	if len(want) > 0 {
 		fmt.Fprintln(out, tableHeader)
 	}
-	results := map[string]map[int]*result{}
-	var problems []string
-	for _, c := range cs {
-		for _, name := range order {
-			t, ok := targets[name]
-			if !ok || !want[name] {
-				continue
-			}
-			r, err := runLoad(ctx, &loadSpec{target: t, c: c, mode: f.mode, warmup: f.warmup, duration: f.duration, protocol: f.protocol, listSize: 4})
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
+	var (
+		problems []string
+		rounds   [][]ratio
+		wrong    int
+	)
+	for round := 1; round <= f.rounds; round++ {
+		if f.rounds > 1 {
+			fmt.Fprintf(out, "round %d of %d\n", round, f.rounds)
+		}
+		results := map[string]map[int]*result{}
+		for _, c := range cs {
+			for _, name := range order {
+				t, ok := targets[name]
+				if !ok || !want[name] {
+					continue
 				}
-				return fmt.Errorf("%s at c=%d: %v%s", name, c, err, mcpgateLog(t))
+				r, err := runLoad(ctx, &loadSpec{target: t, c: c, mode: f.mode, warmup: f.warmup, duration: f.duration, protocol: f.protocol, listSize: 4})
+				if err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					return fmt.Errorf("%s at c=%d: %v%s", name, c, err, mcpgateLog(t))
+				}
+				fmt.Fprintln(out, r.row())
+				if results[name] == nil {
+					results[name] = map[int]*result{}
+				}
+				results[name][c] = r
+				problems = append(problems, r.problems()...)
+				wrong += r.wrong
 			}
-			fmt.Fprintln(out, r.row())
-			if results[name] == nil {
-				results[name] = map[int]*result{}
+		}
+		if len(want) > 0 {
+			rs := ratiosOf(results, cs)
+			for _, r := range rs {
+				fmt.Fprintln(out, r.line)
 			}
-			results[name][c] = r
-			problems = append(problems, r.problems()...)
+			rounds = append(rounds, rs)
 		}
 	}
-	if len(want) > 0 {
-		writeRatios(out, results, cs)
+	if len(rounds) > 1 {
+		writeMedians(out, rounds)
 	}
 	for _, p := range problems {
 		fmt.Fprintln(out, p)
@@ -232,12 +256,6 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	if f.listSpec != "" {
 		if err := timeListSpec(ctx, out, s, f); err != nil {
 			return err
-		}
-	}
-	var wrong int
-	for _, byC := range results {
-		for _, r := range byC {
-			wrong += r.wrong
 		}
 	}
 	if wrong > 0 {
@@ -286,31 +304,85 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // writeRatios prints mcpgate against the baseline: req/s at every
 // concurrency, and at c=1 the latency each adds to a direct REST call.
-func writeRatios(out io.Writer, results map[string]map[int]*result, cs []int) {
+// ratio is one of issue 9's ratios from one round of rows.
+type ratio struct {
+	name  string  // what it compares, as printed: "req/s c=8"
+	value float64 // NaN when it could not be measured
+	line  string  // the line printed for the round
+}
+
+// ratiosOf computes the ratios of one round: mcpgate's req/s over the
+// baseline's at each concurrency, and the p50 latency each adds to the
+// direct call at c=1.
+func ratiosOf(results map[string]map[int]*result, cs []int) []ratio {
 	g, b, d := results["mcpgate"], results["baseline"], results["direct"]
 	if g == nil || b == nil {
-		fmt.Fprintln(out, "ratios: not computed (they need both the baseline and mcpgate)")
-		return
+		return []ratio{{value: math.NaN(), line: "ratios: not computed (they need both the baseline and mcpgate)"}}
 	}
+	var rs []ratio
 	for _, c := range cs {
 		if g[c] != nil && b[c] != nil && b[c].rate() > 0 {
-			fmt.Fprintf(out, "ratio mcpgate/baseline req/s c=%d: %.2f\n", c, g[c].rate()/b[c].rate())
+			v := g[c].rate() / b[c].rate()
+			name := fmt.Sprintf("req/s c=%d", c)
+			rs = append(rs, ratio{name, v, fmt.Sprintf("ratio mcpgate/baseline %s: %.2f", name, v)})
 		}
 	}
+	const lat = "p50 added latency c=1"
 	switch {
 	case d == nil || d[1] == nil:
-		fmt.Fprintln(out, "ratio mcpgate/baseline p50 added latency c=1: not measured (it needs the direct target at c=1)")
+		rs = append(rs, ratio{lat, math.NaN(), "ratio mcpgate/baseline " + lat + ": not measured (it needs the direct target at c=1)"})
 	case g[1] == nil || b[1] == nil:
-		fmt.Fprintln(out, "ratio mcpgate/baseline p50 added latency c=1: not measured (it needs c=1)")
+		rs = append(rs, ratio{lat, math.NaN(), "ratio mcpgate/baseline " + lat + ": not measured (it needs c=1)"})
 	default:
 		ga, ba := g[1].pct(0.5)-d[1].pct(0.5), b[1].pct(0.5)-d[1].pct(0.5)
-		ratio := "n/a (the baseline adds nothing measurable)"
+		v, text := math.NaN(), "n/a (the baseline adds nothing measurable)"
 		if ba > 0 {
-			ratio = fmt.Sprintf("%.2f", float64(ga)/float64(ba))
+			v = float64(ga) / float64(ba)
+			text = fmt.Sprintf("%.2f", v)
 		}
-		fmt.Fprintf(out, "ratio mcpgate/baseline p50 added latency c=1: %s (mcpgate adds %.3f ms, baseline %.3f ms to direct %.3f ms)\n",
-			ratio, ms(ga), ms(ba), ms(d[1].pct(0.5)))
+		rs = append(rs, ratio{lat, v, fmt.Sprintf("ratio mcpgate/baseline %s: %s (mcpgate adds %.3f ms, baseline %.3f ms to direct %.3f ms)",
+			lat, text, ms(ga), ms(ba), ms(d[1].pct(0.5)))})
 	}
+	return rs
+}
+
+// writeMedians prints, for each ratio measured in every round, its median
+// over the rounds, its range and each round's value: on a shared machine
+// one round's ratio moves by more than the differences worth measuring.
+func writeMedians(out io.Writer, rounds [][]ratio) {
+	for i, r := range rounds[0] {
+		if r.name == "" {
+			continue
+		}
+		vs := make([]float64, 0, len(rounds))
+		each := make([]string, 0, len(rounds))
+		for _, rs := range rounds {
+			if i >= len(rs) || rs[i].name != r.name || math.IsNaN(rs[i].value) {
+				vs = nil
+				break
+			}
+			vs = append(vs, rs[i].value)
+			each = append(each, fmt.Sprintf("%.2f", rs[i].value))
+		}
+		if vs == nil {
+			fmt.Fprintf(out, "over %d rounds, ratio mcpgate/baseline %s: not measured in every round\n", len(rounds), r.name)
+			continue
+		}
+		fmt.Fprintf(out, "over %d rounds, ratio mcpgate/baseline %s: median %.2f, range %.2f-%.2f (%s)\n",
+			len(rounds), r.name, medianOf(vs), slices.Min(vs), slices.Max(vs), strings.Join(each, " "))
+	}
+}
+
+// medianOf is the median of v, the mean of the middle two for an even count
+// (v is not modified).
+func medianOf(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // timeListSpec serves an OpenAPI document with --all and times its tools/list

@@ -29,7 +29,8 @@
 // reads) [call]; -targets [direct,baseline,mcpgate]; -slow delay of the
 // slow route [100ms]; -protocol [2025-06-18]; -mcpgate-bin; -mcpgate-log-level
 // [info, mcpgate's own default]; -stateful; -list-spec FILE also times
-// tools/list at c=1 of mcpgate serving FILE with --all.
+// tools/list at c=1 of mcpgate serving FILE with --all; -rounds N measures
+// every row N times in turn against the same processes [1].
 //
 // The load driver speaks Streamable HTTP like an MCP client: each worker does
 // its own initialize (keeping Mcp-Session-Id if one is given) and
@@ -64,6 +65,15 @@
 //	ratio mcpgate/baseline req/s c=N                 per concurrency (target ≥ 0.8 at c=8, 32)
 //	ratio mcpgate/baseline p50 added latency c=1     (mcpgate p50 − direct p50) /
 //	                                                 (baseline p50 − direct p50) (target ≤ 1.3)
+//
+// With -rounds N (N > 1) each round prints its rows and ratios, and the end
+// each ratio's median over the rounds, its range and every round's value:
+//
+//	over N rounds, ratio mcpgate/baseline p50 added latency c=1: median 1.27, range 1.22-1.31 (1.22 1.29 ...)
+//
+// One round's latency ratio moves by ±0.05 between runs on this project's
+// 2-core machine, mostly with the baseline's own added latency (0.15-0.18
+// ms); the median of a few rounds is the figure to compare.
 //
 // soak runs 60 s (-duration) at c=64 (-c) of mixed calls against mcpgate
 // after a 10 s warm-up (-warmup), and fails (exit 1) on:

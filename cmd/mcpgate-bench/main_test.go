@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -60,14 +62,14 @@ var rowRE = regexp.MustCompile(`(?m)^(direct|baseline|mcpgate)\s+(\d+)\s+([\d.]+
 func TestBench(t *testing.T) {
 	bin := mcpgateBin(t)
 	var out bytes.Buffer
-	err := runBench(t.Context(), []string{"-c", "1,2", "-duration", "1s", "-warmup", "200ms", "-mcpgate-bin", bin}, &out)
+	err := runBench(t.Context(), []string{"-c", "1,2", "-duration", "1s", "-warmup", "200ms", "-rounds", "2", "-mcpgate-bin", bin}, &out)
 	t.Logf("output:\n%s", out.String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	rows := rowRE.FindAllStringSubmatch(out.String(), -1)
-	if len(rows) != 6 {
-		t.Fatalf("got %d table rows, want 6 (3 targets × 2 concurrencies)", len(rows))
+	if len(rows) != 12 {
+		t.Fatalf("got %d table rows, want 12 (3 targets × 2 concurrencies × 2 rounds)", len(rows))
 	}
 	for _, r := range rows {
 		if r[3] == "0" {
@@ -84,6 +86,8 @@ func TestBench(t *testing.T) {
 		`(?m)^ratio mcpgate/baseline req/s c=1: \d+\.\d\d$`,
 		`(?m)^ratio mcpgate/baseline req/s c=2: \d+\.\d\d$`,
 		`(?m)^ratio mcpgate/baseline p50 added latency c=1: (\d+\.\d\d|n/a)`,
+		`(?m)^over 2 rounds, ratio mcpgate/baseline req/s c=2: median \d+\.\d\d, range \d+\.\d\d-\d+\.\d\d \(\d+\.\d\d \d+\.\d\d\)$`,
+		`(?m)^over 2 rounds, ratio mcpgate/baseline p50 added latency c=1: `,
 	} {
 		if !regexp.MustCompile(re).MatchString(out.String()) {
 			t.Errorf("output has no line matching %s", re)
@@ -278,5 +282,50 @@ func TestStartServersFailsCleanly(t *testing.T) {
 	s, err := startServers(t.Context(), setupOptions{baseline: true})
 	if err == nil || s != nil {
 		t.Fatalf("startServers = %v, %v; want nil and an error", s, err)
+	}
+}
+
+// TestWriteMedians: each ratio's median, range and values over the rounds;
+// one missing in a round is said to be, not folded into the median.
+func TestWriteMedians(t *testing.T) {
+	nan := math.NaN()
+	r := func(name string, v float64) ratio { return ratio{name: name, value: v} }
+	tests := []struct {
+		name   string
+		rounds [][]ratio
+		want   []string
+	}{
+		{"odd count", [][]ratio{
+			{r("req/s c=8", 0.9), r("p50 added latency c=1", 1.31)},
+			{r("req/s c=8", 0.8), r("p50 added latency c=1", 1.22)},
+			{r("req/s c=8", 0.85), r("p50 added latency c=1", 1.27)},
+		}, []string{
+			"over 3 rounds, ratio mcpgate/baseline req/s c=8: median 0.85, range 0.80-0.90 (0.90 0.80 0.85)",
+			"over 3 rounds, ratio mcpgate/baseline p50 added latency c=1: median 1.27, range 1.22-1.31 (1.31 1.22 1.27)",
+		}},
+		{"even count: the mean of the middle two", [][]ratio{
+			{r("req/s c=1", 0.8)}, {r("req/s c=1", 1.0)}, {r("req/s c=1", 0.9)}, {r("req/s c=1", 0.7)},
+		}, []string{
+			"over 4 rounds, ratio mcpgate/baseline req/s c=1: median 0.85, range 0.70-1.00 (0.80 1.00 0.90 0.70)",
+		}},
+		{"not measured in one round", [][]ratio{
+			{r("p50 added latency c=1", 1.2)}, {r("p50 added latency c=1", nan)},
+		}, []string{
+			"over 2 rounds, ratio mcpgate/baseline p50 added latency c=1: not measured in every round",
+		}},
+		{"no ratios at all", [][]ratio{{{value: nan, line: "ratios: not computed"}}, {{value: nan}}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			writeMedians(&out, tt.rounds)
+			got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+			if out.Len() == 0 {
+				got = nil
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
 	}
 }
