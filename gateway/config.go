@@ -87,9 +87,11 @@ type Config struct {
 	// NoETL-compatible endpoint): a client that stops reading is cut off
 	// after it, and what its answer held (the upstream's bytes, counted by
 	// MaxResponseMemory until the answer is written) is freed. It runs from
-	// each write, so a long SSE stream that keeps being read is not cut;
-	// each write has between half of it and all of it to end (the deadline
-	// is moved on only when less than half is left). Default
+	// each write, so a long SSE stream that keeps being read is not cut.
+	// On a server set up by Gateway.ConfigureServer (mcpgate serve's) a
+	// watcher cuts a write after between once and 1.25 times it; elsewhere
+	// a write deadline gives each write between half of it and all of it
+	// (the deadline is moved on only when less than half is left). Default
 	// DefaultWriteTimeout (30s); must not be negative.
 	WriteTimeout time.Duration `yaml:"write_timeout"`
 	// SessionTimeout closes a stateful session that received no request

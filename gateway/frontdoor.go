@@ -153,7 +153,7 @@ const sessionIDHeader = "Mcp-Session-Id"
 func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(requestIDHeader)
 	f.metrics.httpRequest(r.Method)
-	dw := f.boundWrites(w)
+	dw := f.boundWrites(w, r)
 	defer dw.finish()
 	w = dw
 	var body []byte
@@ -271,30 +271,41 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // boundWrites returns w, each of whose writes and flushes must end within
 // f.writeTimeout, so that a client that stops reading its answer is cut off
 // instead of holding the answer, its share of the response budget and a
-// goroutine for as long as it keeps the connection. The deadline runs from
+// goroutine for as long as it keeps the connection. The bound runs from
 // the writes, not from the request, so an SSE stream that keeps being read
 // is never cut; http.Server's WriteTimeout, which runs from the request,
 // would cut it. Call the writer's finish as the handler returns: the flush
 // net/http does after it (an answer's last bytes, a stream's end) is bounded
 // too, not left with what remains of a deadline set long before (a stream
-// idle longer than that would be cut at its end). net/http clears the
-// deadline after that flush, so the next request on a kept-alive connection
-// starts without one. A writer without deadlines (not net/http's), or a
-// writeTimeout of 0, is written to unbounded.
+// idle longer than that would be cut at its end). A writeTimeout of 0
+// bounds nothing.
 //
-// The deadline is moved on only when less than half of it is left, so each
-// write has between writeTimeout/2 and writeTimeout to end: setting it
-// changes a runtime timer, which wakes an idle core to watch it, and a
-// tools/call's one write and finish came within microseconds of each other
-// (a timer change saved per call; mcpgate-bench, see the README).
-func (f *frontDoor) boundWrites(w http.ResponseWriter) *deadlineWriter {
-	return &deadlineWriter{ResponseWriter: w, d: f.writeTimeout}
+// On a server set up by ConfigureServer the writer only notes when each
+// write starts and ends, and the server's watcher cuts a write that takes
+// too long: no runtime timer per answer. Elsewhere it sets write deadlines.
+// net/http clears the deadline after the final flush, so the next request
+// on a kept-alive connection starts without one. A deadline is moved on
+// only when less than half of it is left, so each write has between
+// writeTimeout/2 and writeTimeout to end: setting it changes a runtime
+// timer, which wakes an idle core to watch it, and a tools/call's one write
+// and finish came within microseconds of each other. A writer without
+// deadlines (not net/http's) is written to unbounded.
+func (f *frontDoor) boundWrites(w http.ResponseWriter, r *http.Request) *deadlineWriter {
+	dw := &deadlineWriter{ResponseWriter: w, d: f.writeTimeout}
+	if f.writeTimeout > 0 && r.ProtoMajor == 1 {
+		// One request at a time per connection: its writes are the
+		// connection's. (HTTP/2 streams share one, and keep deadlines.)
+		dw.wc = watched(r)
+	}
+	return dw
 }
 
-// deadlineWriter keeps a write deadline between d/2 and d ahead of each
-// write and flush (none when d is 0).
+// deadlineWriter bounds each write and flush by d (nothing when d is 0):
+// through its connection's watch when it has one, else by keeping a write
+// deadline between d/2 and d ahead.
 type deadlineWriter struct {
 	http.ResponseWriter
+	wc       *watchedConn             // nil: deadlines
 	rc       *http.ResponseController // made at the first write: many answers are a status alone
 	d        time.Duration
 	deadline time.Time // the deadline set, zero before the first
@@ -320,21 +331,34 @@ func (w *deadlineWriter) arm() {
 	w.ctl().SetWriteDeadline(w.deadline)
 }
 
-// finish bounds net/http's flush after the handler, when the handler wrote
-// at all (else no deadline is set, and none is needed).
+// finish bounds net/http's flush after the handler: through the watch (the
+// connection going idle or closed ends the bound), or by a deadline when
+// the handler wrote at all (else none is set, and none is needed).
 func (w *deadlineWriter) finish() {
-	if w.rc != nil {
+	if w.wc != nil {
+		w.wc.writeSince.Store(time.Now().UnixNano())
+	} else if w.rc != nil {
 		w.arm()
 	}
 }
 
 func (w *deadlineWriter) Write(p []byte) (int, error) {
-	w.arm()
+	if w.wc != nil {
+		w.wc.writeSince.Store(time.Now().UnixNano())
+		defer w.wc.writeSince.Store(0)
+	} else {
+		w.arm()
+	}
 	return w.ResponseWriter.Write(p)
 }
 
 func (w *deadlineWriter) Flush() {
-	w.arm()
+	if w.wc != nil {
+		w.wc.writeSince.Store(time.Now().UnixNano())
+		defer w.wc.writeSince.Store(0)
+	} else {
+		w.arm()
+	}
 	w.ctl().Flush()
 }
 

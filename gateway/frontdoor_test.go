@@ -108,7 +108,7 @@ func startGatewayWith(t *testing.T, cfg Config, opts *Options) (*recorder, strin
 
 // startGatewayOn is startGatewayWith on an http.Server that tune, when not
 // nil, sets up first.
-func startGatewayOn(t *testing.T, cfg Config, opts *Options, tune func(*http.Server)) (*recorder, string) {
+func startGatewayOn(t *testing.T, cfg Config, opts *Options, tune func(*Gateway, *http.Server)) (*recorder, string) {
 	t.Helper()
 	rec, base := newRecorder(t)
 	cfg.Upstreams = []Upstream{{Name: "api", OpenAPI: "front.json", Document: []byte(frontDoc), BaseURL: base, Timeout: time.Minute}}
@@ -118,7 +118,7 @@ func startGatewayOn(t *testing.T, cfg Config, opts *Options, tune func(*http.Ser
 	}
 	gw := httptest.NewUnstartedServer(g.Handler())
 	if tune != nil {
-		tune(gw.Config)
+		tune(g, gw.Config)
 	}
 	gw.Start()
 	t.Cleanup(gw.Close)
@@ -322,9 +322,9 @@ func TestFrontDoorTricklingBody(t *testing.T) {
 	}{{false, false}, {true, false}, {false, true}, {true, true}} {
 		stateful := tt.stateful
 		t.Run(fmt.Sprintf("stateful=%v,server ReadTimeout=%v", stateful, tt.serverBound), func(t *testing.T) {
-			var tune func(*http.Server)
+			var tune func(*Gateway, *http.Server)
 			if tt.serverBound {
-				tune = func(s *http.Server) { s.ReadTimeout = 300 * time.Millisecond }
+				tune = func(_ *Gateway, s *http.Server) { s.ReadTimeout = 300 * time.Millisecond }
 			}
 			rec, url := startGatewayOn(t, Config{Stateful: stateful, BodyTimeout: 300 * time.Millisecond}, nil, tune)
 			h := http.Header{}
@@ -749,6 +749,15 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 // cuts such a client off, which gives its share back. On both paths: the
 // fast path's JSON answer and go-sdk's event stream.
 func TestFrontDoorNonReadingClients(t *testing.T) {
+	for _, conns := range []string{"deadlines", "watched"} {
+		t.Run(conns, func(t *testing.T) { testNonReadingClients(t, conns == "watched") })
+	}
+}
+
+// testNonReadingClients is TestFrontDoorNonReadingClients on a server whose
+// writes are bounded by per-request deadlines or, watched, by
+// ConfigureServer's watcher.
+func testNonReadingClients(t *testing.T, watched bool) {
 	for _, path := range []string{"fast", "sdk"} {
 		for _, tt := range []struct {
 			name         string
@@ -775,6 +784,9 @@ func TestFrontDoorNonReadingClients(t *testing.T) {
 				}
 				gw := httptest.NewUnstartedServer(g.Handler())
 				gw.Listener = smallBuffers{gw.Listener}
+				if watched {
+					t.Cleanup(g.ConfigureServer(gw.Config))
+				}
 				gw.Start()
 				t.Cleanup(gw.Close)
 
@@ -819,9 +831,14 @@ func TestFrontDoorNonReadingClients(t *testing.T) {
 // write_timeout, the same keep-alive connection serves /healthz, a
 // notification (202, no body written by a handler) and another call.
 func TestFrontDoorWriteDeadlineKeepAlive(t *testing.T) {
-	for _, path := range []string{"fast", "sdk"} {
-		t.Run(path, func(t *testing.T) {
-			_, url := startGatewayWith(t, Config{WriteTimeout: 100 * time.Millisecond}, &Options{DisableFastPath: path == "sdk"})
+	for _, tc := range []struct{ path, conns string }{{"fast", "deadlines"}, {"sdk", "deadlines"}, {"fast", "watched"}, {"sdk", "watched"}} {
+		path := tc.path
+		t.Run(path+"/"+tc.conns, func(t *testing.T) {
+			var tune func(*Gateway, *http.Server)
+			if tc.conns == "watched" {
+				tune = func(g *Gateway, s *http.Server) { t.Cleanup(g.ConfigureServer(s)) }
+			}
+			_, url := startGatewayOn(t, Config{WriteTimeout: 100 * time.Millisecond}, &Options{DisableFastPath: path == "sdk"}, tune)
 			var conns atomic.Int32
 			client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1,
 				DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -938,7 +955,7 @@ func (d *deadlineRecorder) SetWriteDeadline(t time.Time) error {
 func TestDeadlineWriterHalfLeft(t *testing.T) {
 	const d = 200 * time.Millisecond
 	rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
-	w := (&frontDoor{writeTimeout: d}).boundWrites(rec)
+	w := (&frontDoor{writeTimeout: d}).boundWrites(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil))
 	w.finish()
 	if len(rec.set) != 0 {
 		t.Fatalf("finish without a write set %d deadlines", len(rec.set))
@@ -959,7 +976,7 @@ func TestDeadlineWriterHalfLeft(t *testing.T) {
 	if len(rec.set) != 2 {
 		t.Errorf("finish right after: %d deadlines, want 2", len(rec.set))
 	}
-	unbounded := (&frontDoor{}).boundWrites(rec)
+	unbounded := (&frontDoor{}).boundWrites(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil))
 	unbounded.Write([]byte("c"))
 	unbounded.finish()
 	if len(rec.set) != 2 {

@@ -78,7 +78,7 @@ func (d *noetlDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// As on /mcp: a client's value never names the POST in the log, and a
 	// client that stops reading its answer is cut off.
-	dw := d.fd.boundWrites(w)
+	dw := d.fd.boundWrites(w, r)
 	defer dw.finish()
 	w = dw
 	stampRequestID(w, r)

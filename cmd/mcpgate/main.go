@@ -397,6 +397,8 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 	// the request's start and clears it once the body is read, so it bounds
 	// a slow body (the front door then sets no deadline of its own, see
 	// serverBoundsBody) and never a stream. Slow headers: ReadHeaderTimeout.
+	// ConfigureServer bounds the writes and the idle keep-alive connections
+	// by a watcher rather than a runtime timer per request.
 	gateway.TuneGC() // unless GOGC is set: see its doc for the memory it costs
 	srv := &http.Server{
 		Handler:           g.Handler(),
@@ -405,6 +407,7 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 		IdleTimeout:       120 * time.Second, // keep-alive connections between requests
 		MaxHeaderBytes:    64 << 10,          // a bearer token fits many times over
 	}
+	defer g.ConfigureServer(srv)()
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	var metricsSrv *http.Server
