@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,7 +12,8 @@ import (
 
 // ConfigureServer bounds srv's connections with one watcher instead of
 // runtime timers per request; call it before srv serves (mcpgate serve
-// does). It bounds:
+// does), and call the stop it returns once srv's Shutdown or Close has
+// returned. It bounds:
 //
 //   - each write of an answer by write_timeout, as boundWrites does;
 //   - a keep-alive connection's wait for its next request by srv's
@@ -22,23 +24,37 @@ import (
 // adding one wakes an idle core to watch it. net/http sets the idle
 // deadline after every answer; boundWrites sets a write deadline per
 // answer, since net/http clears it after each. On the 2-core bench machine
-// those two wakes were 0.05 of the c=1 latency ratio (mcpgate-bench -c 1
-// -rounds 7: median 1.27-1.33 with them, 1.20-1.25 without; see the README).
-// The watcher instead notes when a write starts and when a connection goes
-// idle (two atomic stores), and a goroutine looks every quarter of the
-// shorter bound: a write under way for longer than write_timeout gets a
-// deadline in the past, which ends it as its own deadline would; a
-// connection idle for longer than IdleTimeout is closed. Each bound thus
-// ends between once and 1.25 times its value, where a deadline ends at it.
+// those two wakes cost about 0.03 of the c=1 latency ratio (mcpgate-bench
+// -c 1 -rounds 7, six A/B pairs; see the README). The watcher instead
+// notes when a write starts and ends and when a connection goes idle
+// (atomic stores), and a goroutine looks every quarter of the shorter
+// bound:
+//
+//   - a write under way for longer than write_timeout gets a deadline in the
+//     past, which ends it as its own deadline would, and the connection is
+//     closed at the end of its request, so that no later request on it
+//     meets that deadline;
+//   - a connection idle for longer than IdleTimeout gets a read deadline of
+//     srv's ReadHeaderTimeout (else ReadTimeout) from then, once, and is
+//     closed when it passes, as net/http closes one whose idle deadline
+//     passed; a request head that began meanwhile gets its header deadline
+//     from net/http, as it would have. With neither timeout it is closed.
+//
+// Each bound thus ends between once and 1.25 times its value (the idle one
+// plus the header grace), where a deadline ends at it.
 //
 // srv's ConnContext and ConnState, when set, still run, after the watcher's
 // own. A handler served on a server not configured so (an embedder's own)
-// sets per-request deadlines, as before. The returned stop ends the
-// watcher; srv's Shutdown ends it too.
+// sets per-request deadlines, as before, as it does for a connection whose
+// type cannot be a map key (a listener's own struct value).
 func (g *Gateway) ConfigureServer(srv *http.Server) (stop func()) {
 	w := &connWatch{write: g.cfg.WriteTimeout, done: make(chan struct{})}
 	if srv.IdleTimeout > 0 {
 		w.idle = srv.IdleTimeout
+		w.grace = srv.ReadHeaderTimeout
+		if w.grace <= 0 {
+			w.grace = srv.ReadTimeout
+		}
 		srv.IdleTimeout = -1
 	}
 	if w.write <= 0 && w.idle <= 0 {
@@ -46,9 +62,11 @@ func (g *Gateway) ConfigureServer(srv *http.Server) (stop func()) {
 	}
 	nextCtx, nextState := srv.ConnContext, srv.ConnState
 	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-		wc := &watchedConn{c: c}
-		w.conns.Store(c, wc)
-		ctx = context.WithValue(ctx, watchKey{}, wc)
+		if reflect.TypeOf(c).Comparable() {
+			wc := &watchedConn{c: c}
+			w.conns.Store(c, wc)
+			ctx = context.WithValue(ctx, watchKey{}, wc)
+		}
 		if nextCtx != nil {
 			ctx = nextCtx(ctx, c)
 		}
@@ -60,14 +78,16 @@ func (g *Gateway) ConfigureServer(srv *http.Server) (stop func()) {
 			nextState(c, s)
 		}
 	}
+	// Not stopped by Shutdown: it waits for the answers being written,
+	// which the watcher must still be able to cut.
 	go w.run()
-	srv.RegisterOnShutdown(w.stop)
 	return w.stop
 }
 
 // connWatch is ConfigureServer's watcher.
 type connWatch struct {
 	write, idle time.Duration // 0: not bounded here
+	grace       time.Duration // an idle connection's last read deadline; 0: closed at once
 	conns       sync.Map      // net.Conn → *watchedConn, from ConnContext to closed
 	done        chan struct{}
 	once        sync.Once
@@ -77,7 +97,9 @@ type connWatch struct {
 type watchedConn struct {
 	c          net.Conn
 	idleSince  atomic.Int64 // when it went idle between requests (Unix ns); 0 otherwise
+	idleEnding atomic.Int64 // the idleSince whose last read deadline is set
 	writeSince atomic.Int64 // when a bounded write began (Unix ns); 0 when none is under way
+	cut        atomic.Bool  // a write was cut: close at the end of the request
 }
 
 type watchKey struct{}
@@ -90,6 +112,9 @@ func watched(r *http.Request) *watchedConn {
 }
 
 func (w *connWatch) state(c net.Conn, s http.ConnState) {
+	if !reflect.TypeOf(c).Comparable() {
+		return // not watched (see ConfigureServer)
+	}
 	switch s {
 	case http.StateActive, http.StateIdle:
 		v, ok := w.conns.Load(c)
@@ -97,13 +122,17 @@ func (w *connWatch) state(c net.Conn, s http.ConnState) {
 			return
 		}
 		wc := v.(*watchedConn)
-		if s == http.StateIdle {
-			// The answer, its last flush included, is written.
-			wc.writeSince.Store(0)
-			wc.idleSince.Store(time.Now().UnixNano())
-		} else {
+		if s == http.StateActive {
 			wc.idleSince.Store(0)
+			return
 		}
+		// The answer, its last flush included, is written.
+		wc.writeSince.Store(0)
+		if wc.cut.Load() {
+			c.Close() // the cut deadline may have landed after net/http cleared it
+			return
+		}
+		wc.idleSince.Store(time.Now().UnixNano())
 	case http.StateHijacked, http.StateClosed:
 		w.conns.Delete(c)
 	}
@@ -123,7 +152,7 @@ func (w *connWatch) run() {
 		case <-w.done:
 			return
 		case now := <-t.C:
-			w.sweep(now.UnixNano())
+			w.sweep(now)
 		}
 	}
 }
@@ -131,17 +160,31 @@ func (w *connWatch) run() {
 // aLongTimeAgo is a deadline already past: it ends a write under way.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// sweep ends the writes under way for longer than the write bound, and
-// closes the connections idle for longer than the idle bound. A write that
-// ends just as it is cut loses its connection: it took the whole bound.
-func (w *connWatch) sweep(now int64) {
+// sweep cuts the writes under way for longer than the write bound, and
+// ends the connections idle for longer than the idle bound.
+func (w *connWatch) sweep(now time.Time) {
+	ns := now.UnixNano()
 	w.conns.Range(func(_, v any) bool {
 		wc := v.(*watchedConn)
-		if s := wc.writeSince.Load(); w.write > 0 && s != 0 && now-s > int64(w.write) {
-			wc.c.SetWriteDeadline(aLongTimeAgo)
+		if s := wc.writeSince.Load(); w.write > 0 && s != 0 && ns-s > int64(w.write) {
+			// cut first: a request that ends from here on closes its
+			// connection (state), so the deadline cannot outlive it. The
+			// write still under way is cut; one that ended meanwhile (its
+			// request may have, too) is let be.
+			wc.cut.Store(true)
+			if wc.writeSince.Load() == s {
+				wc.c.SetWriteDeadline(aLongTimeAgo)
+			} else {
+				wc.cut.Store(false)
+			}
 		}
-		if s := wc.idleSince.Load(); w.idle > 0 && s != 0 && now-s > int64(w.idle) {
-			wc.c.Close()
+		if s := wc.idleSince.Load(); w.idle > 0 && s != 0 && ns-s > int64(w.idle) && wc.idleEnding.Load() != s {
+			wc.idleEnding.Store(s)
+			if w.grace > 0 {
+				wc.c.SetReadDeadline(now.Add(w.grace))
+			} else {
+				wc.c.Close()
+			}
 		}
 		return true
 	})

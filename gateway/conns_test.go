@@ -2,10 +2,13 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -88,56 +91,72 @@ func TestConfigureServerIdle(t *testing.T) {
 // fakeConn records what the watcher does to a connection.
 type fakeConn struct {
 	net.Conn
-	deadline time.Time
-	closed   bool
+	write, read time.Time
+	closed      bool
 }
 
-func (c *fakeConn) SetWriteDeadline(t time.Time) error { c.deadline = t; return nil }
+func (c *fakeConn) SetWriteDeadline(t time.Time) error { c.write = t; return nil }
+func (c *fakeConn) SetReadDeadline(t time.Time) error  { c.read = t; return nil }
 func (c *fakeConn) Close() error                       { c.closed = true; return nil }
 
 // TestConnWatchSweep: a sweep cuts the writes under way for longer than the
-// write bound and closes the connections idle for longer than the idle
-// bound, and touches nothing else; a bound of 0 is no bound.
+// write bound, gives the connections idle for longer than the idle bound
+// their last read deadline (once: a later sweep does not move it) or closes
+// them when there is no header grace, and touches nothing else; a bound of
+// 0 is no bound.
 func TestConnWatchSweep(t *testing.T) {
-	const bound = time.Second
-	now := time.Now().UnixNano()
-	long, short := now-int64(2*bound), now-int64(bound/2)
+	const bound, grace = time.Second, 10 * time.Second
+	now := time.Now()
+	long, short := now.UnixNano()-int64(2*bound), now.UnixNano()-int64(bound/2)
 	tests := []struct {
-		name                string
-		write, idle         time.Duration
-		writeSince, idleSin int64
-		wantCut, wantClosed bool
+		name                  string
+		write, idle, grace    time.Duration
+		writeSince, idleSince int64
+		wantCut, wantClosed   bool
+		wantRead              time.Time
 	}{
-		{"nothing under way", bound, bound, 0, 0, false, false},
-		{"write within its bound", bound, bound, short, 0, false, false},
-		{"write past its bound", bound, bound, long, 0, true, false},
-		{"idle within its bound", bound, bound, 0, short, false, false},
-		{"idle past its bound", bound, bound, 0, long, false, true},
-		{"no write bound", 0, bound, long, 0, false, false},
-		{"no idle bound", bound, 0, 0, long, false, false},
+		{"nothing under way", bound, bound, grace, 0, 0, false, false, time.Time{}},
+		{"write within its bound", bound, bound, grace, short, 0, false, false, time.Time{}},
+		{"write past its bound", bound, bound, grace, long, 0, true, false, time.Time{}},
+		{"idle within its bound", bound, bound, grace, 0, short, false, false, time.Time{}},
+		{"idle past its bound", bound, bound, grace, 0, long, false, false, now.Add(grace)},
+		{"idle past its bound, no header grace", bound, bound, 0, 0, long, false, true, time.Time{}},
+		{"no write bound", 0, bound, grace, long, 0, false, false, time.Time{}},
+		{"no idle bound", bound, 0, grace, 0, long, false, false, time.Time{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &connWatch{write: tt.write, idle: tt.idle}
+			w := &connWatch{write: tt.write, idle: tt.idle, grace: tt.grace}
 			fc := &fakeConn{}
 			wc := &watchedConn{c: fc}
 			wc.writeSince.Store(tt.writeSince)
-			wc.idleSince.Store(tt.idleSin)
+			wc.idleSince.Store(tt.idleSince)
 			w.conns.Store(fc, wc)
 			w.sweep(now)
-			if cut := !fc.deadline.IsZero() && fc.deadline.Before(time.Now()); cut != tt.wantCut {
-				t.Errorf("write cut: %v, want %v", cut, tt.wantCut)
+			if cut := !fc.write.IsZero() && fc.write.Before(now); cut != tt.wantCut || wc.cut.Load() != tt.wantCut {
+				t.Errorf("write cut: %v (flag %v), want %v", cut, wc.cut.Load(), tt.wantCut)
 			}
 			if fc.closed != tt.wantClosed {
 				t.Errorf("closed: %v, want %v", fc.closed, tt.wantClosed)
+			}
+			if !fc.read.Equal(tt.wantRead) {
+				t.Errorf("read deadline %v, want %v", fc.read, tt.wantRead)
+			}
+			if !tt.wantRead.IsZero() {
+				fc.read = time.Time{}
+				w.sweep(now.Add(bound))
+				if !fc.read.IsZero() {
+					t.Errorf("a later sweep moved the read deadline to %v", fc.read)
+				}
 			}
 		})
 	}
 }
 
 // TestConnWatchStates: the states net/http reports start and end the idle
-// bound and the final flush's write bound, and a closed or hijacked
-// connection is forgotten.
+// bound and the final flush's write bound; a request whose write was cut
+// closes its connection as it ends, so the cut's deadline cannot reach the
+// next request; a closed or hijacked connection is forgotten.
 func TestConnWatchStates(t *testing.T) {
 	w := &connWatch{write: time.Second, idle: time.Second}
 	fc := &fakeConn{}
@@ -145,12 +164,17 @@ func TestConnWatchStates(t *testing.T) {
 	w.conns.Store(fc, wc)
 	wc.writeSince.Store(1) // the handler returned: its last flush is under way
 	w.state(fc, http.StateIdle)
-	if wc.writeSince.Load() != 0 || wc.idleSince.Load() == 0 {
-		t.Errorf("idle: writeSince %d, idleSince %d; want the write ended and the idle begun", wc.writeSince.Load(), wc.idleSince.Load())
+	if wc.writeSince.Load() != 0 || wc.idleSince.Load() == 0 || fc.closed {
+		t.Errorf("idle: writeSince %d, idleSince %d, closed %v; want the write ended and the idle begun", wc.writeSince.Load(), wc.idleSince.Load(), fc.closed)
 	}
 	w.state(fc, http.StateActive)
 	if wc.idleSince.Load() != 0 {
 		t.Error("active: still idle")
+	}
+	wc.cut.Store(true)
+	w.state(fc, http.StateIdle)
+	if !fc.closed {
+		t.Error("a request whose write was cut ended and left its connection open")
 	}
 	for _, s := range []http.ConnState{http.StateClosed, http.StateHijacked} {
 		w.conns.Store(fc, wc)
@@ -160,4 +184,200 @@ func TestConnWatchStates(t *testing.T) {
 		}
 	}
 	w.state(fc, http.StateIdle) // unknown now: nothing to do, no panic
+}
+
+// watchedServer serves frontDoc (the recorder upstream) with cfg on a
+// server whose connections have small send buffers; watched: set up by
+// ConfigureServer, with idle as IdleTimeout.
+func watchedServer(t *testing.T, cfg Config, watched bool, idle time.Duration) (*recorder, *httptest.Server) {
+	t.Helper()
+	rec, base := newRecorder(t)
+	cfg.Upstreams = []Upstream{{Name: "api", OpenAPI: "front.json", Document: []byte(frontDoc), BaseURL: base, Timeout: time.Minute}}
+	g, err := New(context.Background(), &cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewUnstartedServer(g.Handler())
+	gw.Listener = smallBuffers{gw.Listener}
+	gw.Config.IdleTimeout = idle
+	gw.Config.ReadHeaderTimeout = 5 * time.Second
+	if watched {
+		t.Cleanup(g.ConfigureServer(gw.Config))
+	}
+	gw.Start()
+	t.Cleanup(gw.Close)
+	return rec, gw
+}
+
+// pipeline sends n copies of req on one connection with a small receive
+// buffer, reads nothing for hold, then reads what comes within 10 s; it
+// returns the number of status lines read.
+func pipeline(t *testing.T, addr string, req []byte, n int, hold time.Duration) int {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(4 << 10)
+	go c.Write(bytes.Repeat(req, n)) // blocks while the server does; ends with c
+	time.Sleep(hold)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var got bytes.Buffer
+	io.Copy(&got, c)
+	return strings.Count(got.String(), "HTTP/1.1 ")
+}
+
+// TestBoundWritesEveryRoute: a client that pipelines requests and reads
+// nothing is cut off at write_timeout on every route of Gateway.Handler,
+// not only /mcp: health checks, 404s and status-only answers too; with
+// per-request deadlines and with the watcher. ("Expect: 100-continue":
+// net/http's own 100 Continue, written as the body is read, is bounded
+// too.)
+func TestBoundWritesEveryRoute(t *testing.T) {
+	const n, hold = 1500, 1500 * time.Millisecond
+	note := `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+	for _, watched := range []bool{false, true} {
+		_, gw := watchedServer(t, Config{WriteTimeout: 200 * time.Millisecond}, watched, time.Minute)
+		host := gw.Listener.Addr().String()
+		for _, tc := range []struct{ name, req string }{
+			{"healthz", "GET /healthz HTTP/1.1\r\nHost: " + host + "\r\n\r\n"},
+			{"404", "GET /nope HTTP/1.1\r\nHost: " + host + "\r\n\r\n"},
+			{"mcp notification", fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s", host, len(note), note)},
+			{"mcp notification, Expect: 100-continue", fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n%s", host, len(note), note)},
+		} {
+			t.Run(fmt.Sprintf("watched=%v/%s", watched, tc.name), func(t *testing.T) {
+				// Several connections: where the buffers fill (an answer or
+				// a 100 Continue) varies with each.
+				const conns = 8
+				got := make(chan int, conns)
+				for range conns {
+					go func() { got <- pipeline(t, host, []byte(tc.req), n, hold) }()
+				}
+				for range conns {
+					if g := <-got; g >= n {
+						t.Errorf("%d status lines for %d requests after the client read nothing for %s: the blocked write was never cut (write_timeout 200ms)", g, n, hold)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestConfigureServerShutdown: Shutdown waits for the answers being
+// written, and the watcher still cuts one whose client reads nothing, so
+// Shutdown ends within about write_timeout, as with per-request deadlines.
+func TestConfigureServerShutdown(t *testing.T) {
+	for _, watched := range []bool{false, true} {
+		t.Run(fmt.Sprintf("watched=%v", watched), func(t *testing.T) {
+			served := make(chan struct{}, 1)
+			api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, bigAnswer)
+				served <- struct{}{}
+			}))
+			t.Cleanup(api.Close)
+			cfg := &Config{WriteTimeout: 300 * time.Millisecond,
+				Upstreams: []Upstream{{Name: "api", OpenAPI: "big.json", Document: []byte(bigDoc), BaseURL: api.URL, Timeout: time.Minute}}}
+			g, err := New(context.Background(), cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gw := httptest.NewUnstartedServer(g.Handler())
+			gw.Listener = smallBuffers{gw.Listener}
+			gw.Config.IdleTimeout = time.Minute
+			if watched {
+				t.Cleanup(g.ConfigureServer(gw.Config))
+			}
+			gw.Start()
+			t.Cleanup(gw.Close)
+			a, err := net.Dial("tcp", gw.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			a.(*net.TCPConn).SetReadBuffer(4 << 10)
+			body := call(1, "big", `{}`)
+			fmt.Fprintf(a, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s",
+				gw.Listener.Addr(), len(body), body)
+			<-served
+			time.Sleep(100 * time.Millisecond) // the answer's write is under way, blocked
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			start := time.Now()
+			if err := gw.Config.Shutdown(ctx); err != nil || time.Since(start) > 2*time.Second {
+				t.Errorf("Shutdown: %v after %s, with a client that reads nothing; want it done soon after write_timeout (300ms)", err, time.Since(start))
+			}
+		})
+	}
+}
+
+// TestConfigureServerSlowHead: a request whose head begins inside the idle
+// bound and arrives in pieces across it is served, as net/http serves it
+// (its header deadline replaces the idle one once the head begins).
+func TestConfigureServerSlowHead(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	_, gw := watchedServer(t, Config{}, true, idle)
+	host := gw.Listener.Addr().String()
+	c, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", host)
+	buf := make([]byte, 4096)
+	if n, err := c.Read(buf); err != nil || !bytes.Contains(buf[:n], []byte("200 OK")) {
+		t.Fatalf("first answer: %q %v", buf[:n], err)
+	}
+	time.Sleep(idle * 8 / 10)
+	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\n", host)
+	for i := range 6 { // the head's rest, over 600 ms
+		time.Sleep(100 * time.Millisecond)
+		fmt.Fprintf(c, "X-Part-%d: %s\r\n", i, strings.Repeat("a", 100))
+	}
+	fmt.Fprintf(c, "\r\n")
+	if n, err := c.Read(buf); err != nil || !bytes.Contains(buf[:n], []byte("200 OK")) {
+		t.Errorf("a request begun %s into a %s idle bound, head sent over 600ms: %q %v", idle*8/10, idle, buf[:n], err)
+	}
+}
+
+// sliceConn is a net.Conn of a type that cannot be a map key, as a
+// listener of one's own may return.
+type sliceConn struct {
+	net.Conn
+	tags []string
+}
+
+type sliceListener struct{ net.Listener }
+
+func (l sliceListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return sliceConn{Conn: c}, nil
+}
+
+// TestConfigureServerUncomparableConn: such connections are served, with
+// per-request deadlines, instead of panicking in Server.Serve.
+func TestConfigureServerUncomparableConn(t *testing.T) {
+	rec, base := newRecorder(t)
+	rec.allowed.Store(true)
+	g, err := New(context.Background(), &Config{Upstreams: []Upstream{{Name: "api", OpenAPI: "front.json", Document: []byte(frontDoc), BaseURL: base}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: g.Handler(), IdleTimeout: time.Minute}
+	defer g.ConfigureServer(srv)()
+	go srv.Serve(sliceListener{ln})
+	defer srv.Close()
+	resp, body := post(t, "http://"+ln.Addr().String()+"/mcp", call(1, "get_thing", `{"id":"a"}`), nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"ok":true`) {
+		t.Errorf("call: %d %s", resp.StatusCode, body)
+	}
 }

@@ -58,16 +58,15 @@ import (
 //   - stdio has no POST: calls there end with the session or a
 //     notifications/cancelled.
 type frontDoor struct {
-	next         http.Handler // go-sdk's StreamableHTTPHandler
-	maxBody      int64
-	bodyTimeout  time.Duration
-	writeTimeout time.Duration // each write of an answer (see boundWrites)
-	calls        *callContexts
-	sessions     *sessionBook // nil when stateless
-	metrics      *metrics     // nil when metrics are off
-	fast         *fastPath    // nil: stateful, or turned off
-	tasks        *taskDoor    // nil: no playbook tools (see tasks.go)
-	inflight     *inflight    // stateless: the calls notifications/cancelled can reach (see cancel.go); nil when stateful
+	next        http.Handler // go-sdk's StreamableHTTPHandler
+	maxBody     int64
+	bodyTimeout time.Duration
+	calls       *callContexts
+	sessions    *sessionBook // nil when stateless
+	metrics     *metrics     // nil when metrics are off
+	fast        *fastPath    // nil: stateful, or turned off
+	tasks       *taskDoor    // nil: no playbook tools (see tasks.go)
+	inflight    *inflight    // stateless: the calls notifications/cancelled can reach (see cancel.go); nil when stateful
 	// authorize, when set, is the step-up seam (see gateway/auth.go): it is
 	// called for every POSTed message after the body is parsed and before
 	// anything is dispatched; when it says no, the front door answers with
@@ -153,9 +152,6 @@ const sessionIDHeader = "Mcp-Session-Id"
 func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(requestIDHeader)
 	f.metrics.httpRequest(r.Method)
-	dw := f.boundWrites(w, r)
-	defer dw.finish()
-	w = dw
 	var body []byte
 	hasBody := r.Body != nil && r.Body != http.NoBody
 	if hasBody {
@@ -269,33 +265,42 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // boundWrites returns w, each of whose writes and flushes must end within
-// f.writeTimeout, so that a client that stops reading its answer is cut off
-// instead of holding the answer, its share of the response budget and a
-// goroutine for as long as it keeps the connection. The bound runs from
-// the writes, not from the request, so an SSE stream that keeps being read
-// is never cut; http.Server's WriteTimeout, which runs from the request,
-// would cut it. Call the writer's finish as the handler returns: the flush
-// net/http does after it (an answer's last bytes, a stream's end) is bounded
-// too, not left with what remains of a deadline set long before (a stream
-// idle longer than that would be cut at its end). A writeTimeout of 0
-// bounds nothing.
+// d, so that a client that stops reading its answers is cut off instead of
+// holding the answer, its share of the response budget and a goroutine for
+// as long as it keeps the connection. Gateway.Handler bounds every route's
+// answers so, not only /mcp's: a client can pipeline requests to any route
+// and read nothing. The bound runs from the writes, not from the request,
+// so an SSE stream that keeps being read is never cut; http.Server's
+// WriteTimeout, which runs from the request, would cut it. Call the
+// writer's finish as the handler returns: the flush net/http does after it
+// (an answer's last bytes, a status alone, a stream's end) is bounded too,
+// not left with what remains of a deadline set long before. With
+// "Expect: 100-continue" the first read of r's body is bounded as a write
+// as well: net/http writes its 100 Continue there. A d of 0 bounds
+// nothing.
 //
 // On a server set up by ConfigureServer the writer only notes when each
 // write starts and ends, and the server's watcher cuts a write that takes
 // too long: no runtime timer per answer. Elsewhere it sets write deadlines.
 // net/http clears the deadline after the final flush, so the next request
 // on a kept-alive connection starts without one. A deadline is moved on
-// only when less than half of it is left, so each write has between
-// writeTimeout/2 and writeTimeout to end: setting it changes a runtime
-// timer, which wakes an idle core to watch it, and a tools/call's one write
-// and finish came within microseconds of each other. A writer without
-// deadlines (not net/http's) is written to unbounded.
-func (f *frontDoor) boundWrites(w http.ResponseWriter, r *http.Request) *deadlineWriter {
-	dw := &deadlineWriter{ResponseWriter: w, d: f.writeTimeout}
-	if f.writeTimeout > 0 && r.ProtoMajor == 1 {
+// only when less than half of it is left, so each write has between d/2
+// and d to end: setting it changes a runtime timer, which wakes an idle
+// core to watch it, and a tools/call's one write and finish came within
+// microseconds of each other. A writer without deadlines (not net/http's)
+// is written to unbounded.
+func boundWrites(w http.ResponseWriter, r *http.Request, d time.Duration) *deadlineWriter {
+	dw := &deadlineWriter{ResponseWriter: w, d: d}
+	if d <= 0 {
+		return dw
+	}
+	if r.ProtoMajor == 1 {
 		// One request at a time per connection: its writes are the
 		// connection's. (HTTP/2 streams share one, and keep deadlines.)
 		dw.wc = watched(r)
+	}
+	if r.Body != nil && r.Body != http.NoBody && r.Header.Get("Expect") != "" {
+		r.Body = &continueBody{ReadCloser: r.Body, w: dw}
 	}
 	return dw
 }
@@ -319,10 +324,24 @@ func (w *deadlineWriter) ctl() *http.ResponseController {
 	return w.rc
 }
 
-func (w *deadlineWriter) arm() {
-	if w.d <= 0 {
-		return
+// begin bounds a write about to start; end, after it, ends the bound.
+func (w *deadlineWriter) begin() {
+	switch {
+	case w.d <= 0:
+	case w.wc != nil:
+		w.wc.writeSince.Store(time.Now().UnixNano())
+	default:
+		w.arm()
 	}
+}
+
+func (w *deadlineWriter) end() {
+	if w.wc != nil {
+		w.wc.writeSince.Store(0)
+	}
+}
+
+func (w *deadlineWriter) arm() {
 	now := time.Now()
 	if w.deadline.Sub(now) >= w.d/2 {
 		return // more than half left
@@ -331,35 +350,41 @@ func (w *deadlineWriter) arm() {
 	w.ctl().SetWriteDeadline(w.deadline)
 }
 
-// finish bounds net/http's flush after the handler: through the watch (the
-// connection going idle or closed ends the bound), or by a deadline when
-// the handler wrote at all (else none is set, and none is needed).
-func (w *deadlineWriter) finish() {
-	if w.wc != nil {
-		w.wc.writeSince.Store(time.Now().UnixNano())
-	} else if w.rc != nil {
-		w.arm()
-	}
-}
+// finish bounds net/http's flush after the handler, which writes at least
+// the status line. Through the watch, the connection going idle or closed
+// ends the bound.
+func (w *deadlineWriter) finish() { w.begin() }
 
 func (w *deadlineWriter) Write(p []byte) (int, error) {
-	if w.wc != nil {
-		w.wc.writeSince.Store(time.Now().UnixNano())
-		defer w.wc.writeSince.Store(0)
-	} else {
-		w.arm()
-	}
-	return w.ResponseWriter.Write(p)
+	w.begin()
+	n, err := w.ResponseWriter.Write(p)
+	w.end()
+	return n, err
 }
 
 func (w *deadlineWriter) Flush() {
-	if w.wc != nil {
-		w.wc.writeSince.Store(time.Now().UnixNano())
-		defer w.wc.writeSince.Store(0)
-	} else {
-		w.arm()
-	}
+	w.begin()
 	w.ctl().Flush()
+	w.end()
+}
+
+// continueBody bounds its first read as a write of w: net/http answers
+// "Expect: 100-continue" there, with a write of its own.
+type continueBody struct {
+	io.ReadCloser
+	w    *deadlineWriter
+	read bool
+}
+
+func (b *continueBody) Read(p []byte) (int, error) {
+	if b.read {
+		return b.ReadCloser.Read(p)
+	}
+	b.read = true
+	b.w.begin()
+	n, err := b.ReadCloser.Read(p)
+	b.w.end()
+	return n, err
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.

@@ -954,12 +954,13 @@ func (d *deadlineRecorder) SetWriteDeadline(t time.Time) error {
 // write_timeout to end.
 func TestDeadlineWriterHalfLeft(t *testing.T) {
 	const d = 200 * time.Millisecond
-	rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
-	w := (&frontDoor{writeTimeout: d}).boundWrites(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil))
-	w.finish()
-	if len(rec.set) != 0 {
-		t.Fatalf("finish without a write set %d deadlines", len(rec.set))
+	status := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+	boundWrites(status, httptest.NewRequest(http.MethodPost, "/mcp", nil), d).finish()
+	if len(status.set) != 1 {
+		t.Fatalf("finish without a write set %d deadlines, want 1: net/http's flush writes the status line", len(status.set))
 	}
+	rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+	w := boundWrites(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil), d)
 	w.Write([]byte("a"))
 	w.Write([]byte("b"))
 	w.finish()
@@ -976,7 +977,7 @@ func TestDeadlineWriterHalfLeft(t *testing.T) {
 	if len(rec.set) != 2 {
 		t.Errorf("finish right after: %d deadlines, want 2", len(rec.set))
 	}
-	unbounded := (&frontDoor{}).boundWrites(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil))
+	unbounded := boundWrites(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil), 0)
 	unbounded.Write([]byte("c"))
 	unbounded.finish()
 	if len(rec.set) != 2 {

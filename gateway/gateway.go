@@ -268,11 +268,14 @@ func (g *Gateway) Handler() http.Handler {
 	r, mcpRoute := g.newMux()
 	mcpRoute = g.accessLog(mcpRoute)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// Every route's answers: write_timeout (see boundWrites).
+		dw := boundWrites(w, req, g.cfg.WriteTimeout)
+		defer dw.finish()
 		if req.URL.Path == "/mcp" {
-			mcpRoute.ServeHTTP(w, req)
+			mcpRoute.ServeHTTP(dw, req)
 			return
 		}
-		r.ServeHTTP(w, req)
+		r.ServeHTTP(dw, req)
 	})
 }
 
@@ -290,14 +293,13 @@ func (g *Gateway) newMux() (*mux.Router, http.Handler) {
 			PropagateRequestCancellation: true,
 		})
 	fd := &frontDoor{
-		next:         sdk,
-		maxBody:      g.cfg.MaxBodyBytes,
-		bodyTimeout:  g.cfg.BodyTimeout,
-		writeTimeout: g.cfg.WriteTimeout,
-		calls:        g.calls,
-		metrics:      g.metrics,
-		fast:         g.fast,
-		tasks:        g.tasks,
+		next:        sdk,
+		maxBody:     g.cfg.MaxBodyBytes,
+		bodyTimeout: g.cfg.BodyTimeout,
+		calls:       g.calls,
+		metrics:     g.metrics,
+		fast:        g.fast,
+		tasks:       g.tasks,
 	}
 	if g.cfg.Stateful {
 		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions, g.cfg.MaxSessionsPerCaller)

@@ -76,11 +76,8 @@ func (d *noetlDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	// As on /mcp: a client's value never names the POST in the log, and a
-	// client that stops reading its answer is cut off.
-	dw := d.fd.boundWrites(w, r)
-	defer dw.finish()
-	w = dw
+	// As on /mcp: a client's value never names the POST in the log. (A
+	// client that stops reading its answer is cut off: Gateway.Handler.)
 	stampRequestID(w, r)
 	body, ok := d.fd.readBody(w, r)
 	if !ok {
