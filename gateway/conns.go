@@ -43,8 +43,10 @@ import (
 // Each bound thus ends between once and 1.25 times its value (the idle one
 // plus the header grace), where a deadline ends at it.
 //
-// srv's ConnContext and ConnState, when set, still run, after the watcher's
-// own. A handler served on a server not configured so (an embedder's own)
+// It is meant for HTTP/1 servers, as mcpgate serve's (no TLS): an HTTP/2
+// connection idle past the bound is ended by its read deadline, without a
+// GOAWAY. srv's ConnContext and ConnState, when set, still run, after the
+// watcher's own. A handler served on a server not configured so (an embedder's own)
 // sets per-request deadlines, as before, as it does for a connection whose
 // type cannot be a map key (a listener's own struct value).
 func (g *Gateway) ConfigureServer(srv *http.Server) (stop func()) {
