@@ -308,7 +308,11 @@ func (f *fastPath) serve(w http.ResponseWriter, r *http.Request, msg *message) b
 // protection is not configured (StreamableHTTPOptions.CrossOriginProtection
 // is nil in newMux), nor are sessions allowed in stateless mode (MCPGODEBUG
 // turns the fast path off).
-func (f *fastPath) accepts(r *http.Request) bool {
+func (f *fastPath) accepts(r *http.Request) bool { return sdkWouldRead(r) }
+
+// sdkWouldRead is fastPath.accepts: whether go-sdk would read r's message
+// rather than refuse r first.
+func sdkWouldRead(r *http.Request) bool {
 	if r.Method != http.MethodPost {
 		return false
 	}

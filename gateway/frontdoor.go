@@ -24,6 +24,7 @@ import (
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sjson "github.com/segmentio/encoding/json"
 )
 
 // frontDoor is the gateway's HTTP layer at /mcp, ahead of go-sdk's
@@ -225,6 +226,9 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if e := checkID(msgOf()); e != nil {
 			f.metrics.refuse(refusedBadID)
 			writeRPCError(w, http.StatusBadRequest, e)
+			return
+		}
+		if answerBadInitialize(w, r, msgOf()) {
 			return
 		}
 	}
@@ -543,6 +547,62 @@ func checkID(m *message) *jsonrpc.Error {
 		Code:    jsonrpc.CodeInvalidRequest,
 		Message: fmt.Sprintf("the request id %.40s must be a string or an integer within ±2^53 (%d), which the gateway can answer as sent", m.ID, int64(maxExactID)),
 	}
+}
+
+// answerBadInitialize answers an initialize request whose params go-sdk
+// cannot decode, or that has none, with -32602 (invalid params) and the
+// request's id, and reports whether it did. go-sdk v1.8.0 answers every
+// other method's undecodable params so, but its initialize (which decodes
+// into its own initializeParamsV2) answers them with error code 0, which
+// is no JSON-RPC error code. Requests go-sdk would refuse before decoding
+// (the transport checks fastPath.accepts mirrors) are left to it.
+func answerBadInitialize(w http.ResponseWriter, r *http.Request, m *message) bool {
+	if !m.ok || m.method != "initialize" || m.VersionTag != "2.0" || !sdkWouldRead(r) {
+		return false
+	}
+	id, ok := echoID(m.ID)
+	if !ok {
+		return false // a notification: nothing to answer
+	}
+	problem := initializeProblem(m.Params)
+	if problem == "" {
+		return false
+	}
+	writeError(w, id, jsonrpc.CodeInvalidParams, problem)
+	return true
+}
+
+// initializeProblem returns what keeps go-sdk from decoding an initialize
+// request's params, in go-sdk's words for other methods, or "" when they
+// decode. Both transports answer it with -32602 (see answerBadInitialize).
+func initializeProblem(params json.RawMessage) string {
+	var problem string
+	switch params = bytes.TrimSpace(params); {
+	case len(params) == 0 || string(params) == "null":
+		problem = `missing required "params"`
+	case !upstream.WithinDepth(params, sdkMaxDepth):
+		problem = fmt.Sprintf("nested more than %d levels deep", sdkMaxDepth)
+	default:
+		var p initializeParams
+		if _, err := sjson.Parse(params, &p, sjson.DontMatchCaseInsensitiveStructFields); err != nil {
+			problem = err.Error()
+		}
+	}
+	if problem == "" {
+		return ""
+	}
+	return "handling 'initialize': invalid params: " + problem
+}
+
+// initializeParams has the shape go-sdk v1.8.0 decodes an initialize's
+// params into (its unexported initializeParamsV2: capabilities.roots a
+// pointer).
+type initializeParams struct {
+	mcp.InitializeParams
+	Capabilities *struct {
+		mcp.ClientCapabilities
+		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+	} `json:"capabilities"`
 }
 
 // describeJSONError names a JSON syntax problem and where it is.

@@ -984,3 +984,49 @@ func TestDeadlineWriterHalfLeft(t *testing.T) {
 		t.Errorf("write_timeout 0 set a deadline")
 	}
 }
+
+// TestInitializeInvalidParams: an initialize whose params go-sdk cannot
+// decode, or that has none, is answered with -32602 and its id, as go-sdk
+// answers every other method's (its own initialize answered code 0, found by
+// FuzzFrontDoorMessage); one that decodes still reaches go-sdk.
+func TestInitializeInvalidParams(t *testing.T) {
+	const valid = `{"protocolVersion":"2025-06-18","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"t","version":"1"}}`
+	tests := []struct {
+		name, params string
+		want         string // in the error message; "" for a result
+	}{
+		{"valid", valid, ""},
+		{"a number", `0`, "invalid params: "},
+		{"a string", `"x"`, "invalid params: "},
+		{"an array", `[]`, "invalid params: "},
+		{"protocolVersion a number", `{"protocolVersion":5}`, "invalid params: "},
+		{"clientInfo a string", `{"protocolVersion":"2025-06-18","clientInfo":"x"}`, "invalid params: "},
+		{"roots not an object", `{"protocolVersion":"2025-06-18","capabilities":{"roots":true}}`, "invalid params: "},
+		{"null", `null`, `missing required \"params\"`},
+		{"missing", ``, `missing required \"params\"`},
+	}
+	for _, stateful := range []bool{false, true} {
+		_, url := startGateway(t, Config{Stateful: stateful})
+		for i, tt := range tests {
+			t.Run(fmt.Sprintf("stateful=%v/%s", stateful, tt.name), func(t *testing.T) {
+				params := ""
+				if tt.params != "" {
+					params = `,"params":` + tt.params
+				}
+				resp, got := post(t, url, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"initialize"%s}`, i+7, params), nil)
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("HTTP %d %s", resp.StatusCode, got)
+				}
+				id := fmt.Sprintf(`"id":%d`, i+7)
+				switch {
+				case tt.want == "":
+					if !strings.Contains(got, id) || !strings.Contains(got, `"result"`) {
+						t.Errorf("want a result: %s", got)
+					}
+				case !strings.Contains(got, id) || !strings.Contains(got, `"code":-32602`) || !strings.Contains(got, tt.want):
+					t.Errorf("want -32602 containing %q with %s: %s", tt.want, id, got)
+				}
+			})
+		}
+	}
+}

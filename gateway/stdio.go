@@ -64,8 +64,9 @@ type StdioOptions struct {
 //     null result), the session ends only once every call already read is
 //     answered, or DrainTimeout passed;
 //   - no error answer carries code 0: go-sdk answers a call before initialize
-//     with code 0, which becomes -32600 saying to send initialize first; any
-//     other uncoded error becomes -32603.
+//     with code 0, which becomes -32600 saying to send initialize first; an
+//     initialize whose params it cannot decode is answered -32602 before it
+//     sees it; any other uncoded error becomes -32603.
 //
 // A StdioTransport is for one [mcp.Server.Connect] or [mcp.Server.Run]. The
 // caller owns r and w: they are not closed, and a read of r that blocks
@@ -231,6 +232,19 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				return nil, err
 			}
 			continue
+		}
+		if req.Method == "initialize" {
+			// go-sdk would answer params it cannot decode with code 0.
+			if problem := initializeProblem(req.Params); problem != "" {
+				c.mu.Lock()
+				delete(c.pending, req.ID)
+				c.mu.Unlock()
+				id, _ := json.Marshal(req.ID.Raw())
+				if err := c.writeError(id, jsonrpc.CodeInvalidParams, problem, nil); err != nil {
+					return nil, err
+				}
+				continue
+			}
 		}
 		return req, nil
 	}

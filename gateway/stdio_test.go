@@ -217,6 +217,22 @@ func TestStdioLines(t *testing.T) {
 			},
 		},
 		{
+			name: "initialize with params go-sdk cannot decode, then a good one",
+			lines: []string{
+				`{"jsonrpc":"2.0","id":"i0","method":"initialize","params":0}`,
+				`{"jsonrpc":"2.0","id":"i1","method":"initialize","params":{"protocolVersion":5}}`,
+				`{"jsonrpc":"2.0","id":"i2","method":"initialize"}`,
+				stdioInit, stdioInitialized,
+				`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+			},
+			want: []want{
+				{`"i0"`, -32602, "handling 'initialize': invalid params: "}, // go-sdk says code 0
+				{`"i1"`, -32602, "handling 'initialize': invalid params: "},
+				{`"i2"`, -32602, `missing required \"params\"`},
+				ok("1"), ok("2"),
+			},
+		},
+		{
 			name: "initialize and a call, then the end of the input",
 			lines: []string{
 				stdioInit, stdioInitialized,
