@@ -197,16 +197,7 @@ func watchedServer(t *testing.T, cfg Config, watched bool, idle time.Duration) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw := httptest.NewUnstartedServer(g.Handler())
-	gw.Listener = smallBuffers{gw.Listener}
-	gw.Config.IdleTimeout = idle
-	gw.Config.ReadHeaderTimeout = 5 * time.Second
-	if watched {
-		t.Cleanup(g.ConfigureServer(gw.Config))
-	}
-	gw.Start()
-	t.Cleanup(gw.Close)
-	return rec, gw
+	return rec, serveSmallBuffers(t, g, watched, idle)
 }
 
 // pipeline sends n copies of req on one connection with a small receive
@@ -283,23 +274,9 @@ func TestConfigureServerShutdown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			gw := httptest.NewUnstartedServer(g.Handler())
-			gw.Listener = smallBuffers{gw.Listener}
-			gw.Config.IdleTimeout = time.Minute
-			if watched {
-				t.Cleanup(g.ConfigureServer(gw.Config))
-			}
-			gw.Start()
-			t.Cleanup(gw.Close)
-			a, err := net.Dial("tcp", gw.Listener.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
+			gw := serveSmallBuffers(t, g, watched, time.Minute)
+			a := postUnread(t, gw)
 			defer a.Close()
-			a.(*net.TCPConn).SetReadBuffer(4 << 10)
-			body := call(1, "big", `{}`)
-			fmt.Fprintf(a, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s",
-				gw.Listener.Addr(), len(body), body)
 			<-served
 			time.Sleep(100 * time.Millisecond) // the answer's write is under way, blocked
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

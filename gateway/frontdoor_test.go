@@ -742,6 +742,38 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 	return c, err
 }
 
+// serveSmallBuffers serves g on a server whose connections have small send
+// buffers, with idle as its IdleTimeout; watched: set up by
+// ConfigureServer.
+func serveSmallBuffers(t *testing.T, g *Gateway, watched bool, idle time.Duration) *httptest.Server {
+	t.Helper()
+	gw := httptest.NewUnstartedServer(g.Handler())
+	gw.Listener = smallBuffers{gw.Listener}
+	gw.Config.IdleTimeout = idle
+	gw.Config.ReadHeaderTimeout = 5 * time.Second
+	if watched {
+		t.Cleanup(g.ConfigureServer(gw.Config))
+	}
+	gw.Start()
+	t.Cleanup(gw.Close)
+	return gw
+}
+
+// postUnread sends a call of the tool "big" on a new connection to gw
+// whose small receive buffer is never read; the caller closes it.
+func postUnread(t *testing.T, gw *httptest.Server) net.Conn {
+	t.Helper()
+	a, err := net.Dial("tcp", gw.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.(*net.TCPConn).SetReadBuffer(4 << 10)
+	body := call(1, "big", `{}`)
+	fmt.Fprintf(a, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s",
+		gw.Listener.Addr(), len(body), body)
+	return a
+}
+
 // TestFrontDoorNonReadingClients: an answer counts against
 // max_response_memory until it has been written, not only until the
 // upstream answered, so clients that send calls and never read cannot make
@@ -782,24 +814,11 @@ func testNonReadingClients(t *testing.T, watched bool) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				gw := httptest.NewUnstartedServer(g.Handler())
-				gw.Listener = smallBuffers{gw.Listener}
-				if watched {
-					t.Cleanup(g.ConfigureServer(gw.Config))
-				}
-				gw.Start()
-				t.Cleanup(gw.Close)
+				gw := serveSmallBuffers(t, g, watched, 0)
 
 				// A sends a call and reads nothing.
-				a, err := net.Dial("tcp", gw.Listener.Addr().String())
-				if err != nil {
-					t.Fatal(err)
-				}
+				a := postUnread(t, gw)
 				defer a.Close()
-				a.(*net.TCPConn).SetReadBuffer(4 << 10)
-				body := call(1, "big", `{}`)
-				fmt.Fprintf(a, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s",
-					gw.Listener.Addr(), len(body), body)
 				waitFor(t, "A's call reaches the upstream", func() bool { return served.Load() == 1 })
 
 				// B reads its answer.
