@@ -259,12 +259,15 @@ type fastMessage struct {
 
 // sdkParse decodes as go-sdk's internal/json.Unmarshal does: segmentio's
 // decoder, struct fields matched case-sensitively, at most sdkMaxDepth deep.
-func sdkParse(data []byte, v any) bool {
+func sdkParse(data []byte, v any) bool { return sdkDecode(data, v) == nil }
+
+// sdkDecode is sdkParse, saying what failed.
+func sdkDecode(data []byte, v any) error {
 	if !upstream.WithinDepth(data, sdkMaxDepth) {
-		return false
+		return fmt.Errorf("nested more than %d levels deep", sdkMaxDepth)
 	}
 	_, err := sjson.Parse(data, v, sjson.DontMatchCaseInsensitiveStructFields)
-	return err == nil
+	return err
 }
 
 // sdkMaxDepth is go-sdk's defaultMaxDepth (internal/json).
@@ -274,7 +277,7 @@ const sdkMaxDepth = 1000
 // it did. body is r's body, already read and checked to be one JSON object.
 // When it returns false it has written nothing and r is untouched.
 func (f *fastPath) serve(w http.ResponseWriter, r *http.Request, msg *message) bool {
-	if !f.accepts(r) {
+	if !sdkWouldRead(r) {
 		return false
 	}
 	if !msg.ok || msg.VersionTag != "2.0" {
@@ -300,18 +303,15 @@ func (f *fastPath) serve(w http.ResponseWriter, r *http.Request, msg *message) b
 	return served
 }
 
-// accepts applies the checks go-sdk's StreamableHTTPHandler makes before it
-// reads a stateless POST (v1.8.0, in its order): DNS-rebinding protection
-// (a loopback listener only answers a loopback Host), the protocol version
-// header, Content-Type, Accept, and no Last-Event-ID. A request that fails
-// one goes to go-sdk, which refuses it in its own words. Cross-origin
-// protection is not configured (StreamableHTTPOptions.CrossOriginProtection
-// is nil in newMux), nor are sessions allowed in stateless mode (MCPGODEBUG
-// turns the fast path off).
-func (f *fastPath) accepts(r *http.Request) bool { return sdkWouldRead(r) }
-
-// sdkWouldRead is fastPath.accepts: whether go-sdk would read r's message
-// rather than refuse r first.
+// sdkWouldRead reports whether go-sdk would read r's message rather than
+// refuse r first: it applies the checks go-sdk's StreamableHTTPHandler makes
+// before it reads a stateless POST (v1.8.0, in its order): DNS-rebinding
+// protection (a loopback listener only answers a loopback Host), the
+// protocol version header, Content-Type, Accept, and no Last-Event-ID. A
+// request that fails one goes to go-sdk, which refuses it in its own words.
+// Cross-origin protection is not configured
+// (StreamableHTTPOptions.CrossOriginProtection is nil in newMux), nor are
+// sessions allowed in stateless mode (MCPGODEBUG turns the fast path off).
 func sdkWouldRead(r *http.Request) bool {
 	if r.Method != http.MethodPost {
 		return false

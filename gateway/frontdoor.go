@@ -24,7 +24,6 @@ import (
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	sjson "github.com/segmentio/encoding/json"
 )
 
 // frontDoor is the gateway's HTTP layer at /mcp, ahead of go-sdk's
@@ -555,7 +554,7 @@ func checkID(m *message) *jsonrpc.Error {
 // other method's undecodable params so, but its initialize (which decodes
 // into its own initializeParamsV2) answers them with error code 0, which
 // is no JSON-RPC error code. Requests go-sdk would refuse before decoding
-// (the transport checks fastPath.accepts mirrors) are left to it.
+// (see sdkWouldRead) are left to it.
 func answerBadInitialize(w http.ResponseWriter, r *http.Request, m *message) bool {
 	if !m.ok || m.method != "initialize" || m.VersionTag != "2.0" || !sdkWouldRead(r) {
 		return false
@@ -576,22 +575,15 @@ func answerBadInitialize(w http.ResponseWriter, r *http.Request, m *message) boo
 // request's params, in go-sdk's words for other methods, or "" when they
 // decode. Both transports answer it with -32602 (see answerBadInitialize).
 func initializeProblem(params json.RawMessage) string {
-	var problem string
-	switch params = bytes.TrimSpace(params); {
-	case len(params) == 0 || string(params) == "null":
-		problem = `missing required "params"`
-	case !upstream.WithinDepth(params, sdkMaxDepth):
-		problem = fmt.Sprintf("nested more than %d levels deep", sdkMaxDepth)
-	default:
-		var p initializeParams
-		if _, err := sjson.Parse(params, &p, sjson.DontMatchCaseInsensitiveStructFields); err != nil {
-			problem = err.Error()
-		}
+	const lead = "handling 'initialize': invalid params: "
+	if params = bytes.TrimSpace(params); len(params) == 0 || string(params) == "null" {
+		return lead + `missing required "params"`
 	}
-	if problem == "" {
-		return ""
+	var p initializeParams
+	if err := sdkDecode(params, &p); err != nil {
+		return lead + err.Error()
 	}
-	return "handling 'initialize': invalid params: " + problem
+	return ""
 }
 
 // initializeParams has the shape go-sdk v1.8.0 decodes an initialize's

@@ -332,7 +332,7 @@ func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte, ms
 }
 
 // accepts applies the checks go-sdk's handler applies to any POST (see
-// fastPath.accepts): DNS-rebinding protection, a protocol version the
+// sdkWouldRead): DNS-rebinding protection, a protocol version the
 // tasks exist in (or none), and an Accept that allows the SSE answer. A
 // request that fails one goes to go-sdk, which refuses it in its words.
 func (d *taskDoor) accepts(r *http.Request) bool {

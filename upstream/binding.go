@@ -144,6 +144,9 @@ func Bind(method, path string, item *openapi3.PathItem, op *openapi3.Operation, 
 		if sm, err := p.SerializationMethod(); err == nil && sm != nil {
 			pb.style, pb.explode = sm.Style, sm.Explode
 		}
+		if p.In == openapi3.ParameterInQuery {
+			pb.nameKey = queryNameKey(p.Name)
+		}
 		b.params = append(b.params, pb)
 		args = append(args, toolArg{name: arg, required: pb.required, schema: func(c *schemaConverter) jsonSchema { return paramSchema(c, p) }})
 	}

@@ -14,6 +14,7 @@ import (
 type paramBinding struct {
 	arg      string // key in the tool arguments
 	name     string // name in the request
+	nameKey  string // a query parameter's queryNameKey(name), for checkExplodedKeys
 	in       string // openapi3.ParameterInPath, ...
 	style    string
 	explode  bool

@@ -95,7 +95,7 @@ func (b *Binding) checkExplodedKeys(p paramBinding, m map[string]any) error {
 			continue
 		}
 		for _, q := range b.params {
-			if q.in == openapi3.ParameterInQuery && q.arg != p.arg && queryNameKey(q.name) == nk {
+			if q.in == openapi3.ParameterInQuery && q.arg != p.arg && q.nameKey == nk {
 				problems = append(problems, fmt.Sprintf("%s: key %q would send the query parameter %q a second time; pass it as %q", p.arg, k, q.name, q.arg))
 				break
 			}

@@ -392,13 +392,13 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 
 	// No server-wide WriteTimeout: it runs from the start of a request to
 	// the end of its answer, so it would cut SSE streams and long tool
-	// calls; the front door bounds each write instead (write_timeout).
+	// calls; the gateway's handler bounds each write instead (write_timeout),
+	// and ConfigureServer has a watcher do it, and bound the idle keep-alive
+	// connections, rather than a runtime timer per request.
 	// ReadTimeout is body_timeout: net/http sets it as a read deadline from
 	// the request's start and clears it once the body is read, so it bounds
 	// a slow body (the front door then sets no deadline of its own, see
 	// serverBoundsBody) and never a stream. Slow headers: ReadHeaderTimeout.
-	// ConfigureServer bounds the writes and the idle keep-alive connections
-	// by a watcher rather than a runtime timer per request.
 	gateway.TuneGC() // unless GOGC is set: see its doc for the memory it costs
 	srv := &http.Server{
 		Handler:           g.Handler(),
