@@ -191,12 +191,7 @@ func TestConnWatchStates(t *testing.T) {
 // ConfigureServer, with idle as IdleTimeout.
 func watchedServer(t *testing.T, cfg Config, watched bool, idle time.Duration) (*recorder, *httptest.Server) {
 	t.Helper()
-	rec, base := newRecorder(t)
-	cfg.Upstreams = []Upstream{{Name: "api", OpenAPI: "front.json", Document: []byte(frontDoc), BaseURL: base, Timeout: time.Minute}}
-	g, err := New(context.Background(), &cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec, g := newFrontGateway(t, cfg, nil)
 	return rec, serveSmallBuffers(t, g, watched, idle)
 }
 
@@ -339,12 +334,8 @@ func (l sliceListener) Accept() (net.Conn, error) {
 // TestConfigureServerUncomparableConn: such connections are served, with
 // per-request deadlines, instead of panicking in Server.Serve.
 func TestConfigureServerUncomparableConn(t *testing.T) {
-	rec, base := newRecorder(t)
+	rec, g := newFrontGateway(t, Config{}, nil)
 	rec.allowed.Store(true)
-	g, err := New(context.Background(), &Config{Upstreams: []Upstream{{Name: "api", OpenAPI: "front.json", Document: []byte(frontDoc), BaseURL: base}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

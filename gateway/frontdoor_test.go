@@ -106,9 +106,9 @@ func startGatewayWith(t *testing.T, cfg Config, opts *Options) (*recorder, strin
 	return startGatewayOn(t, cfg, opts, nil)
 }
 
-// startGatewayOn is startGatewayWith on an http.Server that tune, when not
-// nil, sets up first.
-func startGatewayOn(t *testing.T, cfg Config, opts *Options, tune func(*Gateway, *http.Server)) (*recorder, string) {
+// newFrontGateway builds a gateway with cfg's front-door settings serving
+// frontDoc, its calls going to a new recorder.
+func newFrontGateway(t *testing.T, cfg Config, opts *Options) (*recorder, *Gateway) {
 	t.Helper()
 	rec, base := newRecorder(t)
 	cfg.Upstreams = []Upstream{{Name: "api", OpenAPI: "front.json", Document: []byte(frontDoc), BaseURL: base, Timeout: time.Minute}}
@@ -116,6 +116,14 @@ func startGatewayOn(t *testing.T, cfg Config, opts *Options, tune func(*Gateway,
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rec, g
+}
+
+// startGatewayOn is startGatewayWith on an http.Server that tune, when not
+// nil, sets up first.
+func startGatewayOn(t *testing.T, cfg Config, opts *Options, tune func(*Gateway, *http.Server)) (*recorder, string) {
+	t.Helper()
+	rec, g := newFrontGateway(t, cfg, opts)
 	gw := httptest.NewUnstartedServer(g.Handler())
 	if tune != nil {
 		tune(g, gw.Config)
