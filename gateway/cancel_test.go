@@ -143,7 +143,7 @@ func TestStatelessCancelRegistry(t *testing.T) {
 // with notifications/cancelled is left, and its run cancelled upstream at
 // once — not after the 2s linger a hang-up gets.
 func TestStatelessCancelPlaybook(t *testing.T) {
-	_, e, srv := playbookGateway(t, &engine.Options{Step: time.Hour}, &Playbooks{PollInterval: 20 * time.Millisecond})
+	_, e, srv := playbookGateway(t, &engine.Options{Step: time.Hour}, &Playbooks{PollInterval: 100 * time.Millisecond})
 	url := srv.URL + "/mcp"
 	h := http.Header{"Authorization": {"Bearer alice"}}
 	conn := rawPOST(t, url, call(41, "demo_slow", `{"label":"x"}`), h, false)

@@ -355,7 +355,7 @@ func (c *Config) Validate() error {
 		if u.OpenAPI == "" && u.Document == nil && u.Playbooks == nil {
 			return fmt.Errorf("upstreams[%d] (%s): openapi is required", i, u.Name)
 		}
-		if err := validateUpstreamPlaybooks(i, u); err != nil {
+		if err := validateUpstreamPlaybooks(i, u, c.Auth != nil); err != nil {
 			return err
 		}
 		if u.Timeout < 0 {

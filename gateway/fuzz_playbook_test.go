@@ -28,9 +28,9 @@ var (
 // ceiling are milliseconds, so that every path (a run done at once, failed,
 // past its ceiling, refused) costs little.
 func FuzzPlaybookJSONRPC(f *testing.F) {
-	e := engine.New(&engine.Options{Token: "tok", Step: 10 * time.Millisecond})
+	e := engine.New(&engine.Options{Token: "tok", Step: time.Millisecond})
 	cfg := &Config{Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: e.Handler(),
-		Playbooks: &Playbooks{PollInterval: time.Millisecond, Timeout: 20 * time.Millisecond, Items: []PlaybookItem{
+		Playbooks: &Playbooks{PollInterval: 100 * time.Millisecond, Timeout: 100 * time.Millisecond, Items: []PlaybookItem{
 			{Path: "demo/fast", Workload: map[string]any{"name": "world"}},
 			{Path: "demo/slow", Workload: map[string]any{"label": "demo", "note": nil}},
 			{Path: "demo/fail", Workload: map[string]any{}},

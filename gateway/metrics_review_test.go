@@ -17,7 +17,7 @@ import (
 // outcome (issue 9 §5: "playbook runs by outcome").
 func TestReviewPlaybookRunsCounted(t *testing.T) {
 	_, _, srv := playbookGateway(t, &engine.Options{Step: 10 * time.Millisecond},
-		&Playbooks{PollInterval: 10 * time.Millisecond, DedupWindow: -1, Items: []PlaybookItem{{Path: "demo/fast", Workload: map[string]any{"name": "world"}}}})
+		&Playbooks{PollInterval: 100 * time.Millisecond, DedupWindow: -1, Items: []PlaybookItem{{Path: "demo/fast", Workload: map[string]any{"name": "world"}}}})
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo_fast","arguments":{"name":"Ada"}}}`
 	playbookRPC(t, srv.URL, "demo/fast", "", call)
 	sendRaw(t, srv.URL+"/mcp", call, nil)

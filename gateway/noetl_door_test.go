@@ -17,7 +17,7 @@ import (
 // does not, JSON or not.
 func TestNoETLDoorLetsScriptsThrough(t *testing.T) {
 	_, e, srv := playbookGateway(t, &engine.Options{Step: 10 * time.Millisecond},
-		&Playbooks{PollInterval: 10 * time.Millisecond, Items: []PlaybookItem{{Path: "demo/fast", Workload: map[string]any{"name": "world"}}}})
+		&Playbooks{PollInterval: 100 * time.Millisecond, Items: []PlaybookItem{{Path: "demo/fast", Workload: map[string]any{"name": "world"}}}})
 	host := strings.TrimPrefix(srv.URL, "http://")
 	for _, tc := range []struct {
 		name, contentType, origin string

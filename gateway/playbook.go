@@ -3,7 +3,6 @@ package gateway
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -79,11 +78,13 @@ func (c *Catalog) buildPlaybooks(ctx context.Context, namer *tagging.Namer, u *U
 		return errNoPlaybookRoutes
 	}
 	engine := &playbook.Options{
-		Routes:       routes,
-		PollInterval: p.PollInterval,
-		Timeout:      p.Timeout,
-		DedupWindow:  p.DedupWindow,
-		Terminal:     p.Terminal,
+		Routes:           routes,
+		PollInterval:     p.PollInterval,
+		Timeout:          p.Timeout,
+		MaxRuns:          p.MaxRuns,
+		MaxRunsPerCaller: p.MaxRunsPerCaller,
+		DedupWindow:      p.DedupWindow,
+		Terminal:         p.Terminal,
 	}
 	if err := engine.Check(); err != nil {
 		return err
@@ -483,16 +484,21 @@ func (pb *playbookTool) workload(args map[string]any) map[string]any {
 }
 
 // callerID is an opaque digest of who makes a call, for the playbook dedup
-// table: of the POST's Authorization header (verified or not: a different
-// header is a different caller), or over stdio of the static token. Never
-// the credential itself.
+// table and the per-caller run cap (playbook.Request.Caller): the verified
+// token's subject, as principal reads it, else the POST's Authorization
+// header (a different header is a different caller); over stdio, the one
+// client at the other end of the pipe. Never the credential itself. "" for
+// an HTTP call with no credential at all: such callers cannot be told
+// apart, so their calls are never merged.
 func (g *Gateway) callerID(req *mcp.CallToolRequest) string {
-	who := "stdio:" + g.opts.StaticToken
-	if req.Extra != nil && req.Extra.Header != nil {
-		who = "http:" + req.Extra.Header.Get("Authorization")
+	if req.Extra == nil || req.Extra.Header == nil {
+		return "stdio"
 	}
-	sum := sha256.Sum256([]byte(who))
-	return hex.EncodeToString(sum[:])
+	p, known := principalOf(req.Extra.TokenInfo, req.Extra.Header)
+	if !known {
+		return ""
+	}
+	return hex.EncodeToString(p[:])
 }
 
 // progressMessage is what a client shows while a run goes on.
@@ -525,11 +531,25 @@ func progressDetail(p playbook.Progress) string {
 func (g *Gateway) logRun(ctx context.Context, t *Tool, out *playbook.Outcome) {
 	g.metrics.playbookRun(t.Tool.Name, string(out.State))
 	level := slog.LevelInfo
-	if out.State == playbook.TimedOut || out.State == playbook.NotStarted && out.HTTPStatus >= 500 {
+	if out.State == playbook.TimedOut || out.State == playbook.Busy || out.State == playbook.NotStarted && out.HTTPStatus >= 500 {
 		level = slog.LevelWarn
 	}
 	g.logger.LogAttrs(ctx, level, "playbook call",
 		slog.String("tool", t.Tool.Name), slog.String("upstream", t.Upstream),
 		slog.String("execution_id", out.ExecutionID), slog.String("outcome", string(out.State)),
-		slog.Int("polls", out.Polls), slog.Bool("attached", out.Attached), slog.Bool("cancel_sent", out.CancelSent))
+		slog.Int("polls", out.Polls), slog.Bool("attached", out.Attached), slog.String("upstream_cancel", upstreamCancel(out)))
+}
+
+// upstreamCancel says on a call's log line what became of its run upstream:
+// "sent" (this call's outcome cancelled it), "planned" (the call left a run
+// still going, which the runner cancels at once or after its linger, and
+// logs on its own "playbook run" line), or "none".
+func upstreamCancel(out *playbook.Outcome) string {
+	switch {
+	case out.CancelSent:
+		return "sent"
+	case out.CancelPlanned:
+		return "planned"
+	}
+	return "none"
 }

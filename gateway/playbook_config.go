@@ -47,13 +47,31 @@ type Playbooks struct {
 	// once at start-up, without credentials. Default: the document's
 	// x-mcp-playbook: catalog; none: only Items are tools.
 	Catalog string `yaml:"catalog"`
-	// PollInterval is the time between status polls. Default 1.5s.
+	// PollInterval is the time between status polls, and so between a
+	// call's progress notifications. Default 1.5s; at least 100ms.
 	PollInterval time.Duration `yaml:"poll_interval"`
-	// Timeout is a run's ceiling: past it the run is cancelled. Default 90s.
+	// Timeout is a run's ceiling: past it the run is cancelled. Default
+	// 90s; at most 24h.
 	Timeout time.Duration `yaml:"timeout"`
-	// DedupWindow is how long a finished run answers a re-sent call (same
-	// caller, tool and arguments); while a run goes on, a re-send always
-	// attaches to it. Default 30s; negative: off.
+	// MaxRuns bounds this engine's runs in flight at once, task runs
+	// included; a call that would start one more is answered isError
+	// ("the engine is busy"; on the NoETL endpoint a JSON-RPC error naming
+	// the bound) and nothing is sent to the engine. Default 256; must not
+	// be negative.
+	MaxRuns int `yaml:"max_runs"`
+	// MaxRunsPerCaller bounds the runs in flight one caller started on
+	// this engine, the same way. A caller is the verified token's subject.
+	// Default: 32 when the gateway verifies tokens (auth); no bound
+	// without auth, where a caller is only the Authorization header it
+	// chose to send (set it to count by that header all the same; callers
+	// that send none then share one count). Must not be negative.
+	MaxRunsPerCaller int `yaml:"max_runs_per_caller"`
+	// DedupWindow is how long a run that succeeded answers a re-sent call
+	// (same caller, tool and arguments); while a run goes on, a re-send
+	// attaches to it. A run that failed, timed out or was cancelled is
+	// never handed to a new call, and calls with no credential at all
+	// (every such caller looks the same) are never merged. Default 30s;
+	// negative: off.
 	DedupWindow time.Duration `yaml:"dedup_window"`
 	// Terminal says how a status is terminal. Default NoETL's "completed"
 	// and "failed" booleans; for engines reporting {"status": "RUNNING" |
@@ -143,10 +161,18 @@ func (p *Playbooks) validate() error {
 	switch {
 	case p.PollInterval < 0:
 		return fmt.Errorf("playbooks.poll_interval: %s must not be negative", p.PollInterval)
+	case p.PollInterval > 0 && p.PollInterval < playbook.MinPollInterval:
+		return fmt.Errorf("playbooks.poll_interval: %s is below the floor of %s (each poll is a request to the engine)", p.PollInterval, playbook.MinPollInterval)
 	case p.Timeout < 0:
 		return fmt.Errorf("playbooks.timeout: %s must not be negative", p.Timeout)
+	case p.Timeout > playbook.MaxTimeout:
+		return fmt.Errorf("playbooks.timeout: %s is above the ceiling of %s", p.Timeout, playbook.MaxTimeout)
 	case p.PollInterval > 0 && p.Timeout > 0 && p.PollInterval > p.Timeout:
 		return fmt.Errorf("playbooks.poll_interval: %s is longer than the timeout %s", p.PollInterval, p.Timeout)
+	case p.MaxRuns < 0:
+		return fmt.Errorf("playbooks.max_runs: %d must not be negative", p.MaxRuns)
+	case p.MaxRunsPerCaller < 0:
+		return fmt.Errorf("playbooks.max_runs_per_caller: %d must not be negative", p.MaxRunsPerCaller)
 	}
 	if err := p.Terminal.Validate(); err != nil {
 		return fmt.Errorf("playbooks.%v", err)
@@ -174,13 +200,21 @@ func (p *Playbooks) validate() error {
 	return nil
 }
 
-// validateUpstreamPlaybooks is Validate's part for u.Playbooks.
-func validateUpstreamPlaybooks(i int, u *Upstream) error {
+// DefaultMaxRunsPerCaller is Playbooks.MaxRunsPerCaller's default when the
+// gateway verifies tokens.
+const DefaultMaxRunsPerCaller = 32
+
+// validateUpstreamPlaybooks is Validate's part for u.Playbooks; verified
+// says that Config.Auth is set.
+func validateUpstreamPlaybooks(i int, u *Upstream, verified bool) error {
 	if u.Playbooks == nil {
 		return nil
 	}
 	if err := u.Playbooks.validate(); err != nil {
 		return fmt.Errorf("upstreams[%d] (%s): %v", i, u.Name, err)
+	}
+	if u.Playbooks.MaxRunsPerCaller == 0 && verified {
+		u.Playbooks.MaxRunsPerCaller = DefaultMaxRunsPerCaller
 	}
 	if u.OpenAPI == "" && u.Document == nil {
 		// No document to find routes in, nor a base URL.

@@ -24,6 +24,11 @@ const (
 	codeAccessDenied = -32020 // the engine refused the caller, or the playbook is not exposed
 )
 
+// codeBusy answers a call that would start a run over playbooks.max_runs or
+// max_runs_per_caller: JSON-RPC's generic server error (NoETL has none of
+// its own), with data naming the bound.
+const codeBusy = -32000
+
 // defaultNoETLProtocol is what initialize answers a client that names no
 // protocol version (NoETL's).
 const defaultNoETLProtocol = "2024-11-05"
@@ -208,7 +213,7 @@ func (g *Gateway) playbookRPCCall(w http.ResponseWriter, r *http.Request, id, ra
 		// As on /mcp: the model can read which field to correct.
 		res := &mcp.CallToolResult{}
 		res.SetError(err)
-		writeRPC(w, id, res, nil)
+		writeRPC(w, id, noetlResult{res}, nil)
 		return
 	}
 	pb := t.playbook
@@ -220,6 +225,9 @@ func (g *Gateway) playbookRPCCall(w http.ResponseWriter, r *http.Request, id, ra
 	case playbook.TimedOut:
 		writeRPC(w, id, nil, &noetlError{Code: codeCeiling, Message: resultText(out.Result),
 			Data: map[string]any{"execution_id": out.ExecutionID, "status": out.Status, "cancelled": out.CancelSent}})
+	case playbook.Busy:
+		writeRPC(w, id, nil, &noetlError{Code: codeBusy, Message: resultText(out.Result),
+			Data: map[string]any{"cap": out.Cap, "limit": out.Limit}})
 	case playbook.NotStarted:
 		if out.HTTPStatus == http.StatusUnauthorized || out.HTTPStatus == http.StatusForbidden {
 			writeRPC(w, id, nil, &noetlError{Code: codeAccessDenied, Message: "access denied: " + resultText(out.Result),
@@ -232,8 +240,26 @@ func (g *Gateway) playbookRPCCall(w http.ResponseWriter, r *http.Request, id, ra
 		}
 		writeRPC(w, id, nil, &noetlError{Code: -32603, Message: resultText(out.Result), Data: data})
 	default:
-		writeRPC(w, id, out.Result, nil)
+		writeRPC(w, id, noetlResult{out.Result}, nil)
 	}
+}
+
+// noetlResult is a tools/call result as NoETL's endpoint writes it: with
+// "isError" always there, false included (go-sdk's CallToolResult leaves
+// false out), as NoETL's own wire examples show it.
+type noetlResult struct{ *mcp.CallToolResult }
+
+func (r noetlResult) MarshalJSON() ([]byte, error) {
+	raw, err := json.Marshal(r.CallToolResult)
+	if err != nil || r.IsError {
+		return raw, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	m["isError"] = json.RawMessage("false")
+	return json.Marshal(m)
 }
 
 func resultText(res *mcp.CallToolResult) string {

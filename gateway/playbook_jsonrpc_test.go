@@ -21,7 +21,7 @@ func TestPlaybookJSONRPC(t *testing.T) {
 	_, e, srv := playbookGateway(t, &engine.Options{Token: "tok", Step: 100 * time.Millisecond},
 		// The engine wants a token for its catalog too, which the gateway
 		// reads without one at start-up: the items are listed here.
-		&Playbooks{PollInterval: 20 * time.Millisecond, Timeout: 250 * time.Millisecond, Items: []PlaybookItem{
+		&Playbooks{PollInterval: 100 * time.Millisecond, Timeout: 250 * time.Millisecond, Items: []PlaybookItem{
 			{Path: "demo/fast", Workload: map[string]any{"name": "world"}},
 			{Path: "demo/slow", Workload: map[string]any{"label": "demo", "note": nil}},
 			{Path: "demo/fail", Workload: map[string]any{}},
@@ -66,7 +66,7 @@ func TestPlaybookJSONRPC(t *testing.T) {
 			status: 200, want: map[string]any{"/error/code": -32602.0}},
 		{name: "tools/call: dispatch, poll, result with _meta", path: "demo/fast",
 			body:   `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"demo_fast","arguments":{"name":"Ada"}}}`,
-			status: 200, want: map[string]any{"/result/content/0/text": "Hello, Ada!", "/result/isError": nil,
+			status: 200, want: map[string]any{"/result/content/0/text": "Hello, Ada!", "/result/isError": false,
 				"/result/_meta/noetl_execution_id": "*", "/result/_meta/noetl_path": "demo/fast",
 				"/result/structuredContent/result/greeting": "Hello, Ada!"}},
 		{name: "tools/call: a failed run is isError", path: "demo/fail",

@@ -50,7 +50,7 @@ func playbookRPC(t *testing.T, base, path, token, body string) map[string]any {
 // and, with inbound auth, the verified subject.
 func TestReviewDedupAcrossCallers(t *testing.T) {
 	_, e, srv := playbookGateway(t, &engine.Options{Token: "tok", Step: 20 * time.Millisecond},
-		&Playbooks{PollInterval: 10 * time.Millisecond, Items: []PlaybookItem{{Path: "demo/fast", Workload: map[string]any{"name": "world"}}}})
+		&Playbooks{PollInterval: 100 * time.Millisecond, Items: []PlaybookItem{{Path: "demo/fast", Workload: map[string]any{"name": "world"}}}})
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo_fast","arguments":{"name":"Ada"}}}`
 	alice := playbookRPC(t, srv.URL, "demo/fast", "tok", call)
 	if res, _ := alice["result"].(map[string]any); res == nil || res["isError"] == true {
@@ -78,7 +78,7 @@ func TestReviewDedupAcrossCallers(t *testing.T) {
 // application/json and, on a loopback listener, a loopback Host.
 func TestReviewNoETLCrossSite(t *testing.T) {
 	_, e, srv := playbookGateway(t, &engine.Options{Step: 10 * time.Millisecond},
-		&Playbooks{PollInterval: 10 * time.Millisecond, Items: []PlaybookItem{{Path: "demo/fast", Workload: map[string]any{"name": "world"}}}})
+		&Playbooks{PollInterval: 100 * time.Millisecond, Items: []PlaybookItem{{Path: "demo/fast", Workload: map[string]any{"name": "world"}}}})
 	for i, tc := range []struct{ name, contentType, host string }{
 		{"text/plain from a page", "text/plain", ""},
 		{"rebound Host", "application/json", "evil.example"},
@@ -176,7 +176,7 @@ func TestReviewHiddenPlaybookViaExecuteRoute(t *testing.T) {
 		json.NewEncoder(w).Encode(doc)
 	})
 	cfg := &Config{Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: h,
-		Playbooks: &Playbooks{PollInterval: 10 * time.Millisecond}}}}
+		Playbooks: &Playbooks{PollInterval: 100 * time.Millisecond}}}}
 	g, err := New(t.Context(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)

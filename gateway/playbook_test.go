@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
+	"github.com/mcpgate/mcpgate/upstream/playbook"
 )
 
 // playbookGateway serves the example engine in-process (its document's
@@ -80,6 +81,10 @@ upstreams:
 		{"path twice", strings.Replace(good, "path: internal/tool", "path: demo/fast", 1), `playbooks.items[1]: path "demo/fast" is listed twice`},
 		{"bad name", strings.Replace(good, "name: demo_fast", "name: demo.fast", 1), `name "demo.fast" is not a tool name clients accept`},
 		{"negative poll", strings.Replace(good, "poll_interval: 1.5s", "poll_interval: -1s", 1), `playbooks.poll_interval: -1s must not be negative`},
+		{"poll below the floor", strings.Replace(good, "poll_interval: 1.5s", "poll_interval: 1ns", 1), `upstreams[0] (noetl): playbooks.poll_interval: 1ns is below the floor of 100ms`},
+		{"timeout above the ceiling", strings.Replace(good, "timeout: 90s", "timeout: 25h", 1), `upstreams[0] (noetl): playbooks.timeout: 25h0m0s is above the ceiling of 24h0m0s`},
+		{"negative max_runs", strings.Replace(good, "timeout: 90s", "timeout: 90s\n      max_runs: -1", 1), `playbooks.max_runs: -1 must not be negative`},
+		{"negative max_runs_per_caller", strings.Replace(good, "timeout: 90s", "timeout: 90s\n      max_runs_per_caller: -2", 1), `playbooks.max_runs_per_caller: -2 must not be negative`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, err := ParseConfig([]byte(tt.yaml))
@@ -90,6 +95,29 @@ upstreams:
 				t.Errorf("err = %v\nwant %s", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestPlaybookRunCapDefaults: max_runs_per_caller is 32 when the gateway
+// verifies tokens (a caller is a verified subject), none without; max_runs
+// is the runner's 256.
+func TestPlaybookRunCapDefaults(t *testing.T) {
+	for _, verified := range []bool{false, true} {
+		u := &Upstream{Name: "noetl", BaseURL: "http://127.0.0.1:1", Playbooks: &Playbooks{Execute: "POST /x", Status: "GET /x/{id}", Items: []PlaybookItem{{Path: "a"}}}}
+		if err := validateUpstreamPlaybooks(0, u, verified); err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		if verified {
+			want = DefaultMaxRunsPerCaller
+		}
+		if got := u.Playbooks.MaxRunsPerCaller; got != want {
+			t.Errorf("verified=%v: max_runs_per_caller %d, want %d", verified, got, want)
+		}
+	}
+	g, _, _ := playbookGateway(t, nil, nil)
+	if got := g.runners["noetl"].Options().MaxRuns; got != playbook.DefaultMaxRuns {
+		t.Errorf("max_runs %d, want %d", got, playbook.DefaultMaxRuns)
 	}
 }
 
@@ -173,7 +201,7 @@ func keys(m map[string]*Tool) []string {
 // TestPlaybookCallOverMCP calls a slow playbook with a progressToken through
 // the go-sdk client over Streamable HTTP (stateless, SSE answers).
 func TestPlaybookCallOverMCP(t *testing.T) {
-	_, e, srv := playbookGateway(t, &engine.Options{Step: 100 * time.Millisecond}, &Playbooks{PollInterval: 60 * time.Millisecond})
+	_, e, srv := playbookGateway(t, &engine.Options{Step: 100 * time.Millisecond}, &Playbooks{PollInterval: 100 * time.Millisecond})
 	// go-sdk's client handles notifications on their own goroutines, so
 	// the last progress message may be handled after CallTool returns.
 	var (

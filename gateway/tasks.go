@@ -187,13 +187,22 @@ func openTask(aead cipher.AEAD, id string) (*taskClaims, bool) {
 // auth.ClientSubject); else the Authorization header (all values). Hashed:
 // neither a task id, even sealed, nor the session book holds a credential.
 func principal(r *http.Request) [sha256.Size]byte {
-	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" {
+	p, _ := principalOf(auth.TokenInfoFromContext(r.Context()), r.Header)
+	return p
+}
+
+// principalOf is principal's rule on a request's verified token and
+// headers; known is false when there is neither a subject nor an
+// Authorization header, so that nothing tells this caller from another.
+func principalOf(ti *auth.TokenInfo, h http.Header) (p [sha256.Size]byte, known bool) {
+	if ti != nil && ti.UserID != "" {
 		if ti.Extra[mcpgateauth.ClientSubject] == true {
-			return sha256.Sum256([]byte("client\x00" + ti.UserID))
+			return sha256.Sum256([]byte("client\x00" + ti.UserID)), true
 		}
-		return sha256.Sum256([]byte("sub\x00" + ti.UserID))
+		return sha256.Sum256([]byte("sub\x00" + ti.UserID)), true
 	}
-	return sha256.Sum256([]byte("authorization\x00" + caller(r)))
+	values := h.Values("Authorization")
+	return sha256.Sum256([]byte("authorization\x00" + strings.Join(values, "\n"))), len(values) > 0
 }
 
 // callerHash is the caller a task id seals: principal's first 16 bytes.

@@ -38,7 +38,7 @@ func taskGateway(t *testing.T, step, timeout time.Duration, tasks TasksConfig, o
 	t.Cleanup(api.Close)
 	cfg := &Config{Stateful: stateful, Tasks: tasks, Upstreams: []Upstream{
 		{Name: "noetl", OpenAPI: "/openapi.json", Handler: e.Handler(),
-			Playbooks: &Playbooks{PollInterval: 20 * time.Millisecond, Timeout: timeout}},
+			Playbooks: &Playbooks{PollInterval: 100 * time.Millisecond, Timeout: timeout}},
 		{Name: "api", OpenAPI: "fast.json", Document: fastDoc(0), BaseURL: api.URL},
 	}}
 	g, err := New(t.Context(), cfg, opts)
@@ -176,7 +176,7 @@ func TestTaskLifecycle(t *testing.T) {
 			if tt.args != `{"name":5}` && task["status"] != "working" {
 				t.Errorf("created %v, want working", task)
 			}
-			if task["ttl"] != 60000.0 || task["pollInterval"] != 20.0 || task["createdAt"] == "" || task["lastUpdatedAt"] == "" {
+			if task["ttl"] != 60000.0 || task["pollInterval"] != 100.0 || task["createdAt"] == "" || task["lastUpdatedAt"] == "" {
 				t.Errorf("created task %v", task)
 			}
 			if strings.Contains(id, "alice") {

@@ -246,3 +246,83 @@ func isSubDelim(c byte) bool {
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
+
+// A PathTemplate is a path with {name} placeholders that plain strings fill,
+// such as a playbook engine's "/api/executions/{id}/status". It is built by
+// the code that builds an operation's path ([Binding]), so a value the
+// gateway read from an upstream and sends back to it (an execution id, a
+// task id) is escaped and checked exactly as a tool argument is: it cannot
+// add a segment, and one that would read as '.' or '..' is refused.
+type PathTemplate struct {
+	template string
+	b        Binding // one simple, required path parameter per placeholder
+}
+
+// ParsePathTemplate parses template: literal text and {name} placeholders.
+// An empty or repeated placeholder, an unbalanced brace or a '.' or '..'
+// segment is an error naming it.
+func ParsePathTemplate(template string) (*PathTemplate, error) {
+	t := &PathTemplate{template: template}
+	seen := map[string]bool{}
+	for rest := template; ; {
+		open := strings.IndexByte(rest, '{')
+		if open < 0 {
+			break
+		}
+		end := strings.IndexByte(rest[open:], '}')
+		if end < 0 {
+			break // parsePathTemplate names it
+		}
+		name := rest[open+1 : open+end]
+		switch {
+		case name == "" || strings.ContainsAny(name, "{/"):
+			return nil, fmt.Errorf("path template %q has an empty or malformed placeholder", template)
+		case seen[name]:
+			return nil, fmt.Errorf("path template %q has {%s} twice", template, name)
+		}
+		seen[name] = true
+		t.b.params = append(t.b.params, paramBinding{arg: name, name: name, in: openapi3.ParameterInPath, style: "simple", required: true})
+		rest = rest[open+end+1:]
+	}
+	parts, err := parsePathTemplate(template, t.b.params)
+	if err != nil {
+		return nil, err
+	}
+	t.b.pathParts = parts
+	return t, nil
+}
+
+// Names lists the template's placeholders in order.
+func (t *PathTemplate) Names() []string {
+	names := make([]string, len(t.b.params))
+	for i, p := range t.b.params {
+		names[i] = p.arg
+	}
+	return names
+}
+
+// String returns the template as parsed.
+func (t *PathTemplate) String() string { return t.template }
+
+// Expand fills the placeholders with values, each encoded to unreserved
+// characters. A missing or empty value, or one that would make a '.' or
+// '..' segment (even through an encoded '/' or '\'), is an *ArgumentError
+// naming the placeholder.
+func (t *PathTemplate) Expand(values map[string]string) (string, error) {
+	args := make(map[string]any, len(values))
+	for k, v := range values {
+		args[k] = v
+	}
+	return t.b.buildPath(args)
+}
+
+// hasDotSegment reports whether an escaped path has a segment that reads as
+// '.' or '..' once decoded (see isDotSegment).
+func hasDotSegment(path string) bool {
+	for seg := range strings.SplitSeq(path, "/") {
+		if isDotSegment(seg) {
+			return true
+		}
+	}
+	return false
+}

@@ -35,12 +35,14 @@ func (e *SendError) Unwrap() error { return e.Cause }
 // runner's execute, status and cancel calls — under the same bounds as
 // [Client.Call]: a concurrency slot, Timeout, MaxResponseBytes and the
 // response budget, with the same credentials and no redirects. path is
-// already escaped and is appended to the base URL's path, so a caller's
-// token goes to the configured origin and nowhere else. body, if not nil,
+// already escaped (build it with [PathTemplate]) and is appended to the base
+// URL's path, so a caller's token goes to the configured origin and nowhere
+// else; a path with a segment that reads as '.' or '..' is refused, as
+// [PathTemplate] refuses to build one. body, if not nil,
 // is sent as application/json. A failure to get an answer is a *SendError;
 // any answer, 2xx or not, is an Answer.
 func (c *Client) Send(ctx context.Context, method, path string, body []byte, cred Credentials) (*Answer, error) {
-	if !strings.HasPrefix(path, "/") || strings.Contains(path, "..") {
+	if !strings.HasPrefix(path, "/") || hasDotSegment(path) {
 		return nil, &SendError{Outcome: OutcomeInvalidArguments, Msg: "the gateway built an invalid upstream path", Cause: fmt.Errorf("upstream: path %q", path)}
 	}
 	u, err := joinURL(c.base, path, "")

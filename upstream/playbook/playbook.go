@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -54,6 +55,16 @@ const (
 	// DefaultMaxPollFailures is how many status polls in a row may fail
 	// (no answer, 5xx) before the run is given up.
 	DefaultMaxPollFailures = 3
+	// DefaultMaxRuns bounds the runs one Runner (one engine) has in flight.
+	DefaultMaxRuns = 256
+
+	// MinPollInterval is the shortest PollInterval allowed: a poll is a
+	// request to the engine and, with a progress token, a notification to
+	// the client, so this also bounds those to 10 a second per run.
+	MinPollInterval = 100 * time.Millisecond
+	// MaxTimeout is the longest Timeout allowed: past a day a run is a job
+	// for a scheduler, not a tool call someone waits for.
+	MaxTimeout = 24 * time.Hour
 )
 
 // A Route is one of the engine's routes: a method and a path template below
@@ -96,19 +107,52 @@ type Routes struct {
 	Cancel  Route // zero: the engine cannot cancel a run
 }
 
-// Validate checks that the routes can run a playbook.
+// Validate checks that the routes can run a playbook: Execute and Status
+// are set, each path parses as an [upstream.PathTemplate], Status and Cancel
+// hold {id} and Execute no placeholder at all.
 func (r Routes) Validate() error {
+	_, err := r.templates()
+	return err
+}
+
+// routeTemplates are the routes' paths, parsed.
+type routeTemplates struct {
+	execute, status, cancel *upstream.PathTemplate // cancel: nil without a route
+}
+
+func (r Routes) templates() (routeTemplates, error) {
+	var t routeTemplates
 	switch {
 	case r.Execute.IsZero():
-		return errors.New("the execute route is missing")
+		return t, errors.New("the execute route is missing")
 	case r.Status.IsZero():
-		return errors.New("the status route is missing")
-	case !strings.Contains(r.Status.Path, "{id}"):
-		return fmt.Errorf("status route %s has no {id}", r.Status)
-	case !r.Cancel.IsZero() && !strings.Contains(r.Cancel.Path, "{id}"):
-		return fmt.Errorf("cancel route %s has no {id}", r.Cancel)
+		return t, errors.New("the status route is missing")
 	}
-	return nil
+	for _, c := range []struct {
+		role string
+		rt   Route
+		to   **upstream.PathTemplate
+		id   bool
+	}{{"execute", r.Execute, &t.execute, false}, {"status", r.Status, &t.status, true}, {"cancel", r.Cancel, &t.cancel, true}} {
+		if c.rt.IsZero() {
+			continue
+		}
+		pt, err := upstream.ParsePathTemplate(c.rt.Path)
+		if err != nil {
+			return t, fmt.Errorf("%s route %s: %v", c.role, c.rt, err)
+		}
+		names := pt.Names()
+		switch {
+		case c.id && !slices.Contains(names, "id"):
+			return t, fmt.Errorf("%s route %s has no {id}", c.role, c.rt)
+		case !c.id && len(names) > 0:
+			return t, fmt.Errorf("%s route %s: {%s} is not filled by anything (the execute route takes no placeholder)", c.role, c.rt, names[0])
+		case len(names) > 1:
+			return t, fmt.Errorf("%s route %s: only {id} is filled in, not {%s}", c.role, c.rt, slices.DeleteFunc(names, func(n string) bool { return n == "id" })[0])
+		}
+		*c.to = pt
+	}
+	return t, nil
 }
 
 // Terminal says how to read a status as terminal. The zero value is NoETL's:
@@ -147,19 +191,32 @@ func (t Terminal) Validate() error {
 type Options struct {
 	Routes Routes
 	// PollInterval is the time between status polls. Default
-	// DefaultPollInterval (1.5s). The first poll comes right after the run
-	// starts, so a fast playbook answers at once.
+	// DefaultPollInterval (1.5s); at least MinPollInterval (100ms). The
+	// first poll comes right after the run starts, so a fast playbook
+	// answers at once.
 	PollInterval time.Duration
 	// Timeout is the ceiling of one run, from its start: past it the run is
 	// cancelled upstream (when there is a cancel route) and the result says
-	// so. Default DefaultTimeout (90s).
+	// so. Default DefaultTimeout (90s); at most MaxTimeout (24h).
 	Timeout time.Duration
+	// MaxRuns bounds the runs in flight at once, task runs included; a
+	// request that would start one more is refused (State Busy) with
+	// nothing sent to the engine. Joining a run already going (the dedup
+	// window) starts none. Default DefaultMaxRuns (256); negative: no bound.
+	MaxRuns int
+	// MaxRunsPerCaller bounds the runs in flight that one Request.Caller
+	// started, the same way. Callers the gateway cannot tell apart
+	// (Request.Caller "") share one count. Zero or negative: no bound.
+	MaxRunsPerCaller int
 	// Terminal says how a status is terminal. Default NoETL's booleans.
 	Terminal Terminal
-	// DedupWindow is how long after its end a run's outcome is given to a
-	// re-sent request (same caller, tool and arguments); while it runs, a
-	// re-send always attaches. Default DefaultDedupWindow (30s); negative:
-	// every request starts its own run.
+	// DedupWindow is how long after its end a succeeded run's outcome is
+	// given to a re-sent request (same caller, tool and arguments); while it
+	// runs, and until it is being cancelled, a re-send attaches to it. A run
+	// that failed, timed out or was cancelled is never handed to a new
+	// request, and requests of an anonymous caller (Request.Caller "") are
+	// never merged. Default DefaultDedupWindow (30s); negative: every
+	// request starts its own run.
 	DedupWindow time.Duration
 	// Linger is how long a run that nobody waits for goes on before it is
 	// cancelled upstream. Default DefaultLinger (2s); negative: at once.
@@ -183,9 +240,13 @@ type Runner struct {
 	opts   Options
 	logger *slog.Logger
 
+	paths routeTemplates
+
 	mu        sync.Mutex
 	runs      map[string]*run // by dedup key
 	lastPrune time.Time
+	active    int            // runs in flight (see Options.MaxRuns)
+	byCaller  map[string]int // runs in flight by Request.Caller
 }
 
 // Check reports what New would refuse in o, so that a configuration can be
@@ -197,21 +258,30 @@ func (o *Options) Check() error {
 	if err := o.Terminal.Validate(); err != nil {
 		return fmt.Errorf("playbook: %v", err)
 	}
-	if o.PollInterval < 0 || o.Timeout < 0 {
+	switch {
+	case o.PollInterval < 0 || o.Timeout < 0:
 		return errors.New("playbook: poll_interval and timeout must not be negative")
+	case o.PollInterval != 0 && o.PollInterval < MinPollInterval:
+		return fmt.Errorf("playbook: poll_interval %s is below the floor of %s", o.PollInterval, MinPollInterval)
+	case o.Timeout > MaxTimeout:
+		return fmt.Errorf("playbook: timeout %s is above the ceiling of %s", o.Timeout, MaxTimeout)
 	}
 	return nil
 }
 
 // New returns a Runner that sends through c.
 func New(c *upstream.Client, opts *Options) (*Runner, error) {
-	r := &Runner{client: c, runs: map[string]*run{}}
+	r := &Runner{client: c, runs: map[string]*run{}, byCaller: map[string]int{}}
 	if opts != nil {
 		r.opts = *opts
 	}
 	o := &r.opts
 	if err := o.Check(); err != nil {
 		return nil, err
+	}
+	r.paths, _ = o.Routes.templates() // Check parsed them
+	if o.MaxRuns == 0 {
+		o.MaxRuns = DefaultMaxRuns
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = DefaultPollInterval

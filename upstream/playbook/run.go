@@ -1,14 +1,15 @@
 package playbook
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -29,10 +30,12 @@ type Request struct {
 	Workload map[string]any
 	// Cred is what the engine is shown, as for any REST tool call.
 	Cred upstream.Credentials
-	// Caller names who asks, for the dedup table: an opaque digest of the
-	// caller's own inbound credential (never the credential). It matters
+	// Caller names who asks, for the dedup table and Options.MaxRunsPerCaller:
+	// an opaque digest of who the caller is (never a credential). It matters
 	// because Cred may be the same for every caller (client_credentials,
-	// static, none): two callers must never share a run.
+	// static, none): two callers must never share a run. "" is a caller the
+	// gateway cannot tell from others (no credential at all): its requests
+	// are never merged with anyone's, its own re-sends included.
 	Caller string
 	// Progress, if set, is called on the caller's goroutine after each
 	// status poll that this request saw.
@@ -59,6 +62,7 @@ const (
 	TimedOut   State = "timeout"     // the ceiling was reached
 	Cancelled  State = "cancelled"   // the request was cancelled, or the client hung up
 	NotStarted State = "not_started" // the execute route refused or could not be reached
+	Busy       State = "busy"        // refused by Options.MaxRuns or MaxRunsPerCaller: nothing was sent
 )
 
 // Outcome is what a request got of its run.
@@ -72,12 +76,21 @@ type Outcome struct {
 	// HTTPStatus is the engine's answer to execute when NotStarted (0: no
 	// answer): 401 and 403 mean access denied.
 	HTTPStatus int
-	// CancelSent reports that the cancel route was called.
+	// CancelSent reports that the cancel route was called for this outcome.
 	CancelSent bool
+	// CancelPlanned reports that the request left a run still going, which
+	// the runner cancels upstream when no request waits for it any more (at
+	// once, or after Options.Linger unless a re-send joins it); the
+	// runner's own log line says when it did.
+	CancelPlanned bool
 	// Attached reports that the request joined a run another one started.
 	Attached bool
 	// Polls counts the status polls.
 	Polls int
+	// Cap names the bound that refused a Busy request: "max_runs" or
+	// "max_runs_per_caller"; Limit is its value.
+	Cap   string
+	Limit int
 }
 
 // run is one execution, shared by the requests waiting for it.
@@ -91,8 +104,11 @@ type run struct {
 	started chan struct{} // closed when the engine has given the execution id
 	begun   time.Time     // when the run started: its ceiling runs from here
 
+	caller string // Request.Caller of the request that started it
+
 	mu       sync.Mutex // guards the fields below
 	waiters  int
+	ending   bool // being cancelled upstream or given up: no request may join it
 	progress Progress
 	changed  chan struct{} // closed and replaced on each poll
 	linger   *time.Timer
@@ -115,7 +131,10 @@ var ErrCallCancelled = errors.New("playbook: the client cancelled the call")
 // (after Options.Linger, or at once when ctx's cause is ErrCallCancelled).
 func (r *Runner) Run(ctx context.Context, req Request) *Outcome {
 	key := r.key(req)
-	rn, attached := r.attach(key, req)
+	rn, attached, busy := r.attach(key, req)
+	if busy != nil {
+		return busy
+	}
 	seen := 0
 	for {
 		rn.mu.Lock()
@@ -146,7 +165,7 @@ func (r *Runner) Run(ctx context.Context, req Request) *Outcome {
 				return &out
 			default:
 			}
-			return &Outcome{State: Cancelled, ExecutionID: id, Attached: attached, Polls: seen,
+			return &Outcome{State: Cancelled, ExecutionID: id, Attached: attached, Polls: seen, CancelPlanned: !r.opts.Routes.Cancel.IsZero(),
 				Result: errorResult(r.abandonText(req.Path, id, now), id, req.Path, nil, r.opts.MaxStructured)}
 		case <-changed:
 		}
@@ -168,9 +187,11 @@ func (r *Runner) abandonText(path, id string, now bool) string {
 }
 
 // key is the dedup key: a hash of the caller, the credential the engine is
-// shown, the tool and the arguments. Neither credential is kept. "" when dedup is off.
+// shown, the tool and the arguments. Neither credential is kept. "" when
+// dedup is off, and for an anonymous caller: callers the gateway cannot tell
+// apart must not share a run (one could read another's result).
 func (r *Runner) key(req Request) string {
-	if r.opts.DedupWindow < 0 {
+	if r.opts.DedupWindow < 0 || req.Caller == "" {
 		return ""
 	}
 	args, err := json.Marshal(req.Workload) // map keys sorted: canonical
@@ -190,41 +211,74 @@ func (r *Runner) key(req Request) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// attach finds the run for key or starts one, and counts the caller as
-// waiting for it.
-func (r *Runner) attach(key string, req Request) (*run, bool) {
+// attach finds the run for key that a request may join, or starts one, and
+// counts the caller as waiting for it. A run is started only within
+// Options.MaxRuns and MaxRunsPerCaller; over either, attach returns the Busy
+// outcome instead, and nothing is sent to the engine.
+func (r *Runner) attach(key string, req Request) (*run, bool, *Outcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
 	r.prune(now)
-	if rn := r.runs[key]; key != "" && rn != nil {
-		rn.mu.Lock()
-		select {
-		case <-rn.done:
-			if now.After(rn.expires) {
-				rn.mu.Unlock()
-				break
-			}
-			rn.waiters++
-			rn.mu.Unlock()
-			return rn, true
-		default:
-			rn.waiters++
-			if rn.linger != nil {
-				rn.linger.Stop()
-				rn.linger = nil
-			}
-			rn.mu.Unlock()
-			return rn, true
-		}
+	if rn := r.runs[key]; key != "" && rn != nil && rn.join(now) {
+		return rn, true, nil
+	}
+	if out := r.admit(req); out != nil {
+		return nil, false, out
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	rn := &run{key: key, ctx: ctx, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), changed: make(chan struct{}), waiters: 1, begun: time.Now()}
+	rn := &run{key: key, caller: req.Caller, ctx: ctx, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), changed: make(chan struct{}), waiters: 1, begun: now}
 	if key != "" {
-		r.runs[key] = rn
+		r.runs[key] = rn // replaces a run that may not be joined
 	}
+	r.active++
+	r.byCaller[req.Caller]++
 	go r.drive(rn, req)
-	return rn, false
+	return rn, false, nil
+}
+
+// join counts one more request waiting for rn, if a request may join it: a
+// run going on that is not being cancelled, or one that succeeded within its
+// dedup window. A run that failed, timed out or was cancelled is never
+// handed to a new request: a fresh call must start a fresh run.
+func (rn *run) join(now time.Time) bool {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	select {
+	case <-rn.done:
+		if rn.out.State != Succeeded || now.After(rn.expires) {
+			return false
+		}
+	default:
+		if rn.ending || rn.ctx.Err() != nil {
+			return false
+		}
+		if rn.linger != nil {
+			rn.linger.Stop()
+			rn.linger = nil
+		}
+	}
+	rn.waiters++
+	return true
+}
+
+// admit returns the Busy outcome of a request that would start a run over
+// Options.MaxRuns or MaxRunsPerCaller, or nil. r.mu is held.
+func (r *Runner) admit(req Request) *Outcome {
+	var why, cap string
+	var limit int
+	switch {
+	case r.opts.MaxRuns > 0 && r.active >= r.opts.MaxRuns:
+		cap, limit = "max_runs", r.opts.MaxRuns
+		why = fmt.Sprintf("the gateway already has %d runs in flight on this engine", r.active)
+	case r.opts.MaxRunsPerCaller > 0 && r.byCaller[req.Caller] >= r.opts.MaxRunsPerCaller:
+		cap, limit = "max_runs_per_caller", r.opts.MaxRunsPerCaller
+		why = fmt.Sprintf("this caller already has %d runs in flight on this engine", r.byCaller[req.Caller])
+	default:
+		return nil
+	}
+	msg := fmt.Sprintf("playbook %s was not started: the engine is busy: %s (%s is %d); nothing was sent to the engine, try again when a run ends", req.Path, why, cap, limit)
+	return &Outcome{State: Busy, Cap: cap, Limit: limit, Result: errorResult(msg, "", req.Path, nil, 0)}
 }
 
 // prune drops ended runs whose window has passed, at most twice a window.
@@ -276,6 +330,13 @@ func (r *Runner) detach(rn *run, now bool) {
 	})
 }
 
+// end marks rn as being given up: from now on no request may join it.
+func (rn *run) end() {
+	rn.mu.Lock()
+	rn.ending = true
+	rn.mu.Unlock()
+}
+
 // drive starts the run and polls it to its end. It is the run's only
 // goroutine; between polls it waits on timers, not in a loop.
 func (r *Runner) drive(rn *run, req Request) {
@@ -290,11 +351,13 @@ func (r *Runner) drive(rn *run, req Request) {
 		rn.linger = nil
 	}
 	rn.mu.Unlock()
-	if out.State == NotStarted || out.State == Cancelled {
-		// A re-send after these should try again, not get the same answer.
-		if r.runs[rn.key] == rn {
-			delete(r.runs, rn.key)
-		}
+	if out.State != Succeeded && r.runs[rn.key] == rn {
+		// Only a success is handed to a re-send (see join).
+		delete(r.runs, rn.key)
+	}
+	r.active--
+	if r.byCaller[rn.caller]--; r.byCaller[rn.caller] <= 0 {
+		delete(r.byCaller, rn.caller)
 	}
 	r.mu.Unlock()
 	close(rn.done)
@@ -309,6 +372,12 @@ func (r *Runner) poll(rn *run, req Request) *Outcome {
 	ctx, cancel := context.WithTimeout(rn.ctx, r.opts.Timeout)
 	defer cancel()
 	id, status, err := r.execute(ctx, req)
+	var bad *badIDError
+	if errors.As(err, &bad) {
+		// The engine started something the gateway cannot name back to it:
+		// it can be neither polled nor cancelled, so the call fails here.
+		return &Outcome{State: Failed, Result: errorResult(fmt.Sprintf("playbook %s: %v", req.Path, err), "", req.Path, nil, 0)}
+	}
 	if err != nil {
 		if rn.ctx.Err() != nil {
 			return &Outcome{State: Cancelled, Result: errorResult(fmt.Sprintf("the call was cancelled before playbook %s started", req.Path), "", req.Path, nil, 0)}
@@ -340,6 +409,7 @@ func (r *Runner) poll(rn *run, req Request) *Outcome {
 			failures++
 			lastErr = err
 			if errors.As(err, &fatal) || failures >= r.opts.MaxPollFailures {
+				rn.end()
 				out.State = Failed
 				msg := fmt.Sprintf("playbook %s (execution %s): its status could not be read: %v", req.Path, id, err)
 				out.CancelSent, msg = r.cancelUpstream(id, req.Cred, msg)
@@ -352,11 +422,8 @@ func (r *Runner) poll(rn *run, req Request) *Outcome {
 		failures = 0
 		out.Status = st
 		out.Polls++
-		p := Progress{Polls: out.Polls}
-		if f, ok := st["progress"].(float64); ok {
-			p.Fraction = &f
-		}
-		p.Message, _ = st["message"].(string)
+		p := progressOf(st)
+		p.Polls = out.Polls
 		rn.mu.Lock()
 		rn.progress = p
 		close(rn.changed)
@@ -378,6 +445,7 @@ func (r *Runner) poll(rn *run, req Request) *Outcome {
 
 // stop ends a run whose context ended: past the ceiling, or abandoned.
 func (r *Runner) stop(rn *run, req Request, out *Outcome, cause error) *Outcome {
+	rn.end()
 	var msg string
 	if rn.ctx.Err() != nil {
 		out.State = Cancelled
@@ -400,7 +468,11 @@ func (r *Runner) cancelUpstream(id string, cred upstream.Credentials, msg string
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	rt := r.opts.Routes.Cancel
-	a, err := r.client.Send(ctx, rt.Method, expand(rt.Path, id), nil, cred)
+	path, err := r.idPath(r.paths.cancel, id)
+	if err != nil {
+		return false, msg + "; it could not be cancelled upstream: " + err.Error()
+	}
+	a, err := r.client.Send(ctx, rt.Method, path, nil, cred)
 	switch {
 	case err != nil:
 		return true, msg + "; cancelling it upstream failed: " + err.Error()
@@ -410,10 +482,11 @@ func (r *Runner) cancelUpstream(id string, cred upstream.Credentials, msg string
 	return true, msg + "; it was cancelled upstream"
 }
 
-// fatalError is a status answer that polling again cannot mend (4xx).
+// fatalError is a status answer that polling again cannot mend (4xx), or an
+// id that no status request can carry.
 type fatalError struct {
 	msg    string
-	status int // the engine's HTTP status
+	status int // the engine's HTTP status; 0 when nothing was sent
 }
 
 func (e *fatalError) Error() string { return e.msg }
@@ -428,32 +501,113 @@ func (r *Runner) execute(ctx context.Context, req Request) (id string, status in
 		return "", 0, fmt.Errorf("the workload is not JSON: %v", err)
 	}
 	rt := r.opts.Routes.Execute
-	a, err := r.client.Send(ctx, rt.Method, expand(rt.Path, ""), body, req.Cred)
+	a, err := r.client.Send(ctx, rt.Method, r.paths.execute.String(), body, req.Cred)
 	if err != nil {
 		return "", 0, err
 	}
 	if a.Status < 200 || a.Status > 299 {
 		return "", a.Status, fmt.Errorf("the engine answered HTTP %d%s", a.Status, detail(a.Body))
 	}
-	var m map[string]any
-	if err := json.Unmarshal(a.Body, &m); err != nil {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(a.Body, &m); err != nil || m == nil {
 		return "", a.Status, errors.New("the engine's answer to execute is not a JSON object")
 	}
-	switch v := m["execution_id"].(type) {
-	case string:
-		id = v
-	case float64:
-		id = fmt.Sprint(int64(v))
-	}
-	if id == "" {
+	raw, ok := m["execution_id"]
+	if !ok || string(raw) == "null" {
 		return "", a.Status, errors.New("the engine's answer to execute has no execution_id")
+	}
+	if id, err = ExecutionID(raw); err != nil {
+		return "", a.Status, &badIDError{err}
+	}
+	// Every route that names the run must be able to: refuse here an id
+	// the status or cancel path could not carry, before a poll is sent.
+	if _, err := r.idPath(r.paths.status, id); err != nil {
+		return "", a.Status, &badIDError{fmt.Errorf("the engine's execution_id %q cannot be sent back in its status route: %v", id, err)}
 	}
 	return id, a.Status, nil
 }
 
+// badIDError is an execute answer whose execution_id the gateway cannot
+// send back to the engine as it was given.
+type badIDError struct{ err error }
+
+func (e *badIDError) Error() string { return e.err.Error() }
+func (e *badIDError) Unwrap() error { return e.err }
+
+// ExecutionID reads an engine's execution id from its JSON value, as the
+// exact text the engine sent: a string's value, or an integer's literal
+// digits. An id never goes through float64, which rounds integers above 2^53
+// to another run's id (snowflake ids are 63-bit). Anything else (a fraction,
+// an exponent, an object, a boolean, an empty string) is an error naming it.
+func ExecutionID(raw json.RawMessage) (string, error) {
+	raw = json.RawMessage(strings.TrimSpace(string(raw)))
+	if len(raw) == 0 {
+		return "", errors.New("the engine's execution_id is empty")
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fmt.Errorf("the engine's execution_id is not a valid JSON string: %v", err)
+		}
+		if s == "" {
+			return "", errors.New("the engine's execution_id is an empty string")
+		}
+		return s, nil
+	case c == '-' || '0' <= c && c <= '9':
+		if !isIntegerLiteral(raw) {
+			return "", fmt.Errorf("the engine's execution_id %s is a number but not an integer: an id must be a string or an integer", shorten(string(raw), 64))
+		}
+		return string(raw), nil
+	}
+	kind := "an object"
+	switch raw[0] {
+	case '[':
+		kind = "an array"
+	case 't', 'f':
+		kind = "a boolean"
+	case 'n':
+		kind = "null"
+	}
+	return "", fmt.Errorf("the engine's execution_id is %s (%s): an id must be a string or an integer", kind, shorten(string(raw), 64))
+}
+
+// isIntegerLiteral reports whether b is a JSON integer: -?(0|[1-9][0-9]*),
+// no fraction, no exponent.
+func isIntegerLiteral(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 || b[0] == '0' && len(b) > 1 {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// idPath builds a route's path for execution id: escaped, and refused when
+// it would make a '.' or '..' segment, by the code that builds every REST
+// tool's path (upstream.PathTemplate).
+func (r *Runner) idPath(t *upstream.PathTemplate, id string) (string, error) {
+	p, err := t.Expand(map[string]string{"id": id})
+	var ae *upstream.ArgumentError
+	if errors.As(err, &ae) {
+		return "", fmt.Errorf("execution id %q: %s", id, strings.TrimPrefix(strings.Join(ae.Problems, "; "), "id: "))
+	}
+	return p, err
+}
+
 func (r *Runner) status(ctx context.Context, id string, cred upstream.Credentials) (map[string]any, error) {
 	rt := r.opts.Routes.Status
-	a, err := r.client.Send(ctx, rt.Method, expand(rt.Path, id), nil, cred)
+	path, err := r.idPath(r.paths.status, id)
+	if err != nil {
+		return nil, &fatalError{err.Error(), 0}
+	}
+	a, err := r.client.Send(ctx, rt.Method, path, nil, cred)
 	if err != nil {
 		return nil, err
 	}
@@ -463,11 +617,42 @@ func (r *Runner) status(ctx context.Context, id string, cred upstream.Credential
 	if a.Status < 200 || a.Status > 299 {
 		return nil, fmt.Errorf("the engine answered HTTP %d%s", a.Status, detail(a.Body))
 	}
-	var m map[string]any
-	if err := json.Unmarshal(a.Body, &m); err != nil || m == nil {
-		return nil, errors.New("the engine's status is not a JSON object")
+	m, err := decodeStatus(a.Body)
+	if err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// decodeStatus reads a status object keeping every number's literal
+// (json.Number): the status is shown to the client as structuredContent, and
+// an id in it must reach the client as the engine wrote it.
+func decodeStatus(body []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return nil, errors.New("the engine's status is not a JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("the engine's status is not a JSON object (more follows it)")
+	}
+	return m, nil
+}
+
+// progressOf reads the engine's own progress fields from a status.
+func progressOf(st map[string]any) Progress {
+	var p Progress
+	switch v := st["progress"].(type) {
+	case json.Number:
+		if f, err := v.Float64(); err == nil {
+			p.Fraction = &f
+		}
+	case float64:
+		p.Fraction = &v
+	}
+	p.Message, _ = st["message"].(string)
+	return p
 }
 
 // terminal reads st as Succeeded, Failed, or "" (still running).
@@ -524,11 +709,6 @@ func pointer(v any, p string) (any, bool) {
 		}
 	}
 	return v, true
-}
-
-// expand puts the escaped id into a route path.
-func expand(path, id string) string {
-	return strings.ReplaceAll(path, "{id}", url.PathEscape(id))
 }
 
 // detail is a short ": <message>" from an engine's error body, or "".

@@ -3,6 +3,7 @@ package playbook
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -157,6 +158,43 @@ func TestProgressCadence(t *testing.T) {
 	})
 }
 
+// TestProgressBound: at the floor of the poll interval, a run's requests
+// get at most one progress call per poll, 10 a second: never two within
+// MinPollInterval, however many requests wait for the run.
+func TestProgressBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := engine.New(&engine.Options{Step: time.Millisecond})
+		h := e.Handler()
+		// Every status answers a new message, as a chatty engine would.
+		slowStatus := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/status") {
+				fmt.Fprintf(w, `{"completed":false,"failed":false,"message":"at %s"}`, time.Now())
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+		r := newRunner(t, slowStatus, Options{PollInterval: MinPollInterval, Timeout: 3 * time.Second})
+		var wg sync.WaitGroup
+		for i := range 3 {
+			wg.Go(func() {
+				var last time.Time
+				n := 0
+				r.Run(t.Context(), Request{Tool: "t", Path: "demo/slow", Caller: "c", Progress: func(p Progress) {
+					if now := time.Now(); n > 0 && now.Sub(last) < MinPollInterval {
+						t.Errorf("request %d: progress %s after the last", i, now.Sub(last))
+					}
+					last = time.Now()
+					n++
+				}})
+				if n < 25 || n > 31 {
+					t.Errorf("request %d: %d progress calls in 3s, want 25 to 31", i, n)
+				}
+			})
+		}
+		wg.Wait()
+	})
+}
+
 func jsonNum(f float64) string { b, _ := json.Marshal(f); return string(b) }
 
 func TestTerminalPointer(t *testing.T) {
@@ -208,6 +246,12 @@ func TestConfigErrors(t *testing.T) {
 		{"status without id", Options{Routes: Routes{Execute: noetl.Execute, Status: Route{"GET", "/s"}}}, "has no {id}"},
 		{"pointer without sets", Options{Routes: noetl, Terminal: Terminal{Pointer: "/status"}}, "needs both succeeded and failed"},
 		{"pointer syntax", Options{Routes: noetl, Terminal: Terminal{Pointer: "status", Succeeded: []string{"a"}, Failed: []string{"b"}}}, "must start with /"},
+		{"poll below the floor", Options{Routes: noetl, PollInterval: time.Nanosecond}, "poll_interval 1ns is below the floor of 100ms"},
+		{"timeout above the ceiling", Options{Routes: noetl, Timeout: 25 * time.Hour}, "timeout 25h0m0s is above the ceiling of 24h0m0s"},
+		{"execute with a placeholder", Options{Routes: Routes{Execute: Route{"POST", "/run/{id}"}, Status: noetl.Status}}, "execute route POST /run/{id}: {id} is not filled by anything"},
+		{"status with another placeholder", Options{Routes: Routes{Execute: noetl.Execute, Status: Route{"GET", "/r/{id}/{step}"}}}, "only {id} is filled in, not {step}"},
+		{"a dot segment", Options{Routes: Routes{Execute: noetl.Execute, Status: Route{"GET", "/r/../{id}"}}}, `has a ".." segment`},
+		{"unbalanced", Options{Routes: Routes{Execute: noetl.Execute, Status: Route{"GET", "/r/{id"}}}, "without its '}'"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := New(c, &tt.opts); err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -228,7 +272,7 @@ func TestConfigErrors(t *testing.T) {
 // TestCancelAndDedup covers the requests around one run: the client goes
 // away, re-sends, sends twice at once, and different callers.
 func TestCancelAndDedup(t *testing.T) {
-	slow := Request{Tool: "demo_slow", Path: "demo/slow", Workload: map[string]any{"label": "x"}, Cred: upstream.Credentials{BearerToken: "tok"}}
+	slow := Request{Tool: "demo_slow", Path: "demo/slow", Workload: map[string]any{"label": "x"}, Cred: upstream.Credentials{BearerToken: "tok"}, Caller: "c1"}
 
 	t.Run("client cancel: error result at once, upstream cancel after the linger", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -362,6 +406,84 @@ func TestCancelAndDedup(t *testing.T) {
 		})
 	})
 
+	t.Run("only a success is handed on: a fresh call after a failure, a ceiling or a cancel starts a run", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := engine.New(&engine.Options{Token: "tok", Step: time.Second})
+			r := newRunner(t, e.Handler(), Options{Timeout: 2 * time.Second})
+			fail := slow
+			fail.Path = "demo/fail"
+			if o := r.Run(t.Context(), fail); o.State != Failed {
+				t.Fatalf("demo/fail: %s", o.State)
+			}
+			if o := r.Run(t.Context(), fail); o.Attached || o.State != Failed {
+				t.Errorf("after a failure: attached=%v %s", o.Attached, o.State)
+			}
+			if o := r.Run(t.Context(), slow); o.State != TimedOut {
+				t.Fatalf("demo/slow past the ceiling: %s", o.State)
+			}
+			if o := r.Run(t.Context(), slow); o.Attached {
+				t.Error("after a ceiling: attached to the timed-out run")
+			}
+			if c := e.Counts(); c.Started != 4 {
+				t.Errorf("engine started %d runs, want 4", c.Started)
+			}
+		})
+		synctest.Test(t, func(t *testing.T) {
+			// The cancel route takes a while: a fresh call meanwhile must
+			// not join the run being cancelled.
+			e := engine.New(&engine.Options{Token: "tok", Step: time.Hour})
+			h := e.Handler()
+			slowCancel := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasSuffix(r.URL.Path, "/cancel") {
+					time.Sleep(5 * time.Second)
+				}
+				h.ServeHTTP(w, r)
+			})
+			r := newRunner(t, slowCancel, Options{})
+			ctx, cancel := context.WithCancelCause(t.Context())
+			time.AfterFunc(time.Second, func() { cancel(ErrCallCancelled) })
+			first := r.Run(ctx, slow)
+			if first.State != Cancelled {
+				t.Fatalf("%s", first.State)
+			}
+			ctx2, cancel2 := context.WithTimeout(t.Context(), 2*time.Second)
+			defer cancel2()
+			second := r.Run(ctx2, slow)
+			if second.Attached || second.ExecutionID == first.ExecutionID || second.ExecutionID == "" {
+				t.Errorf("a fresh call during the cancel: attached=%v id %s (first %s): %s", second.Attached, second.ExecutionID, first.ExecutionID, text(second.Result))
+			}
+			time.Sleep(10 * time.Second)
+			synctest.Wait()
+			if c := e.Counts(); c.Started != 2 || c.Cancelled != 2 {
+				t.Errorf("engine %+v, want 2 started, 2 cancelled", c)
+			}
+		})
+	})
+
+	t.Run("an anonymous caller's calls are never merged", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := engine.New(&engine.Options{Token: "tok", Step: time.Second})
+			r := newRunner(t, e.Handler(), Options{})
+			anon := slow
+			anon.Caller = ""
+			var wg sync.WaitGroup
+			for range 2 {
+				wg.Go(func() {
+					if o := r.Run(t.Context(), anon); o.Attached || o.State != Succeeded {
+						t.Errorf("attached=%v %s", o.Attached, o.State)
+					}
+				})
+			}
+			wg.Wait()
+			if o := r.Run(t.Context(), anon); o.Attached {
+				t.Error("a re-send after the end attached")
+			}
+			if c := e.Counts(); c.Started != 3 {
+				t.Errorf("engine started %d runs, want 3", c.Started)
+			}
+		})
+	})
+
 	t.Run("another caller never attaches", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			e := engine.New(&engine.Options{Step: time.Second})
@@ -370,6 +492,7 @@ func TestCancelAndDedup(t *testing.T) {
 			for _, tok := range []string{"alice", "bob"} {
 				req := slow
 				req.Cred.BearerToken = tok
+				req.Caller = tok
 				wg.Go(func() {
 					if o := r.Run(t.Context(), req); o.Attached {
 						t.Errorf("%s attached", tok)
@@ -392,7 +515,7 @@ func TestCancelAndDedup(t *testing.T) {
 // TestOverTheNetwork runs against a real HTTP engine, and checks that
 // cancelled runs leave no goroutine behind.
 func TestOverTheNetwork(t *testing.T) {
-	e := engine.New(&engine.Options{Step: 30 * time.Millisecond})
+	e := engine.New(&engine.Options{Step: 100 * time.Millisecond})
 	srv := httptest.NewServer(e.Handler())
 	defer srv.Close()
 	tr := upstream.NewTransport()
@@ -400,7 +523,7 @@ func TestOverTheNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(c, &Options{Routes: noetl, PollInterval: 20 * time.Millisecond, Linger: -1})
+	r, err := New(c, &Options{Routes: noetl, PollInterval: MinPollInterval, Linger: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,9 +35,13 @@ var ErrNoCancelRoute = errors.New("playbook: the engine has no cancel route")
 // It returns the execution id and when the run began (earlier than now
 // when it joined a run already going): the run's ceiling is that plus
 // Options.Timeout. When the engine refuses to start the run, or ctx ends
-// before it answers, Start returns the outcome to report and no id.
+// before it answers, or the run would be over Options.MaxRuns or
+// MaxRunsPerCaller (Busy), Start returns the outcome to report and no id.
 func (r *Runner) Start(ctx context.Context, req Request) (string, time.Time, *Outcome) {
-	rn, attached := r.attach(r.key(req), req)
+	rn, attached, busy := r.attach(r.key(req), req)
+	if busy != nil {
+		return "", time.Time{}, busy
+	}
 	select {
 	case <-rn.started:
 	case <-rn.done:
@@ -87,11 +91,7 @@ func (r *Runner) Check(ctx context.Context, id, path string, cred upstream.Crede
 		msg := fmt.Sprintf("playbook %s (execution %s): its status could not be read: %v", path, id, err)
 		return &Snapshot{State: Failed, Result: errorResult(msg, id, path, nil, r.opts.MaxStructured)}, nil
 	}
-	s := &Snapshot{Status: st}
-	if f, ok := st["progress"].(float64); ok {
-		s.Progress.Fraction = &f
-	}
-	s.Progress.Message, _ = st["message"].(string)
+	s := &Snapshot{Status: st, Progress: progressOf(st)}
 	switch s.State = r.terminal(st); s.State {
 	case Succeeded:
 		s.Result = r.successResult(id, path, st)
@@ -185,7 +185,11 @@ func (r *Runner) Cancel(ctx context.Context, id string, cred upstream.Credential
 	if rt.IsZero() {
 		return ErrNoCancelRoute
 	}
-	a, err := r.client.Send(ctx, rt.Method, expand(rt.Path, id), nil, cred)
+	path, err := r.idPath(r.paths.cancel, id)
+	if err != nil {
+		return err
+	}
+	a, err := r.client.Send(ctx, rt.Method, path, nil, cred)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,7 +44,17 @@ type Options struct {
 	// Step is how long each step of demo/slow takes. Zero means
 	// DefaultStep.
 	Step time.Duration
+	// NumericIDs makes execution ids JSON integers above 2^53, as engines
+	// with 63-bit snowflake ids answer them: FirstNumericID, then the next
+	// integers. Read through a float64 they all round to the same few
+	// values, so a client that does polls and cancels another run, which
+	// this engine answers 404. Default: 16 random hex digits, as strings.
+	NumericIDs bool
 }
+
+// FirstNumericID is the first execution id of an engine with
+// Options.NumericIDs. As a float64 it reads 619162855312457984.
+const FirstNumericID = 619162855312458001
 
 // Playbook is one playbook the engine runs.
 type Playbook struct {
@@ -155,6 +166,7 @@ type Engine struct {
 	mu     sync.Mutex
 	runs   map[string]*execution
 	counts Counts
+	nextID uint64 // Options.NumericIDs: the next id less FirstNumericID
 }
 
 // Counts says how many runs were started and cancelled, for tests.
@@ -191,6 +203,20 @@ func (e *Engine) Counts() Counts {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.counts
+}
+
+// CancelledIDs returns the ids of the runs cancelled so far, in no order,
+// for tests that check a run was cancelled under its own id.
+func (e *Engine) CancelledIDs() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var ids []string
+	for id, x := range e.runs {
+		if x.cancelled {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // Handler returns the engine's routes.
@@ -244,14 +270,20 @@ func (e *Engine) execute(w http.ResponseWriter, r *http.Request) {
 	for k, v := range body.Workload {
 		workload[k] = v
 	}
-	var raw [8]byte
-	rand.Read(raw[:])
-	x := &execution{id: hex.EncodeToString(raw[:]), pb: &pb, workload: workload, started: time.Now()}
+	x := &execution{pb: &pb, workload: workload, started: time.Now()}
 	e.mu.Lock()
+	if e.opts.NumericIDs {
+		x.id = strconv.FormatUint(FirstNumericID+e.nextID, 10)
+		e.nextID++
+	} else {
+		var raw [8]byte
+		rand.Read(raw[:])
+		x.id = hex.EncodeToString(raw[:])
+	}
 	e.runs[x.id] = x
 	e.counts.Started++
 	e.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"execution_id": x.id, "status": "RUNNING"})
+	writeJSON(w, http.StatusOK, map[string]any{"execution_id": e.wireID(x.id), "status": "RUNNING"})
 }
 
 func (e *Engine) find(w http.ResponseWriter, r *http.Request) *execution {
@@ -273,7 +305,7 @@ func (e *Engine) status(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	cancelled := x.cancelled
 	e.mu.Unlock()
-	st := map[string]any{"execution_id": x.id, "path": x.pb.Path}
+	st := map[string]any{"execution_id": e.wireID(x.id), "path": x.pb.Path}
 	if cancelled {
 		st["status"], st["completed"], st["failed"] = "CANCELLED", true, true
 		st["message"] = "the execution was cancelled"
@@ -315,7 +347,16 @@ func (e *Engine) cancel(w http.ResponseWriter, r *http.Request) {
 		e.counts.Cancelled++
 	}
 	e.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"execution_id": x.id, "status": "CANCELLED"})
+	writeJSON(w, http.StatusOK, map[string]any{"execution_id": e.wireID(x.id), "status": "CANCELLED"})
+}
+
+// wireID is an execution id as the engine writes it in JSON: a number with
+// Options.NumericIDs, else a string.
+func (e *Engine) wireID(id string) any {
+	if e.opts.NumericIDs {
+		return json.Number(id)
+	}
+	return id
 }
 
 // list answers the runs started so far, oldest first: {"executions":
@@ -330,7 +371,7 @@ func (e *Engine) list(w http.ResponseWriter, _ *http.Request) {
 	slices.SortFunc(xs, func(a, b *execution) int { return a.started.Compare(b.started) })
 	out := make([]map[string]any, 0, len(xs))
 	for _, x := range xs {
-		out = append(out, map[string]any{"execution_id": x.id, "path": x.pb.Path, "workload": x.workload,
+		out = append(out, map[string]any{"execution_id": e.wireID(x.id), "path": x.pb.Path, "workload": x.workload,
 			"started": x.started.UTC().Format(time.RFC3339Nano), "cancelled": x.cancelled})
 	}
 	e.mu.Unlock()
