@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"strings"
 
 	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -51,8 +52,6 @@ func (g *Gateway) setUpAuth(ctx context.Context) error {
 			g.logger.Warn("auth: the metrics endpoint is not verified, and it is served beside /mcp; set metrics.listen to serve it on a listener of its own, or metrics.enabled: false",
 				"path", g.cfg.Metrics.Path)
 		}
-	} else {
-		g.logger.Warn("auth: no auth section: bearer tokens are NOT verified, and whatever token a caller sends is forwarded to forward-mode upstreams")
 	}
 	g.outbound = make(map[string]*auth.Outbound, len(g.cfg.Upstreams))
 	for i := range g.cfg.Upstreams {
@@ -64,6 +63,29 @@ func (g *Gateway) setUpAuth(ctx context.Context) error {
 		g.outbound[u.Name] = o
 	}
 	return nil
+}
+
+// warnUnverified says, once, that an HTTP gateway without an auth section
+// forwards whatever bearer token a caller sends to its forward-mode
+// upstreams. It is said by Handler, not New: over stdio there is no inbound
+// token (the upstream gets Options.StaticToken, if any), so the warning
+// would be false there.
+func (g *Gateway) warnUnverified() {
+	g.unverifiedOnce.Do(func() {
+		if g.verifier != nil {
+			return
+		}
+		var forward []string
+		for _, u := range g.cfg.Upstreams {
+			if u.Auth.Mode == auth.ModeForward {
+				forward = append(forward, u.Name)
+			}
+		}
+		if len(forward) > 0 {
+			g.logger.Warn("auth: no auth section: bearer tokens are NOT verified, and whatever token a caller sends is forwarded to forward-mode upstreams",
+				"upstreams", strings.Join(forward, ","))
+		}
+	})
 }
 
 // authorizeCall is the front door's step-up check (frontDoor.authorize).

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -23,9 +24,6 @@ import (
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/mcpgate/mcpgate/upstream/playbook"
 )
-
-// Version is the gateway's version, reported in initialize.
-var Version = "0.1.0-dev"
 
 // Options configures a [Gateway]. The zero value is ready to use.
 type Options struct {
@@ -77,6 +75,8 @@ type Gateway struct {
 	verifier *auth.Verifier
 	outbound map[string]*auth.Outbound
 	require  map[string]auth.Requirement
+
+	unverifiedOnce sync.Once // see warnUnverified
 }
 
 // New validates cfg, loads every upstream's document and builds the catalog and
@@ -265,6 +265,7 @@ func (g *Gateway) routeMetrics(r *mux.Router) {
 // "//mcp", "/MCP" — still goes through the router, which cleans and
 // redirects as it always did.
 func (g *Gateway) Handler() http.Handler {
+	g.warnUnverified()
 	r, mcpRoute := g.newMux()
 	mcpRoute = g.accessLog(mcpRoute)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

@@ -99,3 +99,47 @@ func TestCallLogs(t *testing.T) {
 		}
 	}
 }
+
+// TestUnverifiedWarning: a gateway without an auth section warns that it
+// forwards callers' tokens unverified when it serves HTTP (Handler) and has a
+// forward-mode upstream, once; not over stdio, where there is no inbound
+// token, nor when no upstream forwards one.
+func TestUnverifiedWarning(t *testing.T) {
+	_, base := newRecorder(t)
+	for _, tt := range []struct {
+		name    string
+		mode    string
+		handler bool
+		want    int
+	}{
+		{"HTTP, forward", auth.ModeForward, true, 1},
+		{"HTTP, the default mode is forward", "", true, 1},
+		{"stdio (no Handler)", auth.ModeForward, false, 0},
+		{"HTTP, no upstream forwards", auth.ModeNone, true, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs syncBuffer
+			cfg := &Config{Upstreams: []Upstream{{Name: "api", OpenAPI: "front.json", Document: []byte(frontDoc), BaseURL: base, Auth: auth.Upstream{Mode: tt.mode}}}}
+			g, err := New(t.Context(), cfg, &Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.handler {
+				g.Handler()
+				g.Handler()
+			}
+			n := 0
+			for _, r := range logs.records(t) {
+				if strings.Contains(r["msg"].(string), "bearer tokens are NOT verified") {
+					n++
+					if r["upstreams"] != "api" {
+						t.Errorf("the warning names %v, want api", r["upstreams"])
+					}
+				}
+			}
+			if n != tt.want {
+				t.Errorf("%d warnings, want %d", n, tt.want)
+			}
+		})
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/mcpgate/mcpgate/gateway"
 )
 
 // commands are the subcommands with the one-line summary their --help shows.
@@ -132,9 +134,8 @@ func mainUsage(w io.Writer) {
 	fmt.Fprint(w, "\nRun 'mcpgate <command> --help' for the flags of a command.\n")
 }
 
-// version prints the module version, from the build information: a release
-// tag for `go install …@vX`, a pseudo-version or "(devel)" for a build from
-// a checkout, plus the Go version and platform.
+// version prints mcpgate's version (gateway.Version, the one the server
+// reports in initialize), the Go version and platform.
 func version(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("mcpgate version", flag.ContinueOnError)
 	if err := parse(fs, args); err != nil {
@@ -145,16 +146,11 @@ func version(w io.Writer, args []string) error {
 }
 
 func versionString() string {
-	v, goVersion := "(devel)", runtime.Version()
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			v = bi.Main.Version
-		}
-		if bi.GoVersion != "" {
-			goVersion = bi.GoVersion
-		}
+	goVersion := runtime.Version()
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.GoVersion != "" {
+		goVersion = bi.GoVersion
 	}
-	return fmt.Sprintf("mcpgate %s %s %s/%s", v, goVersion, runtime.GOOS, runtime.GOARCH)
+	return fmt.Sprintf("mcpgate %s %s %s/%s", gateway.Version, goVersion, runtime.GOOS, runtime.GOARCH)
 }
 
 // choice is a flag whose value must be one of a fixed set, checked when the

@@ -175,3 +175,38 @@ func TestStdioRaw(t *testing.T) {
 		})
 	}
 }
+
+// TestStdioVersionAndWarnings: the real binary reports one version — what
+// `mcpgate version` prints is what `mcpgate stdio` answers in initialize's
+// serverInfo — and `mcpgate stdio` does not print the HTTP-only warning
+// about unverified bearer tokens (over stdio there is no inbound token).
+func TestStdioVersionAndWarnings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds binaries")
+	}
+	b := build(t)
+	out, err := exec.Command(b.mcpgate, "version").Output()
+	fields := strings.Fields(string(out))
+	if err != nil || len(fields) < 2 {
+		t.Fatalf("mcpgate version: %v %q", err, out)
+	}
+	cmd := exec.Command(b.mcpgate, "stdio")
+	cmd.Stdin = strings.NewReader(rawInit + "\n")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("mcpgate stdio: %v\n%s", err, stderr.String())
+	}
+	var a struct {
+		Result struct {
+			ServerInfo struct{ Name, Version string } `json:"serverInfo"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(stdout, &a); err != nil || a.Result.ServerInfo.Version != fields[1] {
+		t.Errorf("initialize's serverInfo %+v (%v), `mcpgate version` says %q", a.Result.ServerInfo, err, fields[1])
+	}
+	if strings.Contains(stderr.String(), "NOT verified") || strings.Contains(stderr.String(), "whatever token") {
+		t.Errorf("mcpgate stdio printed the HTTP auth warning:\n%s", stderr.String())
+	}
+}
