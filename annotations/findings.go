@@ -51,6 +51,10 @@ type ToolFacts struct {
 	// argument may set (hop-by-hop, credentials, forwarding, method
 	// overrides): the tool does not take them.
 	RefusedHeaders []string `json:"refusedHeaders,omitempty"`
+	// NameTakenBy names the tool that holds the name this one's source
+	// asked for ("upstream/name"), when another tool took it first and this
+	// one got a hashed name instead; empty otherwise.
+	NameTakenBy string `json:"nameTakenBy,omitempty"`
 }
 
 // Severity of a finding, as SARIF spells levels.
@@ -153,7 +157,7 @@ var LintRules = []Rule{
 	{ID: "MCPG007", Name: "name-mangled", Severity: SeverityNote,
 		Description: "The tool name had to be changed to be valid for clients; set x-mcp-name or a rename to choose it.",
 		check: func(t *ToolFacts) string {
-			if t.Mangled {
+			if t.Mangled && t.NameTakenBy == "" { // a clash is MCPG019's
 				return fmt.Sprintf("name %q became %q", t.SourceName, t.Name)
 			}
 			return ""
@@ -184,6 +188,14 @@ var LintRules = []Rule{
 		check: func(t *ToolFacts) string {
 			if len(t.RefusedHeaders) > 0 {
 				return fmt.Sprintf("header parameters %s are not arguments: a model must never set them", strings.Join(t.RefusedHeaders, ", "))
+			}
+			return ""
+		}},
+	{ID: "MCPG019", Name: "name-clash", Severity: SeverityWarning,
+		Description: "Two tools asked for one name (two upstreams, or two operations of one): the first keeps it and this one is served under a hashed name, which a client or a prompt that names the tool will not expect. Rename one (rename, x-mcp-name or tool_prefix).",
+		check: func(t *ToolFacts) string {
+			if t.NameTakenBy != "" {
+				return fmt.Sprintf("name %q is taken by %s: this tool is served as %q", t.SourceName, t.NameTakenBy, t.Name)
 			}
 			return ""
 		}},

@@ -39,6 +39,7 @@ func (c *Catalog) Facts() []annotations.ToolFacts {
 			Source:            t.Source,
 			Location:          operationPointer(op),
 			RefusedHeaders:    t.Binding.RefusedHeaders,
+			NameTakenBy:       t.NameTakenBy,
 		}
 		if o := op.Operation.Origin; o != nil && o.Key != nil {
 			f.Line = o.Key.Line

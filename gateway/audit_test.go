@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/annotations"
+	"github.com/mcpgate/mcpgate/auth"
 )
 
 func catalogOf(t *testing.T, doc []byte, name string, origins bool) *Catalog {
@@ -430,5 +431,61 @@ func TestAuditLinesForJSON(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), `"startLine": 6`) {
 		t.Errorf("SARIF has no region with line 6:\n%s", buf.String())
+	}
+}
+
+// TestNameClash: two upstreams that declare the same operationId (and one
+// upstream renaming a tool onto a name in use) get a start-up warning naming
+// both and the name each got, and a warning finding (MCPG019), not the
+// MCPG007 note a merely invalid name gets.
+func TestNameClash(t *testing.T) {
+	cfg := &Config{Upstreams: []Upstream{
+		{Name: "alpha", OpenAPI: "a.json", Document: []byte(frontDoc), BaseURL: "http://127.0.0.1:1", Auth: auth.Upstream{Mode: auth.ModeNone}},
+		{Name: "beta", OpenAPI: "b.json", Document: []byte(frontDoc), BaseURL: "http://127.0.0.1:2", Auth: auth.Upstream{Mode: auth.ModeNone}, Rename: map[string]string{"nap": "wait"}},
+	}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := BuildCatalog(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byOp := map[string]*Tool{}
+	for _, tl := range cat.Tools {
+		byOp[tl.Upstream+" "+tl.Operation.Path] = tl
+	}
+	betaThing, betaNap := byOp["beta /things/{id}"], byOp["beta /nap"]
+	if byOp["alpha /things/{id}"].Tool.Name != "get_thing" || betaThing.Tool.Name == "get_thing" || betaThing.NameTakenBy != "alpha/get_thing" {
+		t.Fatalf("names: alpha %s, beta %s (taken by %q)", byOp["alpha /things/{id}"].Tool.Name, betaThing.Tool.Name, betaThing.NameTakenBy)
+	}
+	wantWarnings := []string{
+		fmt.Sprintf(`tool name "get_thing" is declared by upstreams alpha and beta: alpha (GET /things/{id}) keeps it, and beta (GET /things/{id}) is served as %q; rename one (rename, x-mcp-name or tool_prefix)`, betaThing.Tool.Name),
+		fmt.Sprintf(`tool name "wait" is declared by upstreams alpha and beta: alpha (GET /wait) keeps it, and beta (GET /nap) is served as %q`, betaNap.Tool.Name),
+	}
+	for _, w := range wantWarnings {
+		if !slices.ContainsFunc(cat.Warnings, func(s string) bool { return strings.HasPrefix(s, w) }) {
+			t.Errorf("no warning %q in %q", w, cat.Warnings)
+		}
+	}
+	var clashes []string
+	for _, f := range annotations.Lint(cat.Facts()) {
+		switch f.Rule {
+		case "MCPG019":
+			if f.Severity != annotations.SeverityWarning {
+				t.Errorf("%s is a %s", f.Rule, f.Severity)
+			}
+			clashes = append(clashes, f.Message)
+		case "MCPG007":
+			t.Errorf("a clash is also reported as MCPG007: %s", f.Message)
+		}
+	}
+	slices.Sort(clashes)
+	var want []string
+	for _, tl := range []*Tool{betaThing, betaNap, byOp["beta /wait"]} {
+		want = append(want, fmt.Sprintf(`%s: name %q is taken by alpha/%s: this tool is served as %q`, tl.Tool.Name, tl.SourceName, tl.SourceName, tl.Tool.Name))
+	}
+	slices.Sort(want)
+	if !slices.Equal(clashes, want) {
+		t.Errorf("MCPG019 findings:\n%q\nwant\n%q", clashes, want)
 	}
 }

@@ -40,6 +40,9 @@ type Tool struct {
 	Derived    annotations.Derived
 	Mangled    bool   // the name had to be changed to be valid
 	SourceName string // what the name was derived from
+	// NameTakenBy is the tool that holds the name SourceName asked for
+	// ("upstream/name"), when it took it first; empty otherwise.
+	NameTakenBy string
 	// Security is the operation's effective security requirement: its own,
 	// else the document's. Empty means none declared.
 	Security openapi3.SecurityRequirements
@@ -255,6 +258,7 @@ func BuildCatalog(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Cata
 	// corpus document has (TestCorpusCatalogs compiles every one) — leaves
 	// its tool listed, every call to it refused before anything is sent,
 	// and a warning.
+	cat.findNameClashes(namer)
 	cat.nameSelection()
 	for _, t := range cat.Tools {
 		if u := cfg.upstream(t.Upstream); u.MaxToolBytes > 0 && t.size > u.MaxToolBytes {
@@ -668,4 +672,41 @@ func oauthScopes(doc *openapi3.T, reqs openapi3.SecurityRequirements) [][]string
 		s := doc.Components.SecuritySchemes[name]
 		return s != nil && s.Value != nil && (s.Value.Type == "oauth2" || s.Value.Type == "openIdConnect")
 	})
+}
+
+// findNameClashes finds the tools that got a hashed name because another
+// took the one they asked for (two upstreams declaring one operationId, a
+// rename onto a name in use), records who holds it, and says so at start-up:
+// a client or prompt that names the tool would otherwise reach the other
+// one, or nothing, without a word.
+func (c *Catalog) findNameClashes(namer *tagging.Namer) {
+	byName := make(map[string]*Tool, len(c.Tools))
+	for _, t := range c.Tools {
+		byName[t.Tool.Name] = t
+	}
+	for _, t := range c.Tools {
+		if !t.Mangled {
+			continue
+		}
+		want := namer.Clean(t.SourceName)
+		holder := byName[want]
+		if want == t.Tool.Name || holder == nil || holder == t {
+			continue
+		}
+		t.NameTakenBy = holder.Upstream + "/" + holder.Tool.Name
+		who := fmt.Sprintf("upstreams %s and %s", holder.Upstream, t.Upstream)
+		if holder.Upstream == t.Upstream {
+			who = "upstream " + t.Upstream + " twice"
+		}
+		c.Warnings = append(c.Warnings, fmt.Sprintf("tool name %q is declared by %s: %s (%s) keeps it, and %s (%s) is served as %q; rename one (rename, x-mcp-name or tool_prefix)",
+			want, who, holder.Upstream, describeOp(holder), t.Upstream, describeOp(t), t.Tool.Name))
+	}
+}
+
+// describeOp names what a tool calls, for messages.
+func describeOp(t *Tool) string {
+	if t.playbook != nil {
+		return "playbook " + t.playbook.path
+	}
+	return t.Operation.Method + " " + t.Operation.Path
 }

@@ -78,6 +78,11 @@ func (op Operation) NameSource(rename string) string {
 	return strings.ToLower(op.Method) + "_" + op.Path
 }
 
+// Clean returns the name src becomes before uniqueness: what Name gives
+// when no earlier operation holds it. A name Name returned that differs
+// from Clean(source) was taken by another operation first.
+func (n *Namer) Clean(src string) string { return n.clean(src) }
+
 // clean maps disallowed characters to "_", squeezes runs of "_", and cuts a
 // long name with a hash of the original.
 func (n *Namer) clean(src string) string {
