@@ -65,25 +65,33 @@ func (g *Gateway) setUpAuth(ctx context.Context) error {
 	return nil
 }
 
-// warnUnverified says, once, that an HTTP gateway without an auth section
-// forwards whatever bearer token a caller sends to its forward-mode
-// upstreams. It is said by Handler, not New: over stdio there is no inbound
-// token (the upstream gets Options.StaticToken, if any), so the warning
-// would be false there.
+// warnUnverified says, once, what an HTTP gateway without an auth section
+// lets anyone who reaches its listener do: have whatever bearer token they
+// send forwarded to the forward-mode upstreams, and call the upstreams that
+// get the gateway's own credential (static, client_credentials) with it. It
+// is said by Handler, not New: over stdio there is no inbound token, and the
+// client is the one process at the other end of the pipe.
 func (g *Gateway) warnUnverified() {
 	g.unverifiedOnce.Do(func() {
 		if g.verifier != nil {
 			return
 		}
-		var forward []string
+		var forward, lent []string
 		for _, u := range g.cfg.Upstreams {
-			if u.Auth.Mode == auth.ModeForward {
+			switch u.Auth.Mode {
+			case auth.ModeForward:
 				forward = append(forward, u.Name)
+			case auth.ModeStatic, auth.ModeClientCredentials, auth.ModeExchange:
+				lent = append(lent, u.Name)
 			}
 		}
 		if len(forward) > 0 {
 			g.logger.Warn("auth: no auth section: bearer tokens are NOT verified, and whatever token a caller sends is forwarded to forward-mode upstreams",
 				"upstreams", strings.Join(forward, ","))
+		}
+		if len(lent) > 0 {
+			g.logger.Warn("auth: no auth section: callers are NOT verified, and anyone who reaches this listener calls these upstreams with the gateway's own credential",
+				"upstreams", strings.Join(lent, ","))
 		}
 	})
 }

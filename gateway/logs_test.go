@@ -116,10 +116,16 @@ func TestUnverifiedWarning(t *testing.T) {
 		{"HTTP, the default mode is forward", "", true, 1},
 		{"stdio (no Handler)", auth.ModeForward, false, 0},
 		{"HTTP, no upstream forwards", auth.ModeNone, true, 0},
+		{"HTTP, the gateway's own credential", auth.ModeStatic, true, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs syncBuffer
-			cfg := &Config{Upstreams: []Upstream{{Name: "api", OpenAPI: "front.json", Document: []byte(frontDoc), BaseURL: base, Auth: auth.Upstream{Mode: tt.mode}}}}
+			up := auth.Upstream{Mode: tt.mode}
+			if tt.mode == auth.ModeStatic {
+				up.ValueEnv = "MCPGATE_TEST_STATIC_VALUE"
+				t.Setenv(up.ValueEnv, "s3cret")
+			}
+			cfg := &Config{Upstreams: []Upstream{{Name: "api", OpenAPI: "front.json", Document: []byte(frontDoc), BaseURL: base, Auth: up}}}
 			g, err := New(t.Context(), cfg, &Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 			if err != nil {
 				t.Fatal(err)
@@ -130,7 +136,8 @@ func TestUnverifiedWarning(t *testing.T) {
 			}
 			n := 0
 			for _, r := range logs.records(t) {
-				if strings.Contains(r["msg"].(string), "bearer tokens are NOT verified") {
+				if msg := r["msg"].(string); strings.Contains(msg, "bearer tokens are NOT verified") && tt.mode != auth.ModeStatic ||
+					strings.Contains(msg, "calls these upstreams with the gateway's own credential") && tt.mode == auth.ModeStatic {
 					n++
 					if r["upstreams"] != "api" {
 						t.Errorf("the warning names %v, want api", r["upstreams"])

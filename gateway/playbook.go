@@ -530,8 +530,11 @@ func progressDetail(p playbook.Progress) string {
 // ends (/mcp and the NoETL endpoint) are counted.
 func (g *Gateway) logRun(ctx context.Context, t *Tool, out *playbook.Outcome) {
 	g.metrics.playbookRun(t.Tool.Name, string(out.State))
+	// A busy refusal is info, not a warning: a caller over its cap could
+	// flood the log at warn level; mcpgate_playbook_runs_total{outcome="busy"}
+	// counts them.
 	level := slog.LevelInfo
-	if out.State == playbook.TimedOut || out.State == playbook.Busy || out.State == playbook.NotStarted && out.HTTPStatus >= 500 {
+	if out.State == playbook.TimedOut || out.State == playbook.NotStarted && out.HTTPStatus >= 500 {
 		level = slog.LevelWarn
 	}
 	g.logger.LogAttrs(ctx, level, "playbook call",

@@ -15,8 +15,18 @@ const DevVersion = "0.1.0-dev"
 // version in the build information — a release tag (go install …@v1.2.3),
 // a pseudo-version for a build from a checkout (go build stamps one from
 // the commit), or the version a service that embeds the gateway requires —
-// else DevVersion.
-var Version = moduleVersion(debug.ReadBuildInfo())
+// else DevVersion. A packager without module information (a build with
+// -buildvcs=false or no .git) sets it with
+// -ldflags "-X github.com/mcpgate/mcpgate/gateway.Version=v1.2.3", which wins.
+var Version string
+
+// The linker's -X sets only a variable without an initializer: fill it in
+// here when -X did not.
+func init() {
+	if Version == "" {
+		Version = moduleVersion(debug.ReadBuildInfo())
+	}
+}
 
 func moduleVersion(bi *debug.BuildInfo, ok bool) string {
 	if !ok {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -208,5 +209,16 @@ func TestStdioVersionAndWarnings(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), "NOT verified") || strings.Contains(stderr.String(), "whatever token") {
 		t.Errorf("mcpgate stdio printed the HTTP auth warning:\n%s", stderr.String())
+	}
+
+	// A packager's version (-ldflags -X) wins over the build information.
+	bin := filepath.Join(t.TempDir(), "mcpgate")
+	build := exec.Command("go", "build", "-o", bin, "-ldflags", "-X github.com/mcpgate/mcpgate/gateway.Version=v9.9.9-pkg", "./cmd/mcpgate")
+	build.Dir = "../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -ldflags -X: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin, "version").Output(); err != nil || !strings.HasPrefix(string(out), "mcpgate v9.9.9-pkg ") {
+		t.Errorf("mcpgate version with -X: %v %q", err, out)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
 )
@@ -40,6 +41,13 @@ func TestExecutionID(t *testing.T) {
 		{`[1]`, "", "is an array"},
 		{`null`, "", "is null"},
 		{``, "", "is empty"},
+		// A decoder repairs these to U+FFFD: two runs' ids would read alike.
+		{`"run-\ud800"`, "", `"run-\ud800" is not valid Unicode`},
+		{`"run-\udbff"`, "", "is not valid Unicode"},
+		{"\"run-\xff\"", "", "is not valid Unicode"},
+		{`"` + strings.Repeat("a", MaxExecutionIDLen) + `"`, strings.Repeat("a", MaxExecutionIDLen), ""},
+		{`"` + strings.Repeat("a", MaxExecutionIDLen+1) + `"`, "", "is 257 bytes long, over the 256"},
+		{strings.Repeat("9", MaxExecutionIDLen+1), "", "a number of 257 digits, over the 256"},
 	} {
 		id, err := ExecutionID(json.RawMessage(tt.raw))
 		if id != tt.id || (err == nil) != (tt.err == "") || err != nil && !strings.Contains(err.Error(), tt.err) {
@@ -91,13 +99,16 @@ func checkIDRun(t *testing.T, literal string) {
 		out := r.Run(t.Context(), Request{Tool: "t", Path: "p"})
 
 		// The oracle: what the id is, read independently of ExecutionID.
+		// A string that a decoder had to repair (U+FFFD for a lone surrogate
+		// or a bad byte) is not the engine's id, so it must be refused.
 		var want string
 		valid := false
 		if s := strings.TrimSpace(literal); integerLiteral.MatchString(s) {
 			want, valid = s, true
 		} else if json.Unmarshal([]byte(literal), &want) == nil && want != "" {
-			valid = true
+			valid = utf8.ValidString(literal) && !strings.ContainsRune(want, utf8.RuneError)
 		}
+		valid = valid && len(want) <= MaxExecutionIDLen
 		dots := false
 		for _, part := range strings.FieldsFunc(want, func(r rune) bool { return r == '/' || r == '\\' }) {
 			dots = dots || part == "." || part == ".."
@@ -151,7 +162,7 @@ func TestExecutionIDsSentBack(t *testing.T) {
 }
 
 func FuzzExecutionIDsSentBack(f *testing.F) {
-	for _, s := range []string{`619162855312458001`, `-1`, `1e3`, `"a/b"`, `"%2F.."`, `".."`, `"."`, `"\u002e\u002e"`, `9007199254740993.0`} {
+	for _, s := range []string{`619162855312458001`, `-1`, `1e3`, `"a/b"`, `"%2F.."`, `".."`, `"."`, `"\u002e\u002e"`, `9007199254740993.0`, `"run-\ud800"`, "\"\xff\""} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, literal string) {
@@ -257,6 +268,66 @@ func TestRunCaps(t *testing.T) {
 		defer r.mu.Unlock()
 		if r.active != 0 || len(r.byCaller) != 0 {
 			t.Errorf("after every run ended: %d active, by caller %v", r.active, r.byCaller)
+		}
+	})
+}
+
+// TestCancelPlannedOnlyForTheLast: a call that leaves a run another request
+// or a task still holds is told the run goes on, not that it is cancelled,
+// and its outcome plans no cancel; the last one out plans it.
+func TestCancelPlannedOnlyForTheLast(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := engine.New(&engine.Options{Step: time.Hour})
+		r := newRunner(t, e.Handler(), Options{Timeout: time.Hour})
+		req := Request{Tool: "t", Path: "demo/slow", Caller: "alice", Workload: map[string]any{"label": "x"}}
+		if id, _, out := r.Start(t.Context(), req); id == "" {
+			t.Fatalf("start: %s", text(out.Result))
+		}
+		ctx, cancel := context.WithCancelCause(t.Context())
+		done := make(chan *Outcome, 1)
+		go func() { done <- r.Run(ctx, req) }()
+		synctest.Wait()
+		cancel(ErrCallCancelled)
+		out := <-done
+		if !out.Attached || out.CancelPlanned || !strings.Contains(text(out.Result), "the run goes on for another request or task that waits for it") {
+			t.Errorf("leaving a run a task holds: attached=%v planned=%v %q", out.Attached, out.CancelPlanned, text(out.Result))
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if c := e.Counts(); c.Cancelled != 0 {
+			t.Errorf("the run the task holds was cancelled: %+v", c)
+		}
+
+		other := Request{Tool: "t", Path: "demo/slow", Caller: "bob"}
+		ctx2, cancel2 := context.WithCancelCause(t.Context())
+		go func() { done <- r.Run(ctx2, other) }()
+		synctest.Wait()
+		cancel2(ErrCallCancelled)
+		if out := <-done; !out.CancelPlanned || !strings.Contains(text(out.Result), "the gateway cancels the run upstream") {
+			t.Errorf("the last one out: planned=%v %q", out.CancelPlanned, text(out.Result))
+		}
+		time.Sleep(time.Hour) // the task's run reaches its ceiling
+		synctest.Wait()
+	})
+}
+
+// TestRunSlotsBalance: every way a run ends — a bad id, not started, timed
+// out, succeeded — gives its slot back exactly once.
+func TestRunSlotsBalance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, lit := range []string{`"ok"`, `".."`, `1.5`, `null`, `{}`} {
+			e := &idEngine{literal: lit}
+			r := newRunner(t, e, Options{PollInterval: time.Second, Timeout: 2500 * time.Millisecond, MaxRunsPerCaller: 1})
+			for range 3 {
+				r.Run(t.Context(), Request{Tool: "t", Path: "p", Caller: "c"})
+				synctest.Wait()
+				r.mu.Lock()
+				a, n := r.active, len(r.byCaller)
+				r.mu.Unlock()
+				if a != 0 || n != 0 {
+					t.Fatalf("%s: %d runs counted, %d callers", lit, a, n)
+				}
+			}
 		}
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -154,7 +155,7 @@ func (r *Runner) Run(ctx context.Context, req Request) *Outcome {
 			return &out
 		case <-ctx.Done():
 			now := errors.Is(context.Cause(ctx), ErrCallCancelled)
-			r.detach(rn, now)
+			last := r.detach(rn, now)
 			rn.mu.Lock()
 			id := rn.id
 			rn.mu.Unlock()
@@ -165,19 +166,23 @@ func (r *Runner) Run(ctx context.Context, req Request) *Outcome {
 				return &out
 			default:
 			}
-			return &Outcome{State: Cancelled, ExecutionID: id, Attached: attached, Polls: seen, CancelPlanned: !r.opts.Routes.Cancel.IsZero(),
-				Result: errorResult(r.abandonText(req.Path, id, now), id, req.Path, nil, r.opts.MaxStructured)}
+			return &Outcome{State: Cancelled, ExecutionID: id, Attached: attached, Polls: seen, CancelPlanned: last && !r.opts.Routes.Cancel.IsZero(),
+				Result: errorResult(r.abandonText(req.Path, id, now, last), id, req.Path, nil, r.opts.MaxStructured)}
 		case <-changed:
 		}
 	}
 }
 
-func (r *Runner) abandonText(path, id string, now bool) string {
+// abandonText says what becomes of a run a request left; last says that no
+// other request (nor a task) waits for it.
+func (r *Runner) abandonText(path, id string, now, last bool) string {
 	what := fmt.Sprintf("the call was cancelled before playbook %s finished", path)
 	if id != "" {
 		what += fmt.Sprintf(" (execution %s)", id)
 	}
 	switch {
+	case !last:
+		return what + "; the run goes on for another request or task that waits for it"
 	case r.opts.Routes.Cancel.IsZero():
 		return what + "; the engine has no cancel route, so the run may go on"
 	case now || r.opts.DedupWindow < 0 || r.opts.Linger < 0:
@@ -304,22 +309,23 @@ func (r *Runner) prune(now time.Time) {
 // detach counts a caller out; the last one out of a run still going starts
 // its linger, after which the run is cancelled, or cancels it at once when
 // now is set (the client cancelled the call on purpose: see
-// ErrCallCancelled).
-func (r *Runner) detach(rn *run, now bool) {
+// ErrCallCancelled). It reports whether the caller was the last one out of
+// a run still going, which is then cancelled.
+func (r *Runner) detach(rn *run, now bool) bool {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	rn.waiters--
 	if rn.waiters > 0 {
-		return
+		return false
 	}
 	select {
 	case <-rn.done:
-		return
+		return false
 	default:
 	}
 	if now || r.opts.Linger < 0 || rn.key == "" {
 		rn.cancel()
-		return
+		return true
 	}
 	rn.linger = time.AfterFunc(r.opts.Linger, func() {
 		rn.mu.Lock()
@@ -328,6 +334,7 @@ func (r *Runner) detach(rn *run, now bool) {
 			rn.cancel()
 		}
 	})
+	return true
 }
 
 // end marks rn as being given up: from now on no request may join it.
@@ -341,7 +348,6 @@ func (rn *run) end() {
 // goroutine; between polls it waits on timers, not in a loop.
 func (r *Runner) drive(rn *run, req Request) {
 	out := r.poll(rn, req)
-	rn.cancel() // frees the run's context either way
 	r.mu.Lock()
 	rn.mu.Lock()
 	rn.out = out
@@ -361,6 +367,10 @@ func (r *Runner) drive(rn *run, req Request) {
 	}
 	r.mu.Unlock()
 	close(rn.done)
+	// Freed only now: a request that joins between the poll's end and the
+	// outcome's record must still see the run as going on (join refuses a
+	// run whose context ended), and then gets the outcome.
+	rn.cancel()
 	r.logger.LogAttrs(context.Background(), slog.LevelInfo, "playbook run",
 		slog.String("playbook", req.Path), slog.String("execution_id", out.ExecutionID),
 		slog.String("outcome", string(out.State)), slog.Int("polls", out.Polls),
@@ -522,7 +532,7 @@ func (r *Runner) execute(ctx context.Context, req Request) (id string, status in
 	// Every route that names the run must be able to: refuse here an id
 	// the status or cancel path could not carry, before a poll is sent.
 	if _, err := r.idPath(r.paths.status, id); err != nil {
-		return "", a.Status, &badIDError{fmt.Errorf("the engine's execution_id %q cannot be sent back in its status route: %v", id, err)}
+		return "", a.Status, &badIDError{fmt.Errorf("the engine's execution_id %q cannot be sent back in its status route: %v", shorten(id, 64), err)}
 	}
 	return id, a.Status, nil
 }
@@ -534,11 +544,20 @@ type badIDError struct{ err error }
 func (e *badIDError) Error() string { return e.err.Error() }
 func (e *badIDError) Unwrap() error { return e.err }
 
+// MaxExecutionIDLen bounds an execution id, in bytes: an id goes into every
+// status and cancel path, each result's _meta, log lines and sealed task ids.
+// Snowflake ids have 19 digits, UUIDs 36 characters.
+const MaxExecutionIDLen = 256
+
 // ExecutionID reads an engine's execution id from its JSON value, as the
 // exact text the engine sent: a string's value, or an integer's literal
 // digits. An id never goes through float64, which rounds integers above 2^53
-// to another run's id (snowflake ids are 63-bit). Anything else (a fraction,
-// an exponent, an object, a boolean, an empty string) is an error naming it.
+// to another run's id (snowflake ids are 63-bit), and never through a
+// decoder's repair of bad Unicode (a lone surrogate escape or an invalid
+// UTF-8 byte would become U+FFFD, so two runs' ids would read alike).
+// Anything else — a fraction, an exponent, an object, a boolean, an empty
+// string, a string that is not valid Unicode, an id longer than
+// MaxExecutionIDLen — is an error naming it.
 func ExecutionID(raw json.RawMessage) (string, error) {
 	raw = json.RawMessage(strings.TrimSpace(string(raw)))
 	if len(raw) == 0 {
@@ -550,11 +569,19 @@ func ExecutionID(raw json.RawMessage) (string, error) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return "", fmt.Errorf("the engine's execution_id is not a valid JSON string: %v", err)
 		}
-		if s == "" {
+		switch {
+		case s == "":
 			return "", errors.New("the engine's execution_id is an empty string")
+		case !utf8.Valid(raw) || strings.ContainsRune(s, utf8.RuneError):
+			return "", fmt.Errorf("the engine's execution_id %s is not valid Unicode (an invalid byte or a lone surrogate): it cannot be sent back exactly", shorten(string(raw), 64))
+		case len(s) > MaxExecutionIDLen:
+			return "", fmt.Errorf("the engine's execution_id is %d bytes long, over the %d the gateway sends back", len(s), MaxExecutionIDLen)
 		}
 		return s, nil
 	case c == '-' || '0' <= c && c <= '9':
+		if len(raw) > MaxExecutionIDLen {
+			return "", fmt.Errorf("the engine's execution_id is a number of %d digits, over the %d the gateway sends back", len(raw), MaxExecutionIDLen)
+		}
 		if !isIntegerLiteral(raw) {
 			return "", fmt.Errorf("the engine's execution_id %s is a number but not an integer: an id must be a string or an integer", shorten(string(raw), 64))
 		}
@@ -596,7 +623,7 @@ func (r *Runner) idPath(t *upstream.PathTemplate, id string) (string, error) {
 	p, err := t.Expand(map[string]string{"id": id})
 	var ae *upstream.ArgumentError
 	if errors.As(err, &ae) {
-		return "", fmt.Errorf("execution id %q: %s", id, strings.TrimPrefix(strings.Join(ae.Problems, "; "), "id: "))
+		return "", fmt.Errorf("execution id %q: %s", shorten(id, 64), strings.TrimPrefix(strings.Join(ae.Problems, "; "), "id: "))
 	}
 	return p, err
 }

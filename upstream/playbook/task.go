@@ -47,9 +47,9 @@ func (r *Runner) Start(ctx context.Context, req Request) (string, time.Time, *Ou
 	case <-rn.done:
 	case <-ctx.Done():
 		now := errors.Is(context.Cause(ctx), ErrCallCancelled)
-		r.detach(rn, now)
-		return "", time.Time{}, &Outcome{State: Cancelled, Attached: attached,
-			Result: errorResult(r.abandonText(req.Path, "", now), "", req.Path, nil, r.opts.MaxStructured)}
+		last := r.detach(rn, now)
+		return "", time.Time{}, &Outcome{State: Cancelled, Attached: attached, CancelPlanned: last && !r.opts.Routes.Cancel.IsZero(),
+			Result: errorResult(r.abandonText(req.Path, "", now, last), "", req.Path, nil, r.opts.MaxStructured)}
 	}
 	rn.mu.Lock()
 	id := rn.id
