@@ -189,30 +189,44 @@ func TestConnWatchStates(t *testing.T) {
 // watchedServer serves frontDoc (the recorder upstream) with cfg on a
 // server whose connections have small send buffers; watched: set up by
 // ConfigureServer, with idle as IdleTimeout.
-func watchedServer(t *testing.T, cfg Config, watched bool, idle time.Duration) (*recorder, *httptest.Server) {
+func watchedServer(t *testing.T, cfg Config, watched bool, idle time.Duration) (*recorder, *smallServer) {
 	t.Helper()
 	rec, g := newFrontGateway(t, cfg, nil)
 	return rec, serveSmallBuffers(t, g, watched, idle)
 }
 
-// pipeline sends n copies of req on one connection with a small receive
-// buffer, reads nothing for hold, then reads what comes within 10 s; it
-// returns the number of status lines read.
-func pipeline(t *testing.T, addr string, req []byte, n int, hold time.Duration) int {
+// pipeline sends n copies of req to gw on one connection with a small
+// receive buffer, reads nothing until the server has closed the connection
+// (at most cutWait), then reads what comes within 10 s; it returns the
+// number of status lines read.
+func pipeline(t *testing.T, gw *smallServer, req []byte, n int) int {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
+	c, err := net.Dial("tcp", gw.Listener.Addr().String())
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return n
 	}
 	defer c.Close()
+	cut := gw.closedConn(c)
 	c.(*net.TCPConn).SetReadBuffer(4 << 10)
 	go c.Write(bytes.Repeat(req, n)) // blocks while the server does; ends with c
-	time.Sleep(hold)
+	// Waiting for the server to give up on the connection, not for a
+	// time: on a loaded machine the server may take longer than any fixed
+	// pause to fill the buffers and block. A server that never cuts the
+	// write is caught below: once the client reads, every answer comes.
+	select {
+	case <-cut:
+	case <-time.After(cutWait):
+	}
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	var got bytes.Buffer
 	io.Copy(&got, c)
 	return strings.Count(got.String(), "HTTP/1.1 ")
 }
+
+// cutWait bounds how long pipeline waits for a cut that write_timeout
+// (200ms) should make: far longer, so that only a missing cut reaches it.
+const cutWait = 10 * time.Second
 
 // TestBoundWritesEveryRoute: a client that pipelines requests and reads
 // nothing is cut off at write_timeout on every route of Gateway.Handler,
@@ -221,7 +235,7 @@ func pipeline(t *testing.T, addr string, req []byte, n int, hold time.Duration) 
 // net/http's own 100 Continue, written as the body is read, is bounded
 // too.)
 func TestBoundWritesEveryRoute(t *testing.T) {
-	const n, hold = 1500, 1500 * time.Millisecond
+	const n = 1500
 	note := `{"jsonrpc":"2.0","method":"notifications/initialized"}`
 	for _, watched := range []bool{false, true} {
 		_, gw := watchedServer(t, Config{WriteTimeout: 200 * time.Millisecond}, watched, time.Minute)
@@ -238,11 +252,11 @@ func TestBoundWritesEveryRoute(t *testing.T) {
 				const conns = 8
 				got := make(chan int, conns)
 				for range conns {
-					go func() { got <- pipeline(t, host, []byte(tc.req), n, hold) }()
+					go func() { got <- pipeline(t, gw, []byte(tc.req), n) }()
 				}
 				for range conns {
 					if g := <-got; g >= n {
-						t.Errorf("%d status lines for %d requests after the client read nothing for %s: the blocked write was never cut (write_timeout 200ms)", g, n, hold)
+						t.Errorf("%d status lines for %d requests from a client that read nothing until the server closed the connection (waited up to %s): the blocked write was never cut (write_timeout 200ms)", g, n, cutWait)
 					}
 				}
 			})
@@ -273,7 +287,13 @@ func TestConfigureServerShutdown(t *testing.T) {
 			a := postUnread(t, gw)
 			defer a.Close()
 			<-served
-			time.Sleep(100 * time.Millisecond) // the answer's write is under way, blocked
+			// The answer's write is under way once its first byte arrives;
+			// a 1 MB answer then blocks on the buffers, which one byte read
+			// does not drain.
+			a.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.ReadFull(a, make([]byte, 1)); err != nil {
+				t.Fatalf("the answer's write did not begin: %v", err)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			start := time.Now()

@@ -753,23 +753,55 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 // serveSmallBuffers serves g on a server whose connections have small send
 // buffers, with idle as its IdleTimeout; watched: set up by
 // ConfigureServer.
-func serveSmallBuffers(t *testing.T, g *Gateway, watched bool, idle time.Duration) *httptest.Server {
+func serveSmallBuffers(t *testing.T, g *Gateway, watched bool, idle time.Duration) *smallServer {
 	t.Helper()
-	gw := httptest.NewUnstartedServer(g.Handler())
+	gw := &smallServer{Server: httptest.NewUnstartedServer(g.Handler()), closed: map[string]chan struct{}{}}
 	gw.Listener = smallBuffers{gw.Listener}
 	gw.Config.IdleTimeout = idle
 	gw.Config.ReadHeaderTimeout = 5 * time.Second
 	if watched {
 		t.Cleanup(g.ConfigureServer(gw.Config))
 	}
+	next := gw.Config.ConnState // the watcher's, when watched
+	gw.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		if next != nil {
+			next(c, st)
+		}
+		if st == http.StateClosed {
+			gw.mu.Lock()
+			if ch, ok := gw.closed[c.RemoteAddr().String()]; ok {
+				close(ch)
+				delete(gw.closed, c.RemoteAddr().String())
+			}
+			gw.mu.Unlock()
+		}
+	}
 	gw.Start()
 	t.Cleanup(gw.Close)
 	return gw
 }
 
+// smallServer is a server of serveSmallBuffers. It says when it has closed
+// a connection, so that a test can wait for a cut rather than for a time.
+type smallServer struct {
+	*httptest.Server
+	mu     sync.Mutex
+	closed map[string]chan struct{} // by the client's address, while watched
+}
+
+// closedConn returns a channel closed once the server has closed the
+// connection whose client end is c. Call it before c sends anything.
+func (s *smallServer) closedConn(c net.Conn) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := make(chan struct{})
+	s.closed[c.LocalAddr().String()] = ch
+	return ch
+}
+
 // postUnread sends a call of the tool "big" on a new connection to gw
 // whose small receive buffer is never read; the caller closes it.
-func postUnread(t *testing.T, gw *httptest.Server) net.Conn {
+func postUnread(t *testing.T, gw *smallServer) net.Conn {
 	t.Helper()
 	a, err := net.Dial("tcp", gw.Listener.Addr().String())
 	if err != nil {
