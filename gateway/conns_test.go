@@ -58,34 +58,63 @@ func TestConfigureServerIdle(t *testing.T) {
 	})
 
 	t.Run("busy or often used connection kept", func(t *testing.T) {
-		var conns atomic.Int32
-		client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1,
-			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				conns.Add(1)
-				return (&net.Dialer{}).DialContext(ctx, network, addr)
-			}}}
-		defer client.CloseIdleConnections()
-		for i, tool := range []string{"get_thing", "nap", "get_thing", "get_thing", "get_thing", "get_thing"} {
-			if i > 1 {
-				time.Sleep(idle / 3)
+		// The client's pace is the case under test: calls idle/3 apart,
+		// for longer than idle. A machine that stalls the client for most
+		// of idle between two calls makes a legitimately idle connection,
+		// which proves nothing: such a run is measured and done again.
+		for attempt := 1; ; attempt++ {
+			conns, stalled := keptAlive(t, url, idle)
+			if stalled > 0 && attempt < 3 {
+				t.Logf("attempt %d: the client stalled %s between two calls; again", attempt, stalled)
+				continue
 			}
-			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(call(i+1, tool, `{"id":"a"}`)))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			resp, err := client.Do(req)
-			if err != nil {
-				t.Fatalf("call %d (%s): %v", i+1, tool, err)
+			if conns != 1 {
+				t.Errorf("%d connections for calls %s apart and a %s call, want one kept alive (longest pause %s)", conns, idle/3, 600*time.Millisecond, stalled)
 			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"ok":true`) {
-				t.Fatalf("call %d (%s): %d %s", i+1, tool, resp.StatusCode, b)
-			}
-		}
-		if n := conns.Load(); n != 1 {
-			t.Errorf("%d connections for calls %s apart and a %s call, want one kept alive", n, idle/3, 600*time.Millisecond)
+			return
 		}
 	})
+}
+
+// keptAlive makes calls on one keep-alive connection, a 600ms one among
+// them, idle/3 apart; it returns how many connections they took and, if
+// the client paused for more than 3/4 of idle between two calls, the
+// longest pause.
+func keptAlive(t *testing.T, url string, idle time.Duration) (int32, time.Duration) {
+	t.Helper()
+	var conns atomic.Int32
+	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conns.Add(1)
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}}}
+	defer client.CloseIdleConnections()
+	var stalled time.Duration
+	var answered time.Time
+	for i, tool := range []string{"get_thing", "nap", "get_thing", "get_thing", "get_thing", "get_thing"} {
+		if i > 1 {
+			time.Sleep(idle / 3)
+		}
+		if !answered.IsZero() {
+			if pause := time.Since(answered); pause > idle*3/4 {
+				stalled = max(stalled, pause)
+			}
+		}
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(call(i+1, tool, `{"id":"a"}`)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("call %d (%s): %v", i+1, tool, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answered = time.Now()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"ok":true`) {
+			t.Fatalf("call %d (%s): %d %s", i+1, tool, resp.StatusCode, b)
+		}
+	}
+	return conns.Load(), stalled
 }
 
 // fakeConn records what the watcher does to a connection.
