@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/expirable"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
+	"golang.org/x/sync/singleflight"
 )
 
 // Defaults of [OutboundOptions].
@@ -25,6 +26,11 @@ const (
 	// expiryMargin is taken off a token's lifetime so that it is not sent
 	// in its last seconds.
 	expiryMargin = 10 * time.Second
+	// exchangeTimeout bounds an exchange shared by concurrent callers
+	// whatever the HTTP client's own timeout: callers that come while it
+	// is under way join it, so one that never ended would leave its
+	// subject without a token.
+	exchangeTimeout = 30 * time.Second
 )
 
 // OutboundOptions tunes [NewOutbound]. The zero value is ready to use.
@@ -195,13 +201,17 @@ func tokenError(err error) string {
 // authenticates with client_secret_post.
 //
 // Exchanged tokens are cached per subject token (by its SHA-256) and
-// audience until shortly before they expire.
+// audience until shortly before they expire. Concurrent calls for a subject
+// that is not cached share one request to the token endpoint: a client's
+// first calls often come at once (a tools/list answer fans out), and each
+// would otherwise be an exchange of its own.
 type exchanger struct {
 	tokenURL, clientID, secret, audience string
 	scopes                               []string
 	client                               *http.Client
 	now                                  func() time.Time
 	cache                                *expirable.LRU[[sha256.Size]byte, exchanged]
+	flights                              singleflight.Group // by the cache key
 }
 
 type exchanged struct {
@@ -216,12 +226,51 @@ const (
 
 func (e *exchanger) exchange(ctx context.Context, subject string) (string, error) {
 	key := sha256.Sum256([]byte(e.audience + "\x00" + subject))
-	if x, ok := e.cache.Get(key); ok {
-		if e.now().Before(x.expires) {
-			return x.token, nil
-		}
-		e.cache.Remove(key)
+	if tok, ok := e.cached(key); ok {
+		return tok, nil
 	}
+	// The request is shared, so it is not the first caller's: that caller
+	// hanging up must not fail the others. It keeps ctx's values (trace)
+	// and is bounded by the client's timeout; each caller waits only as
+	// long as its own ctx allows.
+	ch := e.flights.DoChan(string(key[:]), func() (any, error) {
+		if tok, ok := e.cached(key); ok {
+			// Cached by a flight that ended between our look and our
+			// joining.
+			return tok, nil
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exchangeTimeout)
+		defer cancel()
+		return e.request(ctx, key, subject)
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return "", r.Err
+		}
+		return r.Val.(string), nil
+	case <-ctx.Done():
+		return "", fmt.Errorf("auth: exchange: %w", context.Cause(ctx))
+	}
+}
+
+// cached returns the exchanged token cached under key, if it has not
+// expired.
+func (e *exchanger) cached(key [sha256.Size]byte) (string, bool) {
+	x, ok := e.cache.Get(key)
+	if !ok {
+		return "", false
+	}
+	if e.now().Before(x.expires) {
+		return x.token, true
+	}
+	e.cache.Remove(key)
+	return "", false
+}
+
+// request asks the token endpoint to exchange subject and caches the
+// answer under key.
+func (e *exchanger) request(ctx context.Context, key [sha256.Size]byte, subject string) (string, error) {
 	cfg := &clientcredentials.Config{
 		ClientID:     e.clientID,
 		ClientSecret: e.secret,

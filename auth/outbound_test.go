@@ -3,8 +3,13 @@ package auth
 import (
 	"context"
 	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -173,4 +178,121 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// inMemory is a RoundTripper that serves requests with h in the caller's
+// goroutine: no network, so an exchange can run in a synctest bubble.
+type inMemory struct{ h http.Handler }
+
+func (m inMemory) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	m.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}
+
+// TestExchangeCoalesced: concurrent first calls for one subject share one
+// request to the token endpoint, and all get its token (or its error); a
+// caller that gives up leaves without failing the others; different
+// subjects are not shared. The token endpoint holds each request until
+// synctest says every caller is blocked, so a second request would be seen
+// whatever the scheduling.
+func TestExchangeCoalesced(t *testing.T) {
+	is := newTestIssuer(t)
+	t.Setenv("TEST_SECRET", "s3cret")
+	u := Upstream{Mode: ModeExchange, ClientID: "gw", ClientSecretEnv: "TEST_SECRET", Audience: "https://api.example.com"}
+	if err := u.Validate(true); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name         string
+		subjects     []string // one caller each
+		cancelFirst  bool     // the first caller gives up while the exchange is under way
+		status       int      // the token endpoint's answer
+		wantRequests int
+	}{
+		{"one subject, three callers", []string{"s", "s", "s"}, false, 200, 1},
+		{"the first caller gives up", []string{"s", "s", "s"}, true, 200, 1},
+		{"a refusal is shared", []string{"s", "s", "s"}, false, 400, 1},
+		{"two subjects", []string{"s", "t", "s", "t"}, false, 200, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Made outside the bubble: its cache's cleaner goroutine never ends.
+			o, err := NewOutbound(context.Background(), &u, &OutboundOptions{
+				TokenURL:   is.URL + "/token",
+				HTTPClient: &http.Client{Transport: inMemory{is.Config.Handler}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			synctest.Test(t, func(t *testing.T) {
+				release := make(chan struct{})
+				var requests atomic.Int32
+				is.mu.Lock()
+				is.tokenFn = func(form map[string][]string) (int, any) {
+					requests.Add(1)
+					<-release
+					if tt.status != 200 {
+						return tt.status, map[string]any{"error": "invalid_target"}
+					}
+					return 200, map[string]any{"access_token": "for-" + form["subject_token"][0], "token_type": "Bearer", "expires_in": 300}
+				}
+				is.mu.Unlock()
+				type answer struct {
+					i   int
+					c   Credential
+					err error
+				}
+				answers := make(chan answer, len(tt.subjects))
+				firstCtx, cancelFirst := context.WithCancel(context.Background())
+				defer cancelFirst()
+				for i, s := range tt.subjects {
+					ctx := context.Background()
+					if i == 0 {
+						ctx = firstCtx
+					}
+					go func() {
+						c, err := o.Credential(ctx, Caller{Token: s, Verified: true})
+						answers <- answer{i, c, err}
+					}()
+				}
+				synctest.Wait() // every caller is waiting on the token endpoint
+				if n := int(requests.Load()); n != tt.wantRequests {
+					t.Errorf("%d callers made %d requests to the token endpoint, want %d", len(tt.subjects), n, tt.wantRequests)
+				}
+				if tt.cancelFirst {
+					cancelFirst()
+					a := <-answers
+					if a.i != 0 || !errors.Is(a.err, context.Canceled) {
+						t.Errorf("caller %d answered %v, %v; want the first one to leave with context.Canceled", a.i, a.c, a.err)
+					}
+				}
+				close(release)
+				for range len(tt.subjects) - btoi(tt.cancelFirst) {
+					a := <-answers
+					switch want := "Bearer for-" + tt.subjects[a.i]; {
+					case tt.status != 200:
+						if a.err == nil || !strings.Contains(a.err.Error(), "invalid_target") {
+							t.Errorf("caller %d: %v, %v; want the endpoint's refusal", a.i, a.c, a.err)
+						}
+					case a.err != nil || a.c.Value != want:
+						t.Errorf("caller %d: %v, %v; want %q", a.i, a.c, a.err, want)
+					}
+				}
+				if n := int(requests.Load()); n != tt.wantRequests {
+					t.Errorf("%d requests to the token endpoint in all, want %d", n, tt.wantRequests)
+				}
+			})
+		})
+	}
+	is.mu.Lock()
+	is.tokenFn = nil
+	is.mu.Unlock()
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

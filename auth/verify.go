@@ -25,6 +25,11 @@ const (
 	DefaultMinRefetch = 30 * time.Second
 )
 
+// clockLeeway is how far the issuer's clock may run ahead of the gateway's:
+// go-oidc's, for nbf (five minutes, what other OIDC libraries allow). The
+// gateway applies the same to iat, which go-oidc does not check.
+const clockLeeway = 5 * time.Minute
+
 // VerifierOptions tunes a [Verifier]. The zero value is ready to use.
 type VerifierOptions struct {
 	// HTTPClient fetches discovery and the JWKS. Nil means a client with a
@@ -47,7 +52,8 @@ type VerifierOptions struct {
 }
 
 // Verifier checks inbound bearer tokens: a JWT signed by the issuer's keys
-// with an allowed algorithm, naming the audience, within exp and nbf. Built
+// with an allowed algorithm, naming the audience, within exp and nbf, and
+// not issued (iat) in the future beyond the clock leeway. Built
 // once at start-up; safe for concurrent use.
 type Verifier struct {
 	cfg         Config
@@ -152,6 +158,7 @@ var (
 	errMalformed   = errors.New("the token is not a JWT signed with an allowed algorithm")
 	errExpired     = errors.New("the token has expired")
 	errNotYet      = errors.New("the token is not valid yet (nbf)")
+	errFutureIat   = errors.New("the token is issued in the future (iat)")
 	errAudience    = errors.New("the token is not issued for this gateway (aud)")
 	errIssuer      = errors.New("the token is not from the configured issuer (iss)")
 	errNoExpiry    = errors.New("the token has no expiry (exp)")
@@ -198,6 +205,14 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*mcpauth.TokenInfo
 	}
 	if idt.Expiry.IsZero() {
 		return nil, fmt.Errorf("%w: %w", mcpauth.ErrInvalidToken, errNoExpiry)
+	}
+	// A token issued later than now, beyond the clock leeway, was minted
+	// by a clock that is wrong or with an iat chosen to outlive a
+	// revocation cut-off; refuse it as go-oidc refuses such an nbf.
+	// (go-oidc reads iat but does not check it.) No iat is not checked:
+	// RFC 9068 requires it, RFC 7519 does not.
+	if !idt.IssuedAt.IsZero() && idt.IssuedAt.After(now.Add(clockLeeway)) {
+		return nil, fmt.Errorf("%w: %w", mcpauth.ErrInvalidToken, errFutureIat)
 	}
 	var c claims
 	if err := idt.Claims(&c); err != nil {

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/iotest"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcpgate/mcpgate/auth"
@@ -402,7 +403,8 @@ func TestFrontDoorHangUpCancels(t *testing.T) {
 		for _, when := range []string{"after the upstream saw it", "at once"} {
 			t.Run(fmt.Sprintf("stateful=%v/300 %s", stateful, when), func(t *testing.T) {
 				const n = 300
-				rec, url := startGateway(t, Config{Stateful: stateful})
+				var g *Gateway
+				rec, url := startGatewayOn(t, Config{Stateful: stateful}, nil, func(gg *Gateway, _ *http.Server) { g = gg })
 				var h http.Header
 				if stateful {
 					h = sessionHeader(openSession(t, url, ""), "")
@@ -424,15 +426,60 @@ func TestFrontDoorHangUpCancels(t *testing.T) {
 						c.Close()
 					}
 				}
-				time.Sleep(2 * time.Second)
+				// Done once every call has ended at the gateway (counted by
+				// outcome) and none is open upstream; a call still waiting
+				// for a slot could reach the upstream later, so no open
+				// call alone proves nothing. At the latest 2s after the
+				// hang-up, what is still open is what is checked.
+				deadline := time.Now().Add(2 * time.Second)
+				for time.Now().Before(deadline) {
+					if _, _, open := rec.counts(); open == 0 && toolCalls(t, g, "wait") == n {
+						break
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
 				_, started, open := rec.counts()
-				t.Logf("%d of %d calls reached the upstream; %d still open 2s after the hang-up", started, n, open)
+				t.Logf("%d of %d calls reached the upstream; %d still open once all had ended, or 2s after the hang-up", started, n, open)
 				if open != 0 {
 					t.Errorf("%d upstream calls still open 2s after their clients hung up", open)
 				}
 			})
 		}
 	}
+}
+
+// hasSession reports whether go-sdk still holds the session id.
+func hasSession(g *Gateway, id string) bool {
+	for ss := range g.server.Sessions() {
+		if ss.ID() == id {
+			return true
+		}
+	}
+	return false
+}
+
+// toolCalls is how many calls of tool the gateway has finished, whatever
+// their outcome (mcpgate_tool_calls_total).
+func toolCalls(t *testing.T, g *Gateway, tool string) int {
+	t.Helper()
+	mfs, err := g.metrics.registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, mf := range mfs {
+		if mf.GetName() != "mcpgate_tool_calls_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "tool" && l.GetValue() == tool {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return int(n)
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -510,16 +557,21 @@ func TestFrontDoorSessionsPerCaller(t *testing.T) {
 // TestFrontDoorSessionExpiry checks session_timeout: an idle session is
 // closed, answers 404, and no longer counts against max_sessions.
 func TestFrontDoorSessionExpiry(t *testing.T) {
-	rec, url := startGateway(t, Config{Stateful: true, MaxSessions: 1, SessionTimeout: 300 * time.Millisecond})
+	const timeout = 500 * time.Millisecond
+	var g *Gateway
+	rec, url := startGatewayOn(t, Config{Stateful: true, MaxSessions: 1, SessionTimeout: timeout}, nil, func(gg *Gateway, _ *http.Server) { g = gg })
 	id := openSession(t, url, "")
-	// Requests keep it alive.
-	for range 3 {
-		time.Sleep(150 * time.Millisecond)
+	// Requests keep it alive: they come timeout/5 apart (the client's
+	// pace, with room for a slow machine), for longer than timeout.
+	for range 7 {
+		time.Sleep(timeout / 5)
 		if resp, body := post(t, url, call(1, "get_thing", `{"id":"a"}`), sessionHeader(id, "")); resp.StatusCode != 200 {
 			t.Fatalf("a call on a live session: %d %s", resp.StatusCode, body)
 		}
 	}
-	time.Sleep(600 * time.Millisecond)
+	// Then none: go-sdk closes it. Asking would keep it alive, so the
+	// test watches go-sdk's sessions instead.
+	waitFor(t, "the idle session to be closed", func() bool { return !hasSession(g, id) })
 	rec.allowed.Store(false)
 	if resp, body := post(t, url, call(2, "get_thing", `{"id":"a"}`), sessionHeader(id, "")); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("a call on an expired session: %d %s, want 404", resp.StatusCode, body)
@@ -576,12 +628,18 @@ func TestFrontDoorSessionOwner(t *testing.T) {
 func TestFrontDoorLogsNoSessionID(t *testing.T) {
 	var buf syncBuffer
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	_, url := startGatewayWith(t, Config{Stateful: true}, &Options{Logger: logger})
+	var g *Gateway
+	_, url := startGatewayOn(t, Config{Stateful: true}, &Options{Logger: logger}, func(gg *Gateway, _ *http.Server) { g = gg })
 	id := openSession(t, url, "")
 	post(t, url, call(1, "get_thing", `{"id":"a"}`), sessionHeader(id, ""))
 	post(t, url, `{"jsonrpc":"2.0","id":2,"method":"no/such/method"}`, sessionHeader(id, ""))
 	do(t, http.MethodDelete, url, nil, sessionHeader(id, ""))
-	time.Sleep(50 * time.Millisecond) // the session's close is logged as it ends
+	// Every line of the session's life is written once go-sdk has let the
+	// session go (it logs its disconnection as it does) and the DELETE's
+	// access line is out (written after its answer).
+	waitFor(t, "the session's last log lines", func() bool {
+		return !hasSession(g, id) && strings.Contains(buf.String(), "method=DELETE")
+	})
 	logs := buf.String()
 	if !strings.Contains(logs, "http request") {
 		t.Fatalf("the debug logger logged nothing; the test proves nothing:\n%s", logs)
@@ -753,23 +811,55 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 // serveSmallBuffers serves g on a server whose connections have small send
 // buffers, with idle as its IdleTimeout; watched: set up by
 // ConfigureServer.
-func serveSmallBuffers(t *testing.T, g *Gateway, watched bool, idle time.Duration) *httptest.Server {
+func serveSmallBuffers(t *testing.T, g *Gateway, watched bool, idle time.Duration) *smallServer {
 	t.Helper()
-	gw := httptest.NewUnstartedServer(g.Handler())
+	gw := &smallServer{Server: httptest.NewUnstartedServer(g.Handler()), closed: map[string]chan struct{}{}}
 	gw.Listener = smallBuffers{gw.Listener}
 	gw.Config.IdleTimeout = idle
 	gw.Config.ReadHeaderTimeout = 5 * time.Second
 	if watched {
 		t.Cleanup(g.ConfigureServer(gw.Config))
 	}
+	next := gw.Config.ConnState // the watcher's, when watched
+	gw.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		if next != nil {
+			next(c, st)
+		}
+		if st == http.StateClosed {
+			gw.mu.Lock()
+			if ch, ok := gw.closed[c.RemoteAddr().String()]; ok {
+				close(ch)
+				delete(gw.closed, c.RemoteAddr().String())
+			}
+			gw.mu.Unlock()
+		}
+	}
 	gw.Start()
 	t.Cleanup(gw.Close)
 	return gw
 }
 
+// smallServer is a server of serveSmallBuffers. It says when it has closed
+// a connection, so that a test can wait for a cut rather than for a time.
+type smallServer struct {
+	*httptest.Server
+	mu     sync.Mutex
+	closed map[string]chan struct{} // by the client's address, while watched
+}
+
+// closedConn returns a channel closed once the server has closed the
+// connection whose client end is c. Call it before c sends anything.
+func (s *smallServer) closedConn(c net.Conn) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := make(chan struct{})
+	s.closed[c.LocalAddr().String()] = ch
+	return ch
+}
+
 // postUnread sends a call of the tool "big" on a new connection to gw
 // whose small receive buffer is never read; the caller closes it.
-func postUnread(t *testing.T, gw *httptest.Server) net.Conn {
+func postUnread(t *testing.T, gw *smallServer) net.Conn {
 	t.Helper()
 	a, err := net.Dial("tcp", gw.Listener.Addr().String())
 	if err != nil {
@@ -980,36 +1070,40 @@ func (d *deadlineRecorder) SetWriteDeadline(t time.Time) error {
 // finish set one deadline, and every write still has at least half of
 // write_timeout to end.
 func TestDeadlineWriterHalfLeft(t *testing.T) {
-	const d = 200 * time.Millisecond
-	status := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
-	boundWrites(status, httptest.NewRequest(http.MethodPost, "/mcp", nil), d).finish()
-	if len(status.set) != 1 {
-		t.Fatalf("finish without a write set %d deadlines, want 1: net/http's flush writes the status line", len(status.set))
-	}
-	rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
-	w := boundWrites(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil), d)
-	w.Write([]byte("a"))
-	w.Write([]byte("b"))
-	w.finish()
-	if len(rec.set) != 1 {
-		t.Fatalf("two writes and finish at once set %d deadlines, want 1", len(rec.set))
-	}
-	time.Sleep(d/2 + 20*time.Millisecond)
-	before := time.Now()
-	w.Flush()
-	if len(rec.set) != 2 || rec.set[1].Sub(before) < d*9/10 {
-		t.Fatalf("a flush with less than half left: deadlines %v, want a second one a whole %s ahead", rec.set, d)
-	}
-	w.finish()
-	if len(rec.set) != 2 {
-		t.Errorf("finish right after: %d deadlines, want 2", len(rec.set))
-	}
-	unbounded := boundWrites(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil), 0)
-	unbounded.Write([]byte("c"))
-	unbounded.finish()
-	if len(rec.set) != 2 {
-		t.Errorf("write_timeout 0 set a deadline")
-	}
+	// In a bubble: the clock moves only when the test sleeps, so a slow
+	// machine cannot put time between the writes that must share a deadline.
+	synctest.Test(t, func(t *testing.T) {
+		const d = 200 * time.Millisecond
+		status := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+		boundWrites(status, httptest.NewRequest(http.MethodPost, "/mcp", nil), d).finish()
+		if len(status.set) != 1 {
+			t.Fatalf("finish without a write set %d deadlines, want 1: net/http's flush writes the status line", len(status.set))
+		}
+		rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
+		w := boundWrites(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil), d)
+		w.Write([]byte("a"))
+		w.Write([]byte("b"))
+		w.finish()
+		if len(rec.set) != 1 {
+			t.Fatalf("two writes and finish at once set %d deadlines, want 1", len(rec.set))
+		}
+		time.Sleep(d/2 + 20*time.Millisecond)
+		before := time.Now()
+		w.Flush()
+		if len(rec.set) != 2 || rec.set[1].Sub(before) < d*9/10 {
+			t.Fatalf("a flush with less than half left: deadlines %v, want a second one a whole %s ahead", rec.set, d)
+		}
+		w.finish()
+		if len(rec.set) != 2 {
+			t.Errorf("finish right after: %d deadlines, want 2", len(rec.set))
+		}
+		unbounded := boundWrites(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil), 0)
+		unbounded.Write([]byte("c"))
+		unbounded.finish()
+		if len(rec.set) != 2 {
+			t.Errorf("write_timeout 0 set a deadline")
+		}
+	})
 }
 
 // TestInitializeInvalidParams: an initialize whose params go-sdk cannot

@@ -8,10 +8,17 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcpgate/mcpgate/auth"
 )
+
+// hasAnySession reports whether go-sdk holds any session.
+func hasAnySession(g *Gateway) bool {
+	for range g.server.Sessions() {
+		return true
+	}
+	return false
+}
 
 // records returns every JSON log record written so far.
 func (s *syncBuffer) records(t *testing.T) []map[string]any {
@@ -89,7 +96,18 @@ func TestCallLogs(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond) // let go-sdk finish its per-request session
+	// go-sdk's per-request sessions log their end as they are let go: wait
+	// for that, and for both calls' access lines (written after the
+	// answer), so that every line is checked.
+	waitFor(t, "the requests' last log lines", func() bool {
+		n := 0
+		for _, r := range logs.records(t) {
+			if r["msg"] == "http request" {
+				n++
+			}
+		}
+		return n >= 2 && !hasAnySession(g)
+	})
 	for _, r := range logs.records(t) {
 		line, _ := json.Marshal(r)
 		for _, secret := range []string{token, cookie, secretArg, "session"} {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -211,7 +212,15 @@ func TestDirectTransportStaleConnections(t *testing.T) {
 			if got := sendOnce(context.Background(), rt, "POST", srv.url(), "{}"); got != (outcome{Status: 200, Body: "ok"}) {
 				t.Fatalf("request %d: %+v", i, got)
 			}
-			time.Sleep(20 * time.Millisecond) // the close arrives
+			// The server closes after each answer: wait until the close
+			// has arrived, as the transport checks it, so that the next
+			// request is the case under test (an idle connection known
+			// to be closed) rather than one that races the close.
+			waitFor(t, func() bool {
+				rt.mu.Lock()
+				defer rt.mu.Unlock()
+				return len(rt.idle) == 0 || !stillOpen(rt.idle[0].conn)
+			})
 		}
 		if conns, reqs := srv.seen(); conns != 3 || len(reqs) != 3 {
 			t.Errorf("%d connections, requests %q; want 3 and 3", conns, reqs)
@@ -354,38 +363,47 @@ func TestDirectTransportTruncated(t *testing.T) {
 }
 
 // TestDirectTransportIdle: idle connections are closed after the idle
-// timeout, and no more than maxIdle are kept.
+// timeout, not before, and no more than maxIdle are kept. The transport
+// runs in a synctest bubble, so its sweep timer is on a clock that moves
+// only when the test sleeps: a loaded machine cannot make it late.
 func TestDirectTransportIdle(t *testing.T) {
 	srv := newRawServer(t, func(int, int, *http.Request) (string, bool) {
 		return "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false
 	})
-	rt := newDirectTransport(srv.url())
-	rt.maxIdle, rt.idleTimeout = 2, 100*time.Millisecond
-	resps := make([]*http.Response, 3)
-	for i := range resps { // three at once: three connections
-		req, _ := newRequest(context.Background(), "GET", pathX(srv.url()), nil)
-		var err error
-		if resps[i], err = rt.RoundTrip(req); err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		rt := newDirectTransport(srv.url())
+		rt.maxIdle, rt.idleTimeout = 2, 100*time.Millisecond
+		idle := func() int {
+			rt.mu.Lock()
+			defer rt.mu.Unlock()
+			return len(rt.idle)
 		}
-	}
-	for _, r := range resps {
-		io.ReadAll(r.Body)
-		r.Body.Close()
-	}
-	rt.mu.Lock()
-	n := len(rt.idle)
-	rt.mu.Unlock()
-	if n != 2 {
-		t.Errorf("%d idle, want maxIdle (2)", n)
-	}
-	time.Sleep(300 * time.Millisecond)
-	rt.mu.Lock()
-	n = len(rt.idle)
-	rt.mu.Unlock()
-	if n != 0 {
-		t.Errorf("%d idle after the idle timeout, want 0", n)
-	}
+		resps := make([]*http.Response, 3)
+		for i := range resps { // three at once: three connections
+			req, _ := newRequest(context.Background(), "GET", pathX(srv.url()), nil)
+			var err error
+			if resps[i], err = rt.RoundTrip(req); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, r := range resps {
+			io.ReadAll(r.Body)
+			r.Body.Close()
+		}
+		if n := idle(); n != 2 {
+			t.Errorf("%d idle, want maxIdle (2)", n)
+		}
+		time.Sleep(rt.idleTimeout - time.Millisecond)
+		synctest.Wait()
+		if n := idle(); n != 2 {
+			t.Errorf("%d idle just before the idle timeout, want 2", n)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if n := idle(); n != 0 {
+			t.Errorf("%d idle after the idle timeout, want 0", n)
+		}
+	})
 }
 
 func TestUseDirect(t *testing.T) {

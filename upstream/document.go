@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -44,6 +45,8 @@ type Document struct {
 // LoadOptions configures [LoadDocument]. The zero value is ready to use.
 type LoadOptions struct {
 	// Client fetches http(s) sources. Nil means a client with a 30s timeout.
+	// Whatever the client's own CheckRedirect, only same-origin redirects
+	// are followed (see LoadDocument).
 	Client *http.Client
 	// IncludeOrigin records where each element stands in the source (see
 	// openapi3.Origin), for reports that point at lines. OpenAPI 3 only;
@@ -57,6 +60,14 @@ type LoadOptions struct {
 // External $refs (to other files or URLs) are never followed: a document from an
 // untrusted source must not make the gateway read local files or reach internal
 // hosts (SSRF).
+//
+// For the same reason a URL's redirects are followed only within its origin
+// (scheme, host and port, as RFC 6454 compares them): a server that answers
+// for the document must not be able to send the gateway to another host —
+// a cloud metadata address, an internal service — nor downgrade https to
+// http. A redirect elsewhere is an error naming both URLs; give the final URL
+// instead. Relative server URLs resolve against the URL the document was
+// read from, after redirects.
 func LoadDocument(ctx context.Context, src string, opts *LoadOptions) (*Document, error) {
 	var o LoadOptions
 	if opts != nil {
@@ -68,8 +79,7 @@ func LoadDocument(ctx context.Context, src string, opts *LoadOptions) (*Document
 		err  error
 	)
 	if u, perr := url.Parse(src); perr == nil && (u.Scheme == "http" || u.Scheme == "https") {
-		loc = u
-		data, err = fetch(ctx, o.Client, u)
+		data, loc, err = fetch(ctx, o.Client, u)
 	} else {
 		data, err = readFile(src)
 	}
@@ -105,24 +115,78 @@ func readLimited(r io.Reader) ([]byte, error) {
 	return data, nil
 }
 
-func fetch(ctx context.Context, c *http.Client, u *url.URL) ([]byte, error) {
-	if c == nil {
-		c = &http.Client{Timeout: 30 * time.Second}
+// fetch GETs u and returns the document's bytes and the URL they were read
+// from, after same-origin redirects.
+func fetch(ctx context.Context, c *http.Client, u *url.URL) ([]byte, *url.URL, error) {
+	var client http.Client
+	if c != nil {
+		client = *c // a copy: the caller's client keeps its own policy
+	} else {
+		client.Timeout = 30 * time.Second
 	}
+	client.CheckRedirect = sameOriginRedirects(client.CheckRedirect)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	req.Header.Set("Accept", "application/json, application/yaml;q=0.9, */*;q=0.5")
-	resp, err := c.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
-		return nil, err
+		var re *redirectError
+		if errors.As(err, &re) {
+			return nil, nil, re // its text names both URLs; url.Error's would name one twice
+		}
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("HTTP %s", resp.Status)
+		return nil, nil, fmt.Errorf("HTTP %s", resp.Status)
 	}
-	return readLimited(resp.Body)
+	data, err := readLimited(resp.Body)
+	return data, resp.Request.URL, err
+}
+
+// redirectError is a redirect fetch refused: it leaves the origin of the
+// URL it came from.
+type redirectError struct {
+	from, to *url.URL
+}
+
+func (e *redirectError) Error() string {
+	return fmt.Sprintf("redirected from %s to %s, another origin: only redirects within the document URL's scheme, host and port are followed (give the final URL instead)", e.from.Redacted(), e.to.Redacted())
+}
+
+// sameOriginRedirects returns a CheckRedirect policy that refuses a
+// redirect to another origin than the first request's, then applies next
+// (net/http's default, at most 10 redirects, when nil).
+func sameOriginRedirects(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if origin(req.URL) != origin(via[0].URL) {
+			return &redirectError{from: via[len(via)-1].URL, to: req.URL}
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+}
+
+// origin is u's scheme, host and port, as RFC 6454 §4 compares them:
+// the scheme and host without case, the scheme's default port explicit.
+func origin(u *url.URL) string {
+	scheme, port := strings.ToLower(u.Scheme), u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // ParseDocument parses document bytes (JSON or YAML; OpenAPI 3.x or Swagger

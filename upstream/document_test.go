@@ -2,12 +2,14 @@ package upstream
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -75,6 +77,89 @@ func TestLoadDocumentSources(t *testing.T) {
 	}
 	if _, err := LoadDocument(context.Background(), filepath.Join(t.TempDir(), "nope.json"), nil); err == nil {
 		t.Error("missing file: want error")
+	}
+}
+
+// TestLoadDocumentRedirects: a document URL's redirects are followed within
+// its origin (scheme, host, port) and nowhere else, whatever client the
+// caller gives; a refusal names both URLs; relative server URLs resolve
+// against the URL the document came from.
+func TestLoadDocumentRedirects(t *testing.T) {
+	const doc = "openapi: 3.0.3\ninfo: {title: t, version: '1'}\nservers: [{url: './v1'}]\npaths: {}\n"
+	var otherHits atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		otherHits.Add(1)
+		io.WriteString(w, doc)
+	}))
+	defer other.Close()
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch to := r.URL.Query().Get("to"); {
+		case to != "":
+			http.Redirect(w, r, to, http.StatusFound)
+		case r.URL.Path == "/loop":
+			http.Redirect(w, r, "/loop", http.StatusFound)
+		default:
+			io.WriteString(w, doc)
+		}
+	}))
+	defer srv.Close()
+	srvURL, _ := url.Parse(srv.URL)
+	// The same server by another name: another host, so another origin.
+	localhost := "http://localhost:" + srvURL.Port()
+	q := url.QueryEscape
+
+	tests := []struct {
+		name, src string
+		client    *http.Client
+		wantBase  string // the resolved server URL, when loading succeeds
+		wantErr   []string
+	}{
+		{"no redirect", srv.URL + "/specs/openapi.yaml", nil, srv.URL + "/specs/v1", nil},
+		{"same origin, relative", srv.URL + "/old?to=" + q("/moved/openapi.yaml"), nil, srv.URL + "/moved/v1", nil},
+		{"same origin, absolute, host in capitals", srv.URL + "/old?to=" + q(strings.ToUpper(srv.URL)+"/moved/openapi.yaml"), nil, srv.URL + "/moved/v1", nil},
+		{"same origin, twice", srv.URL + "/a?to=" + q("/b?to="+q("/c/openapi.yaml")), nil, srv.URL + "/c/v1", nil},
+		{"another port", srv.URL + "/old?to=" + q(other.URL+"/openapi.yaml"), nil, "",
+			[]string{"redirected from " + srv.URL + "/old?to=", " to " + other.URL + "/openapi.yaml, another origin"}},
+		{"another host name", srv.URL + "/old?to=" + q(localhost+"/openapi.yaml"), nil, "",
+			[]string{"redirected from " + srv.URL + "/old", " to " + localhost + "/openapi.yaml, another origin"}},
+		{"another scheme", srv.URL + "/old?to=" + q("https://"+srvURL.Host+"/openapi.yaml"), nil, "",
+			[]string{"to https://" + srvURL.Host + "/openapi.yaml, another origin"}},
+		{"same origin, then another", srv.URL + "/a?to=" + q("/b?to="+q(other.URL+"/x.yaml")), nil, "",
+			[]string{"redirected from " + srv.URL + "/b?to=", " to " + other.URL + "/x.yaml, another origin"}},
+		{"a caller's client that follows anything", srv.URL + "/old?to=" + q(other.URL+"/openapi.yaml"),
+			&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return nil }}, "",
+			[]string{"to " + other.URL + "/openapi.yaml, another origin"}},
+		{"a loop within the origin", srv.URL + "/loop", nil, "", []string{"stopped after 10 redirects"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := otherHits.Load()
+			d, err := LoadDocument(context.Background(), tt.src, &LoadOptions{Client: tt.client})
+			if otherHits.Load() != before {
+				t.Error("the other origin was asked for the document")
+			}
+			if tt.wantErr == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := d.ServerURL().String(); got != tt.wantBase {
+					t.Errorf("ServerURL = %s, want %s (resolved against the URL read after redirects)", got, tt.wantBase)
+				}
+				if d.Source != tt.src {
+					t.Errorf("Source = %s, want %s as given", d.Source, tt.src)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("loaded; want the redirect refused")
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
 	}
 }
 

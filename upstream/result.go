@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
-	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -183,7 +182,7 @@ func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, 
 	}
 	if err := sch.Validate(v); err != nil {
 		return fail(fmt.Sprintf("%s, but its answer does not match the API's documented schema: %s",
-			answered(), strings.Join(schemaProblems(err, "(answer)", maxSchemaProblems), "; ")), "; the answer was: ", body, maxMismatchBody)
+			answered(), strings.Join(schemaProblems(err, b.OutputSchema, v, "(answer)", maxSchemaProblems), "; ")), "; the answer was: ", body, maxMismatchBody)
 	}
 	var sc any = v
 	if fromBody {
@@ -250,38 +249,6 @@ func (b *Binding) outputValidator() (*jsonschema.Schema, error) {
 		b.outValidator, b.outCompileErr = compileTool(b.OutputSchema, "output")
 	})
 	return b.outValidator, b.outCompileErr
-}
-
-// schemaProblems words a validation error as "field: rule" items, sorted, at
-// most max of them; root names the value itself.
-func schemaProblems(err error, root string, max int) []string {
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return []string{err.Error()}
-	}
-	var problems []string
-	var walk func(*jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			loc := root
-			if len(e.InstanceLocation) > 0 {
-				loc = strings.Join(e.InstanceLocation, ".")
-			}
-			problems = append(problems, fmt.Sprintf("%s: %s", loc, e.ErrorKind.LocalizedString(printer)))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	// The validator meets properties in map order: sort, so the same
-	// answer is always worded the same.
-	sort.Strings(problems)
-	if len(problems) > max {
-		problems = append(problems[:max], fmt.Sprintf("and %d more", len(problems)-max))
-	}
-	return problems
 }
 
 // jsonKind names the kind of a decoded JSON value the way an error message

@@ -343,15 +343,15 @@ func TestStructuredResults(t *testing.T) {
 			want: want{ok, ok, "none"}},
 		{name: "json null", ctype: "application/json", body: "null",
 			want: want{"the API answered HTTP 200 with JSON null where an object was declared",
-				"its answer does not match the API's documented schema: result: got null, want array", "text"}},
+				"its answer does not match the API's documented schema: result: must be an array, got null", "text"}},
 		{name: "json array for an object", ctype: "application/json", body: `[{"id":1}]`, arrays: `{"id":1}`,
 			want: want{"with a JSON array where an object was declared: [{\"id\":1}]",
-				"its answer does not match the API's documented schema: result: got object, want array; the answer was: {\"id\":1}", "json"}},
+				"its answer does not match the API's documented schema: result: must be an array, got an object; the answer was: {\"id\":1}", "json"}},
 		{name: "json scalar", ctype: "application/json", body: `"done"`,
-			want: want{"with a JSON string where an object was declared", "result: got string, want array", "json"}},
+			want: want{"with a JSON string where an object was declared", "result: must be an array, got \"done\"", "json"}},
 		{name: "not conforming", ctype: "application/json", body: `{"id":"seven","name":""}`, arrays: `[{"id":1},{"id":"seven"}]`,
-			want: want{`the API answered HTTP 200, but its answer does not match the API's documented schema: id: got string, want integer; name: minLength: got 0, want 1; the answer was: {"id":"seven","name":""}`,
-				`does not match the API's documented schema: result.1.id: got string, want integer; the answer was: [{"id":1},{"id":"seven"}]`, "json"}},
+			want: want{`the API answered HTTP 200, but its answer does not match the API's documented schema: id: must be an integer, got "seven"; name: must be at least 1 character long, got 0; the answer was: {"id":"seven","name":""}`,
+				`does not match the API's documented schema: result.1.id: must be an integer, got "seven"; the answer was: [{"id":1},{"id":"seven"}]`, "json"}},
 		{name: "malformed json", ctype: "application/json", body: `{"id":`,
 			want: want{"the API answered HTTP 200 with application/json that is not valid JSON (unexpected EOF): {\"id\":",
 				"with application/json that is not valid JSON", "text"}},
@@ -487,8 +487,8 @@ func TestStructuredWriteKeepsAnswer(t *testing.T) {
 		want       []string
 	}{
 		{"short answer", `{"id":"th_91x","name":"a"}`, []string{
-			"the API answered HTTP 201, but its answer does not match the API's documented schema: id: got string, want integer",
-			"id: got string, want integer (the API did carry out the request: do not repeat it to see the answer); the answer was: {\"id\":\"th_91x\",\"name\":\"a\"}"}},
+			"the API answered HTTP 201, but its answer does not match the API's documented schema: id: must be an integer, got \"th_91x\"",
+			"id: must be an integer, got \"th_91x\" (the API did carry out the request: do not repeat it to see the answer); the answer was: {\"id\":\"th_91x\",\"name\":\"a\"}"}},
 		{"long answer trimmed", long, []string{`the answer was: {"id":"th_91x","name":"a","log":"yyy`, "…"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

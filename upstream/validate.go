@@ -60,8 +60,8 @@ func compileSchema(raw []byte) (*jsonschema.Schema, error) {
 }
 
 // ArgumentError reports tool arguments that do not fit the tool's input schema.
-// Its message names each field and the rule it broke, so that a model can
-// correct the call.
+// Its message names each field and says what the schema allows there, and
+// what was sent, so that a model can correct the call (see schemaProblems).
 type ArgumentError struct {
 	Problems []string
 }
@@ -85,7 +85,7 @@ func (b *Binding) Validate(args map[string]any) error {
 	if err == nil {
 		return nil
 	}
-	return &ArgumentError{Problems: schemaProblems(err, "(arguments)", 10)}
+	return &ArgumentError{Problems: schemaProblems(err, b.InputSchema, args, "(arguments)", 10)}
 }
 
 // DecodeArguments decodes raw tool arguments, keeping numbers exact.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -136,10 +137,16 @@ func TestInputErrors(t *testing.T) {
 	cfg := write("bad.yaml", "upstreams:\n  - openapi: x.yaml\n    max_concurrent: lots\n")
 	badLock := write("bad.lock", `{"version": 9, "tools": []}`)
 	missing := filepath.Join(dir, "x.lock")
+	elsewhere := httptest.NewServer(http.NotFoundHandler())
+	defer elsewhere.Close()
+	redirecting := httptest.NewServer(http.RedirectHandler(elsewhere.URL+"/openapi.json", http.StatusFound))
+	defer redirecting.Close()
 	tests := []struct {
 		args []string
 		want string
 	}{
+		{[]string{"tools", "--openapi", redirecting.URL + "/openapi.json"}, "mcpgate: --openapi " + redirecting.URL + "/openapi.json: redirected from " +
+			redirecting.URL + "/openapi.json to " + elsewhere.URL + "/openapi.json, another origin: only redirects within the document URL's scheme, host and port are followed (give the final URL instead)"},
 		{[]string{"tools", "--openapi", html}, "mcpgate: --openapi " + html + ": not a JSON or YAML document (it looks like an HTML page)"},
 		{[]string{"tools", "--openapi", filepath.Join(dir, "none.json")}, "mcpgate: --openapi: open " + filepath.Join(dir, "none.json") + ": no such file or directory"},
 		{[]string{"tools", "--config", cfg}, "mcpgate: --config " + cfg + `: line 3: upstreams[0].max_concurrent is "lots", not an integer`},

@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MCPGATE_BIN, connectHTTP, startGateway, stop } from './lib.mjs';
+import { MCPGATE_BIN, connectHTTP, startGateway, stop, waitUntil } from './lib.mjs';
 
 const ORIGINAL = fs.readFileSync('../../gateway/testdata/orchestrator-tags.yaml', 'utf8');
 
@@ -78,7 +78,9 @@ describe('audit and lock', () => {
 
   test('serve --lock refuses the drifted tools and says so', async () => {
     gw = await startGateway(['--openapi', edited, '--upstream', 'http://127.0.0.1:9', '--lock', lock]);
-    await new Promise((r) => setTimeout(r, 100));
+    // The drift is written before the listening line; wait for it all the
+    // same, in case the pipe hands it over in pieces.
+    await waitUntil('the drift report', () => /\[CRITICAL\]\n/.test(gw.output())).catch(() => {});
     assert.match(gw.output(), /not serving the 2 added, renamed or changed tools:\nlock: 2 tools drifted: 1 added, 0 removed, 0 renamed, 1 changed\n\+ health: not in the lock\n~ abort_process: destructiveHint true → false \[CRITICAL\]\n/);
     const client = await connectHTTP(gw.url);
     try {

@@ -3,14 +3,15 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkCalls, checkToolList } from './checks.mjs';
-import { connectHTTP, startGateway, stop } from './lib.mjs';
+import { connectHTTP, startGateway, stop, waitUntil } from './lib.mjs';
 
 describe('built-in demo (in-process)', () => {
   let gw, client;
   before(async () => {
     gw = await startGateway([]);
-    // Give the snippets time to follow the listening line.
-    await new Promise((r) => setTimeout(r, 200));
+    // The snippets follow the listening line, maybe in another chunk.
+    await waitUntil('the snippets', () => /Cursor[^\n]*\n[^\n]*"url": "[^"]+"\}\}\}/.test(gw.output()))
+      .catch(() => {}); // the test below says what is missing
     client = await connectHTTP(gw.url, { Authorization: 'Bearer demo-user' });
   });
   after(async () => {

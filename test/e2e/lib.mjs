@@ -38,6 +38,20 @@ export function start(bin, args, re, { timeoutMs = 20000, env } = {}) {
   });
 }
 
+// waitUntil calls fn (sync or async) every intervalMs until it returns a
+// truthy value, and resolves to that value; it rejects, naming what, after
+// timeoutMs. Tests wait for what they need to have happened, not for a
+// time: a loaded machine makes any fixed pause too short.
+export async function waitUntil(what, fn, { timeoutMs = 15000, intervalMs = 50 } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
 // stop ends a process started by start and waits for it to exit.
 export async function stop(p) {
   if (!p || p.proc.exitCode !== null) return;

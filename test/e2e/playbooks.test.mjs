@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectHTTP, start, startGateway, stop, text } from './lib.mjs';
+import { connectHTTP, start, startGateway, stop, text, waitUntil } from './lib.mjs';
 
 const PLAYBOOKS_BIN = process.env.PLAYBOOKS_BIN;
 
@@ -15,6 +15,11 @@ async function executions(engineURL) {
   const res = await fetch(`${engineURL}/api/executions`);
   assert.equal(res.status, 200);
   return (await res.json()).executions;
+}
+
+// run returns the engine's execution whose workload has label, if any.
+async function run(engineURL, label) {
+  return (await executions(engineURL)).find((x) => x.workload.label === label);
 }
 
 describe('playbook tools (TS SDK client, standalone engine)', () => {
@@ -94,18 +99,18 @@ describe('playbook tools (TS SDK client, standalone engine)', () => {
     try {
       const ac = new AbortController();
       const call = client.callTool({ name: 'demo_slow', arguments: { label: 'e2e-cancel' } }, undefined, { signal: ac.signal });
-      await new Promise((r) => setTimeout(r, 800));
+      call.catch(() => {}); // awaited below; not unhandled meanwhile
+      // Abort once the run exists upstream, not after a pause that a
+      // loaded machine can outlast before the gateway dispatches it.
+      await waitUntil('the run to start upstream', () => run(engine.url, 'e2e-cancel'));
       ac.abort('the user changed their mind');
       await assert.rejects(call);
-      // The gateway leaves the run, then cancels it after its 2 s linger.
-      let run;
-      for (let i = 0; i < 50; i++) {
-        run = (await executions(engine.url)).find((x) => x.workload.label === 'e2e-cancel');
-        if (run?.cancelled) break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      assert.ok(run, 'the run was started');
-      assert.equal(run.cancelled, true, 'the engine saw the cancel');
+      // The gateway leaves the run, then cancels it (at once for a
+      // cancellation, after its 2 s linger for a hang-up).
+      let last;
+      await waitUntil('the engine to see the cancel', async () => (last = await run(engine.url, 'e2e-cancel'))?.cancelled).catch(() => {});
+      assert.ok(last, 'the run was started');
+      assert.equal(last.cancelled, true, 'the engine saw the cancel');
     } finally {
       await client.close();
     }
@@ -117,7 +122,9 @@ describe('playbook tools (TS SDK client, standalone engine)', () => {
     try {
       const args = { name: 'demo_slow', arguments: { label: 'e2e-resend' } };
       const first = a.callTool(args);
-      await new Promise((r) => setTimeout(r, 500));
+      first.catch(() => {}); // awaited below; not unhandled meanwhile
+      // The second call is sent while the run is under way upstream.
+      await waitUntil('the first call\'s run to start upstream', () => run(engine.url, 'e2e-resend'));
       const [r1, r2] = await Promise.all([first, b.callTool(args)]);
       assert.equal(r1.isError ?? false, false, text(r1));
       assert.equal(r2._meta.noetl_execution_id, r1._meta.noetl_execution_id);

@@ -63,11 +63,11 @@ const EXPECT = {
   get_empty: { ok: (sc, t) => { assert.deepEqual(sc, {}); assert.match(t, /HTTP 200 OK with no content/); } },
   get_no_content: { ok: (sc, t) => { assert.deepEqual(sc, {}); assert.match(t, /HTTP 204 No Content with no content/); } },
   get_null: { error: /the API answered HTTP 200 with JSON null where an object was declared/ },
-  get_mismatch: { error: /does not match the API's documented schema: id: got string, want integer; the answer was: \{"id":"seven","name":"x"\}/ },
+  get_mismatch: { error: /does not match the API's documented schema: id: must be an integer, got "seven"; the answer was: \{"id":"seven","name":"x"\}/ },
   get_huge: { error: /the API answered HTTP 200, but its response exceeded 4 MiB and was cut; narrow the request/ },
   get_good: { ok: (sc) => assert.deepEqual(sc, { id: 1, name: 'good' }) },
   get_things: { ok: (sc) => assert.deepEqual(sc, { result: [{ id: 1, name: 'a' }, { id: 2, name: 'b' }] }) },
-  get_no_things: { error: /does not match the API's documented schema: result: got null, want array/ },
+  get_no_things: { error: /does not match the API's documented schema: result: must be an array, got null/ },
 };
 
 describe('results a strict client accepts', () => {

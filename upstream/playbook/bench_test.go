@@ -34,18 +34,22 @@ func BenchmarkWaitingRuns(b *testing.B) {
 		before := inUse()
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
+		// Measured once every run has polled twice: waiting, not starting.
 		polled := make(chan struct{}, runs)
 		for i := range runs {
 			wg.Go(func() {
 				var once sync.Once
 				r.Run(ctx, Request{Tool: "t", Path: "demo/slow", Workload: map[string]any{"i": i},
-					Progress: func(Progress) { once.Do(func() { polled <- struct{}{} }) }})
+					Progress: func(p Progress) {
+						if p.Polls >= 2 {
+							once.Do(func() { polled <- struct{}{} })
+						}
+					}})
 			})
 		}
 		for range runs {
 			<-polled
 		}
-		time.Sleep(2 * DefaultPollInterval) // a second round of polls
 		during := inUse()
 		mib := float64(during-before) / (1 << 20)
 		b.ReportMetric(mib, "MiB/1000runs")

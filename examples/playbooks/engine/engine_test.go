@@ -7,16 +7,32 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
 func do(t *testing.T, srv *httptest.Server, method, path, token, body string) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	return doWith(t, srv.Client(), srv.URL, method, path, token, body)
+}
+
+// inProcess serves requests with h in the caller's goroutine: no network,
+// so that a test can run the engine in a synctest bubble.
+type inProcess struct{ h http.Handler }
+
+func (p inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	p.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}
+
+func doWith(t *testing.T, c *http.Client, base, method, path, token, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := srv.Client().Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,18 +45,11 @@ func do(t *testing.T, srv *httptest.Server, method, path, token, body string) (i
 	return resp.StatusCode, m
 }
 
+// TestEngineRuns runs the engine in a synctest bubble: demo/slow's steps
+// are measured on a clock that moves only when the test sleeps, so "step 1
+// of 5" right after the start and "completed" after the steps hold
+// however loaded the machine is.
 func TestEngineRuns(t *testing.T) {
-	e := New(&Options{Token: "tok", Step: 20 * time.Millisecond})
-	srv := httptest.NewServer(e.Handler())
-	defer srv.Close()
-
-	start := func(path, workload string) string {
-		code, m := do(t, srv, "POST", "/api/execute", "tok", `{"path":"`+path+`","workload":`+workload+`}`)
-		if code != 200 || m["execution_id"] == "" {
-			t.Fatalf("execute %s: %d %v", path, code, m)
-		}
-		return m["execution_id"].(string)
-	}
 	tests := []struct {
 		name, path, workload string
 		wait                 time.Duration
@@ -52,24 +61,34 @@ func TestEngineRuns(t *testing.T) {
 			map[string]any{"summary": "Hello, world!"}},
 		{"slow is running with progress", "demo/slow", `{}`, 0,
 			map[string]any{"completed": false, "failed": false, "progress": 0.0, "message": "step 1 of 5"}},
-		{"slow completes after its steps", "demo/slow", `{"label":"x"}`, 120 * time.Millisecond,
+		{"slow is still running just before its last step ends", "demo/slow", `{"label":"x"}`, 100*time.Millisecond - time.Nanosecond,
+			map[string]any{"completed": false, "failed": false}},
+		{"slow completes after its steps", "demo/slow", `{"label":"x"}`, 100 * time.Millisecond,
 			map[string]any{"completed": true, "failed": false, "summary": "x: counted 5 steps"}},
 		{"fail fails", "demo/fail", `{}`, 0,
 			map[string]any{"completed": true, "failed": true, "status": "FAILED", "error": "step check failed: the demo fails on purpose"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			id := start(tt.path, tt.workload)
-			time.Sleep(tt.wait)
-			code, m := do(t, srv, "GET", "/api/executions/"+id+"/status", "tok", "")
-			if code != 200 {
-				t.Fatalf("status: %d %v", code, m)
-			}
-			for k, v := range tt.want {
-				if m[k] != v {
-					t.Errorf("%s = %v, want %v (status %v)", k, m[k], v, m)
+			synctest.Test(t, func(t *testing.T) {
+				e := New(&Options{Token: "tok", Step: 20 * time.Millisecond})
+				c := &http.Client{Transport: inProcess{e.Handler()}}
+				code, m := doWith(t, c, "http://engine", "POST", "/api/execute", "tok", `{"path":"`+tt.path+`","workload":`+tt.workload+`}`)
+				if code != 200 || m["execution_id"] == "" {
+					t.Fatalf("execute %s: %d %v", tt.path, code, m)
 				}
-			}
+				id := m["execution_id"].(string)
+				time.Sleep(tt.wait)
+				code, m = doWith(t, c, "http://engine", "GET", "/api/executions/"+id+"/status", "tok", "")
+				if code != 200 {
+					t.Fatalf("status: %d %v", code, m)
+				}
+				for k, v := range tt.want {
+					if m[k] != v {
+						t.Errorf("%s = %v, want %v (status %v)", k, m[k], v, m)
+					}
+				}
+			})
 		})
 	}
 }
