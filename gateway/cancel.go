@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 
+	"github.com/mcpgate/mcpgate/gateway/internal/caller"
 	"github.com/mcpgate/mcpgate/upstream/playbook"
 )
 
@@ -68,15 +68,8 @@ type inflight struct {
 
 // inflightKey names a call: who sent it and its request id (see idKey).
 type inflightKey struct {
-	caller string // the POST's Authorization (see caller)
+	caller string // caller.Caller.Key of the POST
 	id     string
-}
-
-// caller is who sent r, as inflightKey holds it: r's Authorization header,
-// the very string r holds (no copy, no hash: the key lives only while r is
-// served, and hashing a token per POST cost more than the map does).
-func caller(r *http.Request) string {
-	return strings.Join(r.Header.Values("Authorization"), "\n")
 }
 
 type inflightCall struct {
@@ -143,7 +136,7 @@ func (in *inflight) track(ctx context.Context, r *http.Request, m rpcPeek) (cont
 	if !ok {
 		return ctx, func() {}
 	}
-	key := inflightKey{caller: caller(r), id: id}
+	key := inflightKey{caller: caller.FromRequest(r).Key(), id: id}
 	ctx, cancel := context.WithCancelCause(ctx)
 	c := &inflightCall{cancel: cancel}
 	in.mu.Lock()
@@ -185,7 +178,7 @@ func (in *inflight) cancel(r *http.Request, requestID any) int {
 	if !ok {
 		return 0
 	}
-	key := inflightKey{caller: caller(r), id: id}
+	key := inflightKey{caller: caller.FromRequest(r).Key(), id: id}
 	in.mu.Lock()
 	list := append([]*inflightCall(nil), in.calls[key]...)
 	in.mu.Unlock()

@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpgate/mcpgate/gateway/internal/caller"
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -671,7 +672,7 @@ func (c *callContexts) join(ctx context.Context, h http.Header) (context.Context
 }
 
 // sessionBook bounds and guards stateful sessions: at most max at once, each
-// bound to the caller of its initialize POST (see principal). Safe for
+// bound to the caller of its initialize POST (see package caller). Safe for
 // concurrent use.
 //
 // go-sdk creates a session for a POST without Mcp-Session-Id and sends its id
@@ -685,7 +686,7 @@ type sessionBook struct {
 	perCaller int // 0: no bound per caller
 
 	mu        sync.Mutex
-	owners    map[string][sha256.Size]byte // session id → its caller (see principal)
+	owners    map[string][sha256.Size]byte // session id → its caller (see package caller: its Digest)
 	pending   int                          // session-creating POSTs in flight
 	pendingBy map[[sha256.Size]byte]int    // of those, per caller (when perCaller is set)
 }
@@ -787,7 +788,7 @@ func (b *sessionBook) forget(id string) {
 // answered.
 func (f *frontDoor) guardSession(w http.ResponseWriter, r *http.Request) (*sessionWriter, bool) {
 	b := f.sessions
-	who := principal(r)
+	who := caller.FromRequest(r).Digest()
 	if id := r.Header.Get(sessionIDHeader); id != "" {
 		if !b.owns(id, who) {
 			http.Error(w, "session not found", http.StatusNotFound) // go-sdk's words

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/gateway/internal/caller"
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -1046,7 +1047,7 @@ func TestSessionBoundWithoutAnswer(t *testing.T) {
 	}
 	sw.Header().Set(sessionIDHeader, "sess-1") // what go-sdk does, then returns
 	sw.finish()
-	if !f.sessions.owns("sess-1", principal(r)) {
+	if !f.sessions.owns("sess-1", caller.FromRequest(r).Digest()) {
 		t.Error("the session named in net/http's implicit answer is bound to nobody")
 	}
 	if f.sessions.pending != 0 || len(f.sessions.pendingBy) != 0 {

@@ -3,7 +3,6 @@ package gateway
 import (
 	"cmp"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/annotations"
+	"github.com/mcpgate/mcpgate/gateway/internal/caller"
 	"github.com/mcpgate/mcpgate/tagging"
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/mcpgate/mcpgate/upstream/playbook"
@@ -483,22 +483,15 @@ func (pb *playbookTool) workload(args map[string]any) map[string]any {
 	return w
 }
 
-// callerID is an opaque digest of who makes a call, for the playbook dedup
-// table and the per-caller run cap (playbook.Request.Caller): the verified
-// token's subject, as principal reads it, else the POST's Authorization
-// header (a different header is a different caller); over stdio, the one
-// client at the other end of the pipe. Never the credential itself. "" for
-// an HTTP call with no credential at all: such callers cannot be told
-// apart, so their calls are never merged.
+// callerID names who makes a call for the playbook runner's dedup table
+// and per-caller run cap (playbook.Request.Caller): caller.Caller.RunKey
+// over HTTP ("" for a caller with no credential at all, whose calls are
+// never merged); over stdio, the one client at the other end of the pipe.
 func (g *Gateway) callerID(req *mcp.CallToolRequest) string {
 	if req.Extra == nil || req.Extra.Header == nil {
 		return "stdio"
 	}
-	p, known := principalOf(req.Extra.TokenInfo, req.Extra.Header)
-	if !known {
-		return ""
-	}
-	return hex.EncodeToString(p[:])
+	return caller.Of(req.Extra.TokenInfo, req.Extra.Header).RunKey()
 }
 
 // progressMessage is what a client shows while a run goes on.

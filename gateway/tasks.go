@@ -24,7 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	mcpgateauth "github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/gateway/internal/caller"
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/mcpgate/mcpgate/upstream/playbook"
 )
@@ -180,34 +180,10 @@ func openTask(aead cipher.AEAD, id string) (*taskClaims, bool) {
 	return &c, true
 }
 
-// principal is who a request comes from, what a task and a stateful session
-// belong to: the verified token's subject when the gateway verifies tokens,
-// so a refreshed token still reaches its tasks and its session (a token
-// without a subject: its client, kept apart from any user, see
-// auth.ClientSubject); else the Authorization header (all values). Hashed:
-// neither a task id, even sealed, nor the session book holds a credential.
-func principal(r *http.Request) [sha256.Size]byte {
-	p, _ := principalOf(auth.TokenInfoFromContext(r.Context()), r.Header)
-	return p
-}
-
-// principalOf is principal's rule on a request's verified token and
-// headers; known is false when there is neither a subject nor an
-// Authorization header, so that nothing tells this caller from another.
-func principalOf(ti *auth.TokenInfo, h http.Header) (p [sha256.Size]byte, known bool) {
-	if ti != nil && ti.UserID != "" {
-		if ti.Extra[mcpgateauth.ClientSubject] == true {
-			return sha256.Sum256([]byte("client\x00" + ti.UserID)), true
-		}
-		return sha256.Sum256([]byte("sub\x00" + ti.UserID)), true
-	}
-	values := h.Values("Authorization")
-	return sha256.Sum256([]byte("authorization\x00" + strings.Join(values, "\n"))), len(values) > 0
-}
-
-// callerHash is the caller a task id seals: principal's first 16 bytes.
+// callerHash is the caller a task id seals (see package caller): the first
+// 16 bytes of its digest, which holds no credential.
 func callerHash(r *http.Request) []byte {
-	c := principal(r)
+	c := caller.FromRequest(r).Digest()
 	return c[:16]
 }
 

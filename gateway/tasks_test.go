@@ -16,6 +16,7 @@ import (
 
 	mcpgateauth "github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
+	"github.com/mcpgate/mcpgate/gateway/internal/caller"
 )
 
 // taskEnv is a gateway (at url) in front of an engine.
@@ -396,7 +397,7 @@ func TestPrincipal(t *testing.T) {
 	} {
 		verify := func(context.Context, string, *http.Request) (*sdkauth.TokenInfo, error) { return ti, nil }
 		h := sdkauth.RequireBearerToken(verify, nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			got = append(got, principal(r))
+			got = append(got, caller.FromRequest(r).Digest())
 		}))
 		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
 		r.Header.Set("Authorization", "Bearer "+fmt.Sprint(len(got)))
@@ -404,7 +405,7 @@ func TestPrincipal(t *testing.T) {
 	}
 	unverified := httptest.NewRequest(http.MethodPost, "/mcp", nil)
 	unverified.Header.Set("Authorization", "Bearer 0")
-	if u := principal(unverified); len(got) != 3 || got[0] == got[1] || got[0] != got[2] || u == got[0] {
+	if u := caller.FromRequest(unverified).Digest(); len(got) != 3 || got[0] == got[1] || got[0] != got[2] || u == got[0] {
 		t.Errorf("principals: user %x, client %x, user again %x, unverified %x", got[0][:4], got[1][:4], got[2][:4], u[:4])
 	}
 }
