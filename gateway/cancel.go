@@ -23,9 +23,9 @@ import (
 //   - Every tools/call request of a stateless POST — served by the fast path
 //     (REST tools) or by go-sdk (playbook tools, calls with a progressToken,
 //     a fast path turned off) — is registered while its POST is served,
-//     under its caller (a SHA-256 of the POST's Authorization header, as the
-//     session book binds a session: never the credential) and its request id
-//     as go-sdk reads it. The call runs under a context the registry can
+//     under its caller (package caller: the verified subject, else the
+//     POST's Authorization header; held only while the POST is served) and
+//     its request id as go-sdk reads it. The call runs under a context the registry can
 //     cancel; it is the context the front door keeps for the POST (see
 //     callContexts), so the tool handler's joined context ends with it.
 //   - A POST carrying notifications/cancelled goes to go-sdk, which answers
