@@ -25,7 +25,7 @@ import (
 // deadline after every answer; boundWrites sets a write deadline per
 // answer, since net/http clears it after each. On the 2-core bench machine
 // those two wakes cost about 0.03 of the c=1 latency ratio (mcpgate-bench
-// -c 1 -rounds 7, six A/B pairs; see the README). The watcher instead
+// -c 1 -rounds 7, six A/B pairs). The watcher instead
 // notes when a write starts and ends and when a connection goes idle
 // (atomic stores), and a goroutine looks every quarter of the shorter
 // bound:
