@@ -40,6 +40,9 @@ type Document struct {
 	// work, so these do not stop loading. With LoadOptions.IncludeOrigin, it
 	// also says why the document's lines are unknown, if they are.
 	Warnings []string
+	// Strings, with LoadOptions.IncludeOrigin, is every string of the
+	// source with its lines (nil otherwise).
+	Strings *Strings
 }
 
 // LoadOptions configures [LoadDocument]. The zero value is ready to use.
@@ -209,7 +212,13 @@ func parseDocument(ctx context.Context, data []byte, includeOrigin bool) (*Docum
 	if doc.Paths == nil {
 		doc.Paths = openapi3.NewPaths()
 	}
-	return &Document{T: doc, Version: version, Warnings: warnings}, nil
+	d := &Document{T: doc, Version: version, Warnings: warnings}
+	if includeOrigin {
+		// Errors leave Strings nil: the audit then names the operation's
+		// line instead of each text's.
+		d.Strings, _ = sourceStrings(data, t[0] == '{')
+	}
+	return d, nil
 }
 
 // newLoader is a kin-openapi loader that never follows external $refs (see

@@ -9,6 +9,8 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	yaml "gopkg.in/yaml.v3"
 )
 
 // Lines of a JSON document.
@@ -306,4 +308,92 @@ func hex4(b []byte) rune {
 		r = r*16 + rune(c)
 	}
 	return r
+}
+
+// Strings holds every string of a document's source, keys too, as decoded,
+// with the lines it stands on: what the audit reads to name the line a text
+// it flags comes from. Only the audit asks for it (LoadOptions.IncludeOrigin).
+type Strings struct {
+	lines map[string][]int
+	keys  map[string][]int // the lines on which it is an object's key
+}
+
+// Lines returns the lines, in order, on which the source holds the string s
+// (a whole JSON string or YAML scalar, not a part of one); none when it
+// holds no such string.
+func (s *Strings) Lines(text string) []int {
+	if s == nil {
+		return nil
+	}
+	return s.lines[text]
+}
+
+// KeyLines returns the lines, in order, on which the source holds the string
+// as a key of an object (a property's name, rather than an entry of a
+// required list).
+func (s *Strings) KeyLines(text string) []int {
+	if s == nil {
+		return nil
+	}
+	return s.keys[text]
+}
+
+// Each calls f with every distinct string of the source and its lines, in
+// no particular order.
+func (s *Strings) Each(f func(text string, lines []int)) {
+	if s == nil {
+		return
+	}
+	for text, lines := range s.lines {
+		f(text, lines)
+	}
+}
+
+func (s *Strings) add(text string, line int, key bool) {
+	appendLine(s.lines, text, line)
+	if key {
+		appendLine(s.keys, text, line)
+	}
+}
+
+func appendLine(m map[string][]int, text string, line int) {
+	ls := m[text]
+	if n := len(ls); n == 0 || ls[n-1] != line {
+		m[text] = append(ls, line)
+	}
+}
+
+// sourceStrings indexes the strings of data: a JSON text when isJSON (lines
+// as scanJSON counts them, which is how YAML counts them), else YAML.
+func sourceStrings(data []byte, isJSON bool) (*Strings, error) {
+	s := &Strings{lines: map[string][]int{}, keys: map[string][]int{}}
+	if isJSON {
+		err := scanJSON(data, func(tok jsonToken) error {
+			if tok.kind == '"' || tok.kind == 'k' {
+				s.add(jsonStringValue(data[tok.start:tok.end]), tok.line, tok.kind == 'k')
+			}
+			return nil
+		})
+		return s, err
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, err
+	}
+	var walk func(n *yaml.Node, key bool)
+	walk = func(n *yaml.Node, key bool) {
+		switch n.Kind {
+		case yaml.ScalarNode:
+			if n.ShortTag() == "!!str" {
+				s.add(n.Value, n.Line, key)
+			}
+		case yaml.DocumentNode, yaml.MappingNode, yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, n.Kind == yaml.MappingNode && i%2 == 0)
+			}
+		}
+		// An alias stands where its anchor's value is already indexed.
+	}
+	walk(&root, false)
+	return s, nil
 }

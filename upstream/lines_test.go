@@ -271,6 +271,12 @@ func TestLinesWithEscapes(t *testing.T) {
 	if op.Origin == nil || op.Origin.Key.Line != 6 || op.Origin.Fields.Get("description").Line != 7 {
 		t.Errorf("origin %+v, want the operation on line 6, its description on 7", op.Origin)
 	}
+	if got := lined.Strings.Lines("Launch 🚀\u2028now \ufffd"); !slices.Equal(got, []int{6}) {
+		t.Errorf("the summary's lines: %v, want [6]", got)
+	}
+	if got := lined.Strings.Lines("Counts down\u0085then launches."); !slices.Equal(got, []int{8}) {
+		t.Errorf("the description's lines: %v, want [8]", got)
+	}
 }
 
 // TestLinesUnavailable: a document YAML cannot read as JSON does (a key twice
@@ -288,6 +294,39 @@ func TestLinesUnavailable(t *testing.T) {
 	}
 	if len(d.Warnings) != 1 || !strings.Contains(d.Warnings[0], `line numbers unavailable: no YAML form: line 1: key "title" appears twice in one object`) {
 		t.Errorf("warnings %q", d.Warnings)
+	}
+	if got := d.Strings.Lines("ok"); !slices.Equal(got, []int{2}) {
+		t.Errorf("strings are still indexed: %v, want [2]", got)
+	}
+}
+
+// TestSourceStrings: strings (keys too), decoded, with their lines, in JSON
+// (every line ending) and YAML.
+func TestSourceStrings(t *testing.T) {
+	for _, tt := range []struct {
+		name, doc string
+		json      bool
+		want      map[string][]int
+	}{
+		{"json", "{\"a\": \"x\",\r\n \"b\": [\"y\",\r \"x\"],\n \"c\": 1, \"\\u0064\": \"\\ud83d\\ude80\"}", true,
+			map[string][]int{"a": {1}, "x": {1, 3}, "y": {2}, "d": {4}, "🚀": {4}, "1": nil}},
+		{"yaml", "a: x\nb:\n  - y\n  - x\nc: 1\nd: \"\\U0001F680\"\n", false,
+			map[string][]int{"a": {1}, "x": {1, 4}, "y": {3}, "d": {6}, "🚀": {6}, "1": nil}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := sourceStrings([]byte(tt.doc), tt.json)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for text, want := range tt.want {
+				if got := s.Lines(text); !slices.Equal(got, want) {
+					t.Errorf("Lines(%q) = %v, want %v", text, got, want)
+				}
+			}
+			if got, want := s.KeyLines("d"), tt.want["d"]; !slices.Equal(got, want) || s.KeyLines("x") != nil {
+				t.Errorf("KeyLines(d) = %v, want %v; KeyLines(x) = %v, want none", got, want, s.KeyLines("x"))
+			}
+		})
 	}
 }
 
