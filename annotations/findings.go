@@ -52,6 +52,13 @@ type ToolFacts struct {
 	// argument may set (hop-by-hop, credentials, forwarding, method
 	// overrides): the tool does not take them.
 	RefusedHeaders []string `json:"refusedHeaders,omitempty"`
+	// DescriptionSHA256 and TitleSHA256 are the hex SHA-256 of the tool's
+	// description and title as the document (or the configuration) gives
+	// them: before the gateway removes hidden characters, and without the
+	// notes a size budget adds, so that they change only when the texts
+	// do. The lockfile records them.
+	DescriptionSHA256 string `json:"descriptionSha256"`
+	TitleSHA256       string `json:"titleSha256"`
 
 	// Texts are the tool's texts a client reads, for the text rules;
 	// OwnHosts the API's own hosts (its servers, base URL, documentation),

@@ -15,8 +15,8 @@ func operationPointer(op tagging.Operation) string {
 }
 
 // Facts describes every tool for the audit: its operation, hints and their
-// provenance, security, a hash of its input schema, where the operation
-// stands in its document, and, in a catalog built with
+// provenance, security, hashes of its input schema, description and title,
+// where the operation stands in its document, and, in a catalog built with
 // CatalogOptions.AuditTexts, its texts with where each comes from.
 func (c *Catalog) Facts() []annotations.ToolFacts {
 	out := make([]annotations.ToolFacts, 0, len(c.Tools))
@@ -40,6 +40,8 @@ func (c *Catalog) Facts() []annotations.ToolFacts {
 			Source:            t.Source,
 			Location:          operationPointer(op),
 			RefusedHeaders:    t.Binding.RefusedHeaders,
+			DescriptionSHA256: t.descriptionSHA,
+			TitleSHA256:       t.titleSHA,
 			SanitizeText:      c.sanitized,
 		}
 		from, to := 0, 0

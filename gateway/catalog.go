@@ -53,6 +53,9 @@ type Tool struct {
 	playbook        *playbookTool // set on playbook tools (see playbook.go)
 	baseDescription string        // the description before binding notes
 	size            int           // bytes of the tool's JSON in tools/list
+	// descriptionSHA and titleSHA hash the base description and the title
+	// before sanitizing (see finishTexts): what the lockfile records.
+	descriptionSHA, titleSHA string
 	// texts are the tool's texts before sanitizing, for the audit
 	// (CatalogOptions.AuditTexts); nil otherwise.
 	texts []annotations.Text
@@ -258,8 +261,8 @@ func BuildCatalog(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Cata
 	if err := cat.fitBudget(cfg); err != nil {
 		return nil, err
 	}
-	// The tools are final but for their hidden characters: keep their
-	// texts as the document gives them, then clean what is served.
+	// The tools are final but for their hidden characters: hash and keep
+	// their texts as the document gives them, then clean what is served.
 	cat.finishTexts(o.AuditTexts)
 	if o.Validated == nil {
 		// Listing and auditing: compile each final input schema, so that a

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/url"
 	"regexp"
 	"slices"
@@ -12,15 +14,21 @@ import (
 )
 
 // A tool's texts: what a client reads of it, where a document can hide
-// instructions for the model (issue 20). The catalog keeps the texts for the
-// audit when asked, and serves them without the characters a reader does
-// not see (Config.SanitizeText).
+// instructions for the model (issue 20). The catalog hashes the description
+// and title for the lockfile, keeps the texts for the audit when asked, and
+// serves them without the characters a reader does not see
+// (Config.SanitizeText).
 
-// finishTexts runs once every tool is final: it keeps each tool's texts
-// when audit is set, and then, when the configuration says so, sanitizes
-// what is served.
+// finishTexts runs once every tool is final: it hashes each tool's
+// description and title, keeps its texts when audit is set, and then, when
+// the configuration says so, sanitizes what is served.
 func (c *Catalog) finishTexts(audit bool) {
 	for _, t := range c.Tools {
+		desc := t.baseDescription
+		if desc == "" {
+			desc = t.Tool.Description
+		}
+		t.descriptionSHA, t.titleSHA = textSHA256(desc), textSHA256(t.Tool.Title)
 		if audit {
 			t.texts = toolTexts(t)
 		}
@@ -28,6 +36,11 @@ func (c *Catalog) finishTexts(audit bool) {
 			t.sanitize()
 		}
 	}
+}
+
+func textSHA256(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 // toolTexts lists the texts of t a client reads: name, title, description,
