@@ -16,6 +16,12 @@
 // owner's closed world. All four hints are always set explicitly, because the
 // protocol's defaults (destructive and openWorld true) are unsafe to rely on.
 //
+// The package also holds what `mcpgate audit` reports: the lint rules, on
+// the hints (findings.go) and on the texts a client reads, where a document
+// can hide instructions for the model (texts.go, hidden.go, which also
+// sanitizes them: SanitizeText); the report in its formats; and the
+// lockfile and its drift (lockdrift.go).
+//
 // The package is pure: no HTTP, no serving.
 package annotations
 

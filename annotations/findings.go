@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -55,6 +56,22 @@ type ToolFacts struct {
 	// asked for ("upstream/name"), when another tool took it first and this
 	// one got a hashed name instead; empty otherwise.
 	NameTakenBy string `json:"nameTakenBy,omitempty"`
+	// DescriptionSHA256 and TitleSHA256 are the hex SHA-256 of the tool's
+	// description and title as the document (or the configuration) gives
+	// them: before the gateway removes hidden characters, and without the
+	// notes a size budget adds, so that they change only when the texts
+	// do. The lockfile records them.
+	DescriptionSHA256 string `json:"descriptionSha256"`
+	TitleSHA256       string `json:"titleSha256"`
+
+	// Texts are the tool's texts a client reads, for the text rules;
+	// OwnHosts the API's own hosts (its servers, base URL, documentation),
+	// which links and images may point to. Neither is in reports.
+	Texts    []Text   `json:"-"`
+	OwnHosts []string `json:"-"`
+	// SanitizeText says the gateway serves the texts without the hidden
+	// characters the text rules flag (configuration sanitize_text).
+	SanitizeText bool `json:"-"`
 }
 
 // Severity of a finding, as SARIF spells levels.
@@ -87,6 +104,10 @@ type Rule struct {
 	Description string                    `json:"description"`
 	Severity    Severity                  `json:"severity"`
 	check       func(t *ToolFacts) string // the finding's message, or ""; nil for catalog-level rules
+	// text, for the text rules, finds what the rule flags in one text, and
+	// say words the findings' details for a message ("has …").
+	text func(s string, own *hostSet) []textHit
+	say  func(details []string, t *ToolFacts) string
 }
 
 // A Finding is a rule that fired on a tool.
@@ -98,6 +119,11 @@ type Finding struct {
 	Source   string   `json:"source"`
 	Location string   `json:"location"`
 	Line     int      `json:"line,omitempty"`
+	// Field, for the text rules, is the text's JSON pointer in the tool,
+	// with the characters the rules flag written \uXXXX (a report must not
+	// carry them); CodePoints the flagged characters, "U+202E".
+	Field      string   `json:"field,omitempty"`
+	CodePoints []string `json:"codePoints,omitempty"`
 }
 
 // destructiveWords are verbs that, in an operation's name or path, suggest it
@@ -191,6 +217,50 @@ var LintRules = []Rule{
 			}
 			return ""
 		}},
+	{ID: RuleOperationSkipped, Name: "operation-skipped", Severity: SeverityWarning,
+		Description: "A selected operation could not be made a tool and is not served, e.g. its path template has a placeholder no parameter declares."},
+	{ID: "MCPG012", Name: "invisible-characters", Severity: SeverityError,
+		Description: "A text a client reads holds characters that render as nothing (zero-width spaces and joiners U+200B–U+200D, word joiner U+2060, U+FEFF, other Default_Ignorable code points, a run of variation selectors): they can hide instructions for the model from a reviewer. Removed when served (sanitize_text).",
+		text:        hiddenHits(invisible),
+		say: func(d []string, t *ToolFacts) string {
+			return "has invisible characters " + strings.Join(d, ", ") + sanitized(t)
+		}},
+	{ID: "MCPG013", Name: "bidi-controls", Severity: SeverityError,
+		Description: "A text a client reads holds bidirectional embedding, override or isolate controls (U+202A–U+202E, U+2066–U+2069): what a reviewer sees is not the order the model reads (CVE-2021-42574). Removed when served (sanitize_text).",
+		text:        hiddenHits(bidi),
+		say: func(d []string, t *ToolFacts) string {
+			return "has bidirectional controls " + strings.Join(d, ", ") + sanitized(t)
+		}},
+	{ID: "MCPG014", Name: "tag-characters", Severity: SeverityError,
+		Description: "A text a client reads holds Unicode tag characters (U+E0000–U+E007F), an invisible copy of ASCII that models read (outside an emoji subdivision flag). Removed when served (sanitize_text).",
+		text:        tagHits,
+		say: func(d []string, t *ToolFacts) string {
+			return "has tag characters (invisible ASCII): " + strings.Join(d, ", ") + sanitized(t)
+		}},
+	{ID: "MCPG015", Name: "html-comment", Severity: SeverityWarning,
+		Description: "A text a client reads holds an HTML comment, which a reviewer reading the rendered text does not see. Descriptions are served without it.",
+		text:        commentHits,
+		say: func(d []string, _ *ToolFacts) string {
+			return "has an HTML comment, hidden from whoever reads the rendered text: " + strings.Join(d, ", ")
+		}},
+	{ID: "MCPG016", Name: "instruction-tag", Severity: SeverityWarning,
+		Description: "A text a client reads holds an instruction-like tag (<IMPORTANT>, <system>, <instructions>, a closed <user>…</user>) or a chat-template token (<|im_start|>, [INST], <<SYS>>): the form tool-poisoning instructions take.",
+		text:        instructionHits,
+		say: func(d []string, _ *ToolFacts) string {
+			return "has instruction-like tags " + strings.Join(d, ", ")
+		}},
+	{ID: "MCPG017", Name: "external-image", Severity: SeverityWarning,
+		Description: "A text a client reads has an image (or another resource a renderer loads by itself: HTML img, iframe, script…) on a host other than the API's own: loading it can carry data out without a click.",
+		text:        linkHits(true),
+		say: func(d []string, _ *ToolFacts) string {
+			return "has images from hosts other than the API's: " + strings.Join(d, ", ")
+		}},
+	{ID: "MCPG018", Name: "external-link", Severity: SeverityWarning,
+		Description: "A text a client reads links (Markdown or HTML) to a host other than the API's own: its servers, base URL and documentation (externalDocs), or another host of their registrable domains.",
+		text:        linkHits(false),
+		say: func(d []string, _ *ToolFacts) string {
+			return "links to hosts other than the API's: " + strings.Join(d, ", ")
+		}},
 	{ID: "MCPG019", Name: "name-clash", Severity: SeverityWarning,
 		Description: "Two tools asked for one name (two upstreams, or two operations of one): the first keeps it and this one is served under a hashed name, which a client or a prompt that names the tool will not expect. Rename one (rename, x-mcp-name or tool_prefix).",
 		check: func(t *ToolFacts) string {
@@ -199,8 +269,14 @@ var LintRules = []Rule{
 			}
 			return ""
 		}},
-	{ID: RuleOperationSkipped, Name: "operation-skipped", Severity: SeverityWarning,
-		Description: "A selected operation could not be made a tool and is not served, e.g. its path template has a placeholder no parameter declares."},
+}
+
+// sanitized says what becomes of the hidden characters a finding names.
+func sanitized(t *ToolFacts) string {
+	if t.SanitizeText {
+		return " (removed when served)"
+	}
+	return " (served as they are: sanitize_text is false)"
 }
 
 // RuleOperationSkipped is the ID of the finding for a selected operation that
@@ -219,20 +295,129 @@ func destructive(t *ToolFacts) bool {
 }
 
 // Lint runs every rule over the tools. Findings come in tool order, then rule
-// order.
+// order; a text rule's, in the order of the tool's texts.
 func Lint(tools []ToolFacts) []Finding {
 	var out []Finding
 	for i := range tools {
 		t := &tools[i]
+		var own *hostSet
 		for _, r := range LintRules {
-			if r.check == nil {
-				continue
-			}
-			if msg := r.check(t); msg != "" {
-				out = append(out, Finding{Rule: r.ID, Severity: r.Severity, Tool: t.Name,
-					Message: t.Name + ": " + msg, Source: t.Source, Location: t.Location, Line: t.Line})
+			switch {
+			case r.check != nil:
+				if msg := r.check(t); msg != "" {
+					out = append(out, Finding{Rule: r.ID, Severity: r.Severity, Tool: t.Name,
+						Message: t.Name + ": " + msg, Source: t.Source, Location: t.Location, Line: t.Line})
+				}
+			case r.text != nil:
+				if own == nil {
+					own = newHostSet(t.OwnHosts)
+				}
+				for j := range t.Texts {
+					out = append(out, lintText(r, t, &t.Texts[j], own)...)
+				}
 			}
 		}
 	}
 	return out
+}
+
+// lintText runs the text rule r over one text: what it finds in the text's
+// sources and in the text itself, each thing once, on the line of the first
+// source that has it (the tool's line when none does). One finding per line.
+func lintText(r Rule, t *ToolFacts, x *Text, own *hostSet) []Finding {
+	type found struct {
+		hit  textHit
+		line int
+	}
+	var list []found
+	index := map[string]int{}
+	add := func(hits []textHit, line int) {
+		for _, h := range hits {
+			if _, ok := index[h.key]; !ok {
+				index[h.key] = len(list)
+				list = append(list, found{h, line})
+			}
+		}
+	}
+	valueLine := t.Line // the text's own line when a source is the text itself
+	for _, src := range x.Sources {
+		if src.Raw != x.Value {
+			add(r.text(src.Raw, own), src.Line)
+		} else if src.Line > 0 && valueLine == t.Line {
+			valueLine = src.Line
+		}
+	}
+	add(r.text(x.Value, own), valueLine)
+	if len(list) == 0 {
+		return nil
+	}
+	var out []Finding
+	byLine := map[int]int{} // line → index in out
+	field := displayField(x.Field)
+	what := field
+	if x.Name {
+		what += " (a property name)"
+	}
+	var details [][]string
+	for _, f := range list {
+		line := f.line
+		if line == 0 {
+			line = t.Line // a source whose line is not known
+		}
+		k, ok := byLine[line]
+		if !ok {
+			k = len(out)
+			byLine[line] = k
+			out = append(out, Finding{Rule: r.ID, Severity: r.Severity, Tool: t.Name, Source: t.Source,
+				Location: t.Location, Line: line, Field: field})
+			details = append(details, nil)
+		}
+		details[k] = append(details[k], f.hit.detail)
+		for _, c := range f.hit.runes {
+			if cp := fmt.Sprintf("U+%04X", c); !slices.Contains(out[k].CodePoints, cp) {
+				out[k].CodePoints = append(out[k].CodePoints, cp)
+			}
+		}
+	}
+	for k := range out {
+		out[k].Message = t.Name + ": " + what + " " + r.say(details[k], t)
+	}
+	return out
+}
+
+// displayField writes a JSON pointer for a report: the characters the text
+// rules flag (which a property name may hold) as \uXXXX.
+func displayField(p string) string {
+	if !mayHide(p) {
+		return p
+	}
+	var b strings.Builder
+	last := 0
+	hiddenRunes(p, func(c textRune, _ hiddenKind) {
+		b.WriteString(p[last:c.i])
+		if c.r > 0xFFFF {
+			fmt.Fprintf(&b, `\U%08X`, c.r)
+		} else {
+			fmt.Fprintf(&b, `\u%04X`, c.r)
+		}
+		last = c.j
+	})
+	b.WriteString(p[last:])
+	return b.String()
+}
+
+// TextFlagged returns a function that reports whether a text rule flags s,
+// a text a client reads of an API whose own hosts are ownHosts. The gateway
+// asks it of a document's texts, to find where a tool's text that the HTML
+// conversion changed comes from.
+func TextFlagged(ownHosts []string) func(s string) bool {
+	own := newHostSet(ownHosts)
+	return func(s string) bool {
+		for _, r := range LintRules {
+			if r.text != nil && len(r.text(s, own)) > 0 {
+				return true
+			}
+		}
+		return false
+	}
 }

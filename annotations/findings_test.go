@@ -16,6 +16,7 @@ func facts(name, method, path string, ro, destr bool, p annotations.Provenance) 
 		Name: name, SourceName: name, Method: method, Path: path, OperationID: name, Description: "does things",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: ro, DestructiveHint: &destr, OpenWorldHint: &f},
 		Provenance:  p, Location: "/paths/x", Source: "doc.yaml",
+		DescriptionSHA256: strings.Repeat("d", 64), TitleSHA256: strings.Repeat("e", 64),
 	}
 }
 
@@ -148,8 +149,9 @@ func TestLockRoundTrip(t *testing.T) {
 
 func TestReadLockErrors(t *testing.T) {
 	for _, in := range []string{
-		``, `[]`, `{"version":2,"tools":[]}`, `{"version":1,"tools":[{"name":""}]}`,
+		``, `[]`, `{"version":3,"tools":[]}`, `{"version":1,"tools":[{"name":""}]}`,
 		`{"version":1,"tools":[{"name":"a"},{"name":"a"}]}`, `{"version":1,"tools":[],"extra":1}`,
+		`{"version":2,"tools":[{"name":"a","inputSchemaSha256":"x"}]}`, // no description or title hash
 	} {
 		if _, err := annotations.ReadLock(strings.NewReader(in)); err == nil || !strings.HasPrefix(err.Error(), "annotations: lockfile: ") {
 			t.Errorf("ReadLock(%s): %v", in, err)

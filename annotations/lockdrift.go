@@ -9,13 +9,22 @@ import (
 	"strings"
 )
 
-// LockVersion is the lockfile format this package writes and reads.
-const LockVersion = 1
+// LockVersion is the lockfile format this package writes. It reads version 1
+// too: locks written before descriptions and titles were locked.
+const LockVersion = 2
 
-// Lock records, for review, what each tool may do: its name, the operation it
-// calls (method, path and operationId), its four hints and a hash of its
-// input schema. `mcpgate audit --write-lock` writes one; `audit --lock` and
-// `serve --lock` compare the current catalog against it.
+// Lock records, for review, what each tool may do and what a model reads of
+// it: its name, the operation it calls (method, path and operationId), its
+// four hints, and hashes of its input schema, description and title. `mcpgate
+// audit --write-lock` writes one; `audit --lock` and `serve --lock` compare
+// the current catalog against it.
+//
+// A version 1 lock recorded no description or title: against it, every tool
+// drifts ("description: not recorded → …"), and `serve --lock` serves none
+// until the lock is written again. A lock vouches for what was reviewed, and
+// those texts were not: a description is where a document hides
+// instructions for the model, and one changed since the review (a "rug
+// pull") must not pass a lock that cannot tell.
 type Lock struct {
 	Version int          `json:"version"`
 	Tools   []LockedTool `json:"tools"`
@@ -34,6 +43,10 @@ type LockedTool struct {
 	Idempotent        bool   `json:"idempotentHint"`
 	OpenWorld         bool   `json:"openWorldHint"`
 	InputSchemaSHA256 string `json:"inputSchemaSha256"`
+	// DescriptionSHA256 and TitleSHA256 hash the texts as the document
+	// gives them (ToolFacts); empty in a version 1 lock.
+	DescriptionSHA256 string `json:"descriptionSha256,omitempty"`
+	TitleSHA256       string `json:"titleSha256,omitempty"`
 }
 
 func lockedTool(t *ToolFacts) LockedTool {
@@ -43,6 +56,7 @@ func lockedTool(t *ToolFacts) LockedTool {
 		ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint == nil || *a.DestructiveHint,
 		Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint == nil || *a.OpenWorldHint,
 		InputSchemaSHA256: t.InputSchemaSHA256,
+		DescriptionSHA256: t.DescriptionSHA256, TitleSHA256: t.TitleSHA256,
 	}
 }
 
@@ -56,8 +70,9 @@ func NewLock(tools []ToolFacts) *Lock {
 	return l
 }
 
-// ReadLock reads a lockfile, refusing unknown fields, another version, and
-// duplicate tools.
+// ReadLock reads a lockfile, refusing unknown fields, another version than 1
+// or 2, duplicate tools, and a version 2 tool without its description and
+// title hashes.
 func ReadLock(r io.Reader) (*Lock, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
@@ -65,8 +80,8 @@ func ReadLock(r io.Reader) (*Lock, error) {
 	if err := dec.Decode(&l); err != nil {
 		return nil, fmt.Errorf("annotations: lockfile: %v", err)
 	}
-	if l.Version != LockVersion {
-		return nil, fmt.Errorf("annotations: lockfile: version %d, want %d", l.Version, LockVersion)
+	if l.Version != 1 && l.Version != LockVersion {
+		return nil, fmt.Errorf("annotations: lockfile: version %d, want %d (or 1)", l.Version, LockVersion)
 	}
 	seen := map[string]bool{}
 	for _, t := range l.Tools {
@@ -77,6 +92,9 @@ func ReadLock(r io.Reader) (*Lock, error) {
 			return nil, fmt.Errorf("annotations: lockfile: tool %q appears twice", t.Name)
 		}
 		seen[t.Name] = true
+		if l.Version >= 2 && (t.DescriptionSHA256 == "" || t.TitleSHA256 == "") {
+			return nil, fmt.Errorf("annotations: lockfile: tool %q has no descriptionSha256 or titleSha256", t.Name)
+		}
 	}
 	return &l, nil
 }
@@ -96,10 +114,16 @@ type Change struct {
 	To    string `json:"to"`
 	// Critical marks what a security review must see: the tool lost its
 	// readOnly or destructive hint (a client may now auto-approve it, or
-	// stop warning before it), lost idempotent, gained openWorld, or calls
-	// another operation or takes other arguments.
+	// stop warning before it), lost idempotent, gained openWorld, calls
+	// another operation or takes other arguments, or its description or
+	// title changed (what the model and the user read, where instructions
+	// hide). A text the lock did not record (version 1) is a change, not a
+	// critical one.
 	Critical bool `json:"critical"`
 }
+
+// notRecorded is a Change's From for a text a version 1 lock did not record.
+const notRecorded = "not recorded"
 
 // Rename is a locked tool served under a new name: the same operation
 // (method and path), or the same operationId at a new path.
@@ -214,6 +238,17 @@ func (d *Drift) compareTool(was, now LockedTool) {
 	if was.InputSchemaSHA256 != now.InputSchemaSHA256 {
 		add("inputSchema", short(was.InputSchemaSHA256), short(now.InputSchemaSHA256), true)
 	}
+	for _, text := range []struct{ field, was, now string }{
+		{"description", was.DescriptionSHA256, now.DescriptionSHA256},
+		{"title", was.TitleSHA256, now.TitleSHA256},
+	} {
+		switch {
+		case text.was == "" && text.now != "":
+			add(text.field, notRecorded, short(text.now), false)
+		case text.was != text.now:
+			add(text.field, short(text.was), short(text.now), true)
+		}
+	}
 }
 
 func short(hash string) string {
@@ -320,6 +355,9 @@ func (d *Drift) WriteText(w io.Writer) error {
 	changed := len(d.Held()) - len(d.Added) - len(d.Renamed) // changed, not renamed
 	fmt.Fprintf(w, "lock: %d tools drifted: %d added, %d removed, %d renamed, %d changed\n",
 		d.Tools(), len(d.Added), len(d.Removed), len(d.Renamed), changed)
+	if slices.ContainsFunc(d.Changed, func(c Change) bool { return c.From == notRecorded }) {
+		fmt.Fprintln(w, "lock: it records no descriptions or titles (written by an older mcpgate): review them, then write it again (audit --write-lock)")
+	}
 	for _, l := range d.Lines() {
 		if _, err := fmt.Fprintln(w, l); err != nil {
 			return err

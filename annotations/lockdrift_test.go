@@ -79,6 +79,20 @@ func TestDrift(t *testing.T) {
 			"+ search_pets: not in the lock",
 			"- list_pets: in the lock, no longer served",
 		}, []string{"search_pets"}},
+		{"a description changed after review (a rug pull) is critical", edit(func(ts []annotations.ToolFacts) []annotations.ToolFacts {
+			ts[0].DescriptionSHA256 = strings.Repeat("1", 64)
+			return ts
+		}), []string{
+			"lock: 1 tools drifted: 0 added, 0 removed, 0 renamed, 1 changed",
+			"~ get_pet: description dddddddddddd → 111111111111 [CRITICAL]",
+		}, []string{"get_pet"}},
+		{"so is a title", edit(func(ts []annotations.ToolFacts) []annotations.ToolFacts {
+			ts[2].TitleSHA256 = strings.Repeat("2", 64)
+			return ts
+		}), []string{
+			"lock: 1 tools drifted: 0 added, 0 removed, 0 renamed, 1 changed",
+			"~ list_pets: title eeeeeeeeeeee → 222222222222 [CRITICAL]",
+		}, []string{"list_pets"}},
 		{"everything at once", edit(func(ts []annotations.ToolFacts) []annotations.ToolFacts {
 			ts[0].Name = "fetch_pet"
 			ts[1] = facts("delete_pet", "DELETE", "/pets/{id}", true, true, provMethod)
@@ -116,5 +130,44 @@ func TestDrift(t *testing.T) {
 				t.Errorf("Empty() = %v", d.Empty())
 			}
 		})
+	}
+}
+
+// TestLockVersion1: a lock written before descriptions and titles were
+// locked still loads; against it every tool drifts, not critically, with a
+// line that says why and what to do, so that serve --lock serves none until
+// the lock is written again.
+func TestLockVersion1(t *testing.T) {
+	v1 := `{"version": 1, "tools": [
+  {"name": "get_pet", "method": "GET", "path": "/pets/{id}", "operationId": "get_pet", "readOnlyHint": true,
+   "destructiveHint": false, "idempotentHint": false, "openWorldHint": false, "inputSchemaSha256": "` + strings.Repeat("ab", 32) + `"}]}`
+	lock, err := annotations.ReadLock(strings.NewReader(v1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := facts("get_pet", "GET", "/pets/{id}", true, false, provMethod)
+	now.InputSchemaSHA256 = strings.Repeat("ab", 32)
+	d := annotations.Compare(lock, []annotations.ToolFacts{now})
+	var buf bytes.Buffer
+	d.WriteText(&buf)
+	want := "lock: 1 tools drifted: 0 added, 0 removed, 0 renamed, 1 changed\n" +
+		"lock: it records no descriptions or titles (written by an older mcpgate): review them, then write it again (audit --write-lock)\n" +
+		"~ get_pet: description not recorded → dddddddddddd; title not recorded → eeeeeeeeeeee\n"
+	if buf.String() != want {
+		t.Errorf("drift:\n%s\nwant:\n%s", buf.String(), want)
+	}
+	if !d.Drifted("get_pet") {
+		t.Error("a tool whose texts the lock did not record must be held back")
+	}
+	for _, c := range d.Changed {
+		if c.Critical {
+			t.Errorf("%s: not recorded is not a critical change", c.Field)
+		}
+	}
+	// Written again, the lock is version 2 and records the texts.
+	buf.Reset()
+	annotations.NewLock([]annotations.ToolFacts{now}).Write(&buf)
+	if !strings.Contains(buf.String(), `"version": 2`) || !strings.Contains(buf.String(), `"descriptionSha256": "dddd`) {
+		t.Errorf("lock written:\n%s", buf.String())
 	}
 }

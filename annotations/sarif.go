@@ -47,6 +47,13 @@ type sarifResult struct {
 	Level     Severity        `json:"level"`
 	Message   sarifMessage    `json:"message"`
 	Locations []sarifLocation `json:"locations"`
+	// Properties carry, for the text rules, the field and the code points.
+	Properties *sarifProperties `json:"properties,omitempty"`
+}
+
+type sarifProperties struct {
+	Field      string   `json:"field,omitempty"`
+	CodePoints []string `json:"codePoints,omitempty"`
 }
 
 type sarifLocation struct {
@@ -88,10 +95,14 @@ func (r *Report) writeSARIF(w io.Writer) error {
 			loc.PhysicalLocation.Region = &sarifRegion{StartLine: f.Line}
 		}
 		loc.LogicalLocations = []sarifLogical{{Name: f.Tool, FullyQualifiedName: f.Location, Kind: "function"}}
-		run.Results = append(run.Results, sarifResult{
+		res := sarifResult{
 			RuleID: f.Rule, RuleIndex: index[f.Rule], Level: f.Severity,
 			Message: sarifMessage{f.Message}, Locations: []sarifLocation{loc},
-		})
+		}
+		if f.Field != "" {
+			res.Properties = &sarifProperties{Field: f.Field, CodePoints: f.CodePoints}
+		}
+		run.Results = append(run.Results, res)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -15,8 +15,9 @@ func operationPointer(op tagging.Operation) string {
 }
 
 // Facts describes every tool for the audit: its operation, hints and their
-// provenance, security, a hash of its input schema, and where the operation
-// stands in its document.
+// provenance, security, hashes of its input schema, description and title,
+// where the operation stands in its document, and, in a catalog built with
+// CatalogOptions.AuditTexts, its texts with where each comes from.
 func (c *Catalog) Facts() []annotations.ToolFacts {
 	out := make([]annotations.ToolFacts, 0, len(c.Tools))
 	for _, t := range c.Tools {
@@ -40,9 +41,21 @@ func (c *Catalog) Facts() []annotations.ToolFacts {
 			Location:          operationPointer(op),
 			RefusedHeaders:    t.Binding.RefusedHeaders,
 			NameTakenBy:       t.NameTakenBy,
+			DescriptionSHA256: t.descriptionSHA,
+			TitleSHA256:       t.titleSHA,
+			SanitizeText:      c.sanitized,
 		}
+		from, to := 0, 0
 		if o := op.Operation.Origin; o != nil && o.Key != nil {
 			f.Line = o.Key.Line
+			from, to = o.Key.Line, o.Key.EndLine
+		}
+		if t.texts != nil {
+			src := c.sources[t.Upstream]
+			if src != nil {
+				f.OwnHosts = src.hosts
+			}
+			f.Texts = t.textsWithSources(src, from, to)
 		}
 		for _, req := range t.Security {
 			alt := annotations.SecurityAlternative{}
@@ -59,4 +72,37 @@ func (c *Catalog) Facts() []annotations.ToolFacts {
 // pointerEscape escapes a JSON pointer token (RFC 6901).
 func pointerEscape(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// textsWithSources returns t's texts, each with the document's strings it
+// comes from (see textSource.sources); the operation spans lines [from, to].
+// A tool's description joins its operation's summary and description; a
+// title made of the operationId comes from it.
+func (t *Tool) textsWithSources(src *textSource, from, to int) []annotations.Text {
+	out := slices.Clone(t.texts)
+	op := t.Operation.Operation
+	for i := range out {
+		x := &out[i]
+		switch x.Field {
+		case "/description":
+			for _, raw := range []string{op.Summary, op.Description} {
+				if raw == "" {
+					continue
+				}
+				srcs := src.sources(raw, false, from, to)
+				if len(srcs) == 0 {
+					srcs = []annotations.TextSource{{Raw: raw}}
+				}
+				x.Sources = append(x.Sources, srcs...)
+			}
+		case "/title", "/annotations/title":
+			x.Sources = src.sources(x.Value, false, from, to)
+			if x.Sources == nil && t.Derived.Provenance.Title == "operationId" && op.OperationID != "" {
+				x.Sources = src.sources(op.OperationID, false, from, to)
+			}
+		default:
+			x.Sources = src.sources(x.Value, x.Name, from, to)
+		}
+	}
+	return out
 }

@@ -26,7 +26,7 @@ func catalogOf(t *testing.T, doc []byte, name string, origins bool) *Catalog {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	cat, err := BuildCatalog(context.Background(), cfg, &CatalogOptions{IncludeOrigin: origins})
+	cat, err := BuildCatalog(context.Background(), cfg, &CatalogOptions{IncludeOrigin: origins, AuditTexts: origins})
 	if err != nil {
 		t.Fatal(err)
 	}

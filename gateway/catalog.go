@@ -56,6 +56,12 @@ type Tool struct {
 	playbook        *playbookTool // set on playbook tools (see playbook.go)
 	baseDescription string        // the description before binding notes
 	size            int           // bytes of the tool's JSON in tools/list
+	// descriptionSHA and titleSHA hash the base description and the title
+	// before sanitizing (see finishTexts): what the lockfile records.
+	descriptionSHA, titleSHA string
+	// texts are the tool's texts before sanitizing, for the audit
+	// (CatalogOptions.AuditTexts); nil otherwise.
+	texts []annotations.Text
 }
 
 // Catalog is the set of tools the gateway serves, built once from the
@@ -82,6 +88,13 @@ type Catalog struct {
 	// operations its document has and how many passed the gate: with none,
 	// the CLI explains why it serves no tools.
 	Upstreams []UpstreamCount
+	// sources are, per upstream, what the audit's text rules read besides
+	// the tools (CatalogOptions.AuditTexts): the document's strings and the
+	// API's own hosts.
+	sources map[string]*textSource
+	// sanitized says the tools' texts are served sanitized
+	// (Config.SanitizeText).
+	sanitized bool
 }
 
 // UpstreamCount is how many of an upstream's operations became candidates.
@@ -104,6 +117,12 @@ type CatalogOptions struct {
 	// IncludeOrigin records where each operation stands in its source (OpenAPI
 	// 3 documents), so audit findings can name lines. It costs load time.
 	IncludeOrigin bool
+	// AuditTexts keeps every text of every tool a client reads as the
+	// document gives it, before sanitizing, with what finds its source and
+	// line (the document's strings, with IncludeOrigin) and the API's own
+	// hosts: what Facts hands the audit's text rules (MCPG012–MCPG018). It
+	// costs memory; only the audit sets it.
+	AuditTexts bool
 
 	// Validated, when set, lets the catalog be returned before kin-openapi
 	// has finished validating the documents (about a second of CPU for
@@ -138,7 +157,10 @@ func BuildCatalog(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Cata
 		style = tagging.SpecNames
 	}
 	namer := tagging.NewNamer(style)
-	cat := &Catalog{bases: map[string]baseURL{}}
+	cat := &Catalog{bases: map[string]baseURL{}, sanitized: cfg.sanitizeText()}
+	if o.AuditTexts {
+		cat.sources = map[string]*textSource{}
+	}
 	var validations []func() []string // each waits for one document's validation
 	var startValidations []func()     // with o.Validated: started after the build
 	for i := range cfg.Upstreams {
@@ -146,6 +168,9 @@ func BuildCatalog(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Cata
 		if u.OpenAPI == "" && u.Document == nil {
 			// A playbook engine without a document (see Playbooks).
 			cat.bases[u.Name] = resolveBase(u, nil)
+			if cat.sources != nil {
+				cat.sources[u.Name] = &textSource{hosts: ownHosts(nil, cat.bases[u.Name])}
+			}
 			if err := cat.buildPlaybooks(ctx, namer, u, nil); err != nil {
 				return nil, fmt.Errorf("upstream %s: playbooks: %v", u.Name, err)
 			}
@@ -156,6 +181,9 @@ func BuildCatalog(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Cata
 			return nil, &DocumentError{Upstream: u.Name, Source: u.OpenAPI, Err: err}
 		}
 		cat.bases[u.Name] = resolveBase(u, doc)
+		if cat.sources != nil {
+			cat.sources[u.Name] = &textSource{strings: doc.Strings, hosts: ownHosts(doc, cat.bases[u.Name])}
+		}
 		// Validation reads the document for as long as building its tools
 		// does (seconds, for Stripe's): do both at once.
 		validated := make(chan struct{})
@@ -236,6 +264,9 @@ func BuildCatalog(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Cata
 	if err := cat.fitBudget(cfg); err != nil {
 		return nil, err
 	}
+	// The tools are final but for their hidden characters: hash and keep
+	// their texts as the document gives them, then clean what is served.
+	cat.finishTexts(o.AuditTexts)
 	if o.Validated == nil {
 		// Listing and auditing: compile each final input schema, so that a
 		// tool whose schema cannot be checked is left out, and reported.

@@ -56,6 +56,18 @@ type Config struct {
 	// Desktop, OpenAI and VS Code accept) or "spec" (SEP-986: 128 characters,
 	// dots allowed).
 	NameStyle string `yaml:"name_style"`
+	// SanitizeText removes, from every text a client is sent (tool names,
+	// titles and descriptions; every title, description, enum value,
+	// const, default, example and property name of their schemas), the
+	// characters a reader does not see: zero-width and other invisible
+	// characters, bidirectional controls and Unicode tag characters (see
+	// annotations.SanitizeText, which keeps ordinary text — emoji, joiners
+	// in Persian or Indic text — whole). A document can hide instructions
+	// for the model in them; `mcpgate audit` reports them whatever this
+	// says (MCPG012–MCPG014). An input schema's enum value or property name
+	// is cleaned too, and a call then carries the cleaned value; an output
+	// schema's enum or const that would change is left out. Default true.
+	SanitizeText *bool `yaml:"sanitize_text"`
 	// MaxCatalogBytes bounds the whole tools/list. Over it, the largest
 	// tools are cut first (see MaxToolBytes). Default DefaultMaxCatalogBytes;
 	// negative: no bound.
@@ -149,6 +161,9 @@ type MetricsConfig struct {
 	// route. Default "": served beside /mcp.
 	Listen string `yaml:"listen"`
 }
+
+// sanitizeText reports whether served texts are sanitized (SanitizeText).
+func (c *Config) sanitizeText() bool { return c.SanitizeText == nil || *c.SanitizeText }
 
 // On reports whether metrics are collected and served.
 func (m MetricsConfig) On() bool { return m.Enabled == nil || *m.Enabled }

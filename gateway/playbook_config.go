@@ -232,8 +232,9 @@ func validateUpstreamPlaybooks(i int, u *Upstream, verified bool) error {
 
 // strictBoolKeys are the keys whose values must be YAML booleans: yaml.v3
 // takes YAML 1.1's yes/no/on/off (even quoted) into a Go bool, and a
-// "yes" that quietly means true is how a hidden playbook gets exposed.
-var strictBoolKeys = map[string]bool{"exposes_as_mcp": true, "destructive": true, "secret": true}
+// "yes" that quietly means true is how a hidden playbook gets exposed (a
+// "no" that means false, how hidden characters get served).
+var strictBoolKeys = map[string]bool{"exposes_as_mcp": true, "destructive": true, "secret": true, "sanitize_text": true}
 
 // checkStrictBools reports the first of strictBoolKeys whose value is not
 // true or false, naming its line and key.

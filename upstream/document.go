@@ -38,8 +38,12 @@ type Document struct {
 	Version string
 	// Warnings lists what relaxed validation (Validate) still found wrong.
 	// Real documents (GitHub's, FastAPI's) fail strict validation and still
-	// work, so these do not stop loading.
+	// work, so these do not stop loading. With LoadOptions.IncludeOrigin, it
+	// also says why the document's lines are unknown, if they are.
 	Warnings []string
+	// Strings, with LoadOptions.IncludeOrigin, is every string of the
+	// source with its lines (nil otherwise).
+	Strings *Strings
 }
 
 // LoadOptions configures [LoadDocument]. The zero value is ready to use.
@@ -227,14 +231,11 @@ func parseDocument(ctx context.Context, data []byte, includeOrigin bool) (*Docum
 		}
 		return nil, DecodeError(jsonData, err)
 	}
-	loader := openapi3.NewLoader()
-	loader.Context = ctx
-	loader.IsExternalRefsAllowed = false // explicit: see LoadDocument
-
 	var (
-		doc     *openapi3.T
-		version string
-		err     error
+		doc      *openapi3.T
+		version  string
+		err      error
+		warnings []string
 	)
 	switch {
 	case head.OpenAPI != nil:
@@ -250,22 +251,22 @@ func parseDocument(ctx context.Context, data []byte, includeOrigin bool) (*Docum
 		}
 		if includeOrigin && !rewritten {
 			// Lines must be the source's, not those of its JSON form.
-			loader.IncludeOrigin, src = true, data
-			if t[0] == '{' {
-				// kin-openapi tracks origins only on its YAML path, which it
-				// takes when the input is not JSON. JSON is YAML: a trailing
-				// YAML comment makes the JSON parse fail and leaves every
-				// line where it was, so JSON documents get lines too.
-				src = append(bytes.Clone(data), "\n# mcpgate: read as YAML for line numbers\n"...)
+			if doc, err = loadWithOrigins(ctx, data, t[0] == '{'); err != nil {
+				// The lines are only for reports: load the document as
+				// tools and serve do, and say why its lines are unknown.
+				warnings = append(warnings, "line numbers unavailable: "+oneLine(err).Error())
+				doc = nil
 			}
 		}
-		doc, err = loadV3(loader, src)
+		if doc == nil {
+			doc, err = loadV3(newLoader(ctx), src)
+		}
 	case head.Swagger != nil:
 		version = fmt.Sprint(head.Swagger)
 		if version != "2.0" {
 			return nil, fmt.Errorf("unsupported swagger version %q (want 2.0)", version)
 		}
-		doc, err = loadV2(loader, jsonData)
+		doc, err = loadV2(newLoader(ctx), jsonData)
 	default:
 		return nil, errors.New(`neither an "openapi" nor a "swagger" version field: not an OpenAPI document`)
 	}
@@ -275,7 +276,42 @@ func parseDocument(ctx context.Context, data []byte, includeOrigin bool) (*Docum
 	if doc.Paths == nil {
 		doc.Paths = openapi3.NewPaths()
 	}
-	return &Document{T: doc, Version: version}, nil
+	d := &Document{T: doc, Version: version, Warnings: warnings}
+	if includeOrigin {
+		// Errors leave Strings nil: the audit then names the operation's
+		// line instead of each text's.
+		d.Strings, _ = sourceStrings(data, t[0] == '{')
+	}
+	return d, nil
+}
+
+// newLoader is a kin-openapi loader that never follows external $refs (see
+// LoadDocument).
+func newLoader(ctx context.Context) *openapi3.Loader {
+	loader := openapi3.NewLoader()
+	loader.Context = ctx
+	loader.IsExternalRefsAllowed = false // explicit: see LoadDocument
+	return loader
+}
+
+// loadWithOrigins loads an OpenAPI 3 document recording where each element
+// stands in data (openapi3.Origin). kin-openapi tracks origins only on its
+// YAML path, which it takes when the input is not JSON; JSON is YAML once
+// yamlForm has rewritten what YAML reads differently (see lines.go), and a
+// trailing YAML comment makes the JSON parse fail and leaves every line
+// where it was, so JSON documents get lines too.
+func loadWithOrigins(ctx context.Context, data []byte, isJSON bool) (*openapi3.T, error) {
+	src := data
+	if isJSON {
+		y, err := yamlForm(data)
+		if err != nil {
+			return nil, err
+		}
+		src = append(y, "\n# mcpgate: read as YAML for line numbers\n"...)
+	}
+	loader := newLoader(ctx)
+	loader.IncludeOrigin = true
+	return loadV3(loader, src)
 }
 
 // Validate checks the document with relaxed options (examples, defaults and
@@ -290,7 +326,7 @@ func (d *Document) Validate(ctx context.Context) {
 		openapi3.EnableMultiError(),
 	)
 	if err := validate(vctx, d.T); err != nil {
-		d.Warnings = splitWarnings(err)
+		d.Warnings = append(d.Warnings, splitWarnings(err)...)
 	}
 }
 

@@ -563,7 +563,7 @@ func (m *cli) audit(ctx context.Context, args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	cat, err := gateway.BuildCatalog(ctx, cfg, &gateway.CatalogOptions{IncludeOrigin: true})
+	cat, err := gateway.BuildCatalog(ctx, cfg, &gateway.CatalogOptions{IncludeOrigin: true, AuditTexts: true})
 	if err != nil {
 		return 0, c.loadError(err)
 	}

@@ -153,7 +153,7 @@ func TestInputErrors(t *testing.T) {
 		{[]string{"tools", "--config", filepath.Join(dir, "none.yaml")}, "mcpgate: --config: open " + filepath.Join(dir, "none.yaml") + ": no such file or directory"},
 		{[]string{"audit", "--openapi", orchestrator, "--lock", missing}, "mcpgate: --lock: open " + missing + ": no such file or directory"},
 		{[]string{"serve", "--openapi", orchestrator, "--lock", missing}, "mcpgate: --lock: open " + missing + ": no such file or directory"},
-		{[]string{"audit", "--openapi", orchestrator, "--lock", badLock}, "mcpgate: --lock " + badLock + ": lockfile: version 9, want 1"},
+		{[]string{"audit", "--openapi", orchestrator, "--lock", badLock}, "mcpgate: --lock " + badLock + ": lockfile: version 9, want 2 (or 1)"},
 	}
 	goTypes := regexp.MustCompile(`map\[|interface \{|struct \{|\bint64\b|float64|!!|unmarshal|annotations:`)
 	for _, tt := range tests {
@@ -234,7 +234,8 @@ func TestLockDrift(t *testing.T) {
 	want := []string{
 		"lock: 3 tools drifted: 1 added, 0 removed, 1 renamed, 1 changed",
 		"+ health: not in the lock",
-		"~ renamed search_processes → find_processes (same POST /api/processes/search)",
+		// Its title is its operationId's, so it changed too.
+		"~ renamed search_processes → find_processes (same POST /api/processes/search): title a99e2bbfd0ff → ad0d56c11761 [CRITICAL]",
 		"~ abort_process: destructiveHint true → false [CRITICAL]",
 	}
 	code, stdout, _ := runCLI(t, context.Background(), "audit", "--openapi", doc, "--lock", lock)
@@ -303,5 +304,43 @@ func TestServeMetricsListener(t *testing.T) {
 	cancel()
 	if code := <-done; code != 0 {
 		t.Errorf("serve: exit %d: %s", code, errOut.String())
+	}
+}
+
+// TestAuditEscapedJSON: a JSON document that writes astral characters as
+// surrogate-pair escapes (what Python's json.dumps writes by default) and
+// "/" as "\/" (PHP's json_encode) is audited, with lines, as tools and serve
+// load it; audit used to exit 2 on it.
+func TestAuditEscapedJSON(t *testing.T) {
+	doc := `{
+  "openapi": "3.0.3",
+  "info": {"title": "Launches \ud83d\ude80", "version": "1"},
+  "servers": [{"url": "https:\/\/api.example.com\/v1"}],
+  "paths": {
+    "\/launches\/{id}": {
+      "delete": {
+        "operationId": "scrub_launch",
+        "summary": "Scrub a launch \ud83d\udeab\ud83d\ude80",
+        "tags": ["agent-exposed", "agent-readonly"],
+        "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+        "responses": {"204": {"description": "scrubbed \u2705"}}
+      }
+    }
+  }
+}
+`
+	path := filepath.Join(t.TempDir(), "launches.json")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, context.Background(), "tools", "--openapi", path); code != 0 {
+		t.Fatalf("tools: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, context.Background(), "audit", "--openapi", path, "--fail-on", "never")
+	if code != 0 || stderr != "" {
+		t.Fatalf("audit: exit %d, stderr %q", code, stderr)
+	}
+	if !strings.Contains(stdout, "MCPG002 scrub_launch: DELETE /launches/{id} is marked read-only (readOnlyHint from tag:agent-readonly) ["+path+":7]") {
+		t.Errorf("audit names no line for the finding:\n%s", stdout)
 	}
 }
