@@ -327,6 +327,14 @@ func (b *ResponseBudget) fullError(why string) error {
 	return &limitError{fmt.Sprintf("the gateway is holding %s of upstream answers, its limit, and %s; try again", formatBytes(b.size), why)}
 }
 
+// Held reports the bytes the budget counts now, and how many calls are
+// waiting for room: for tests and metrics.
+func (b *ResponseBudget) Held() (bytes int64, waiting int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used, b.waiters.Len()
+}
+
 // stats reports the bytes held now and at most, and how many calls unstick
 // refused, for tests.
 func (b *ResponseBudget) stats() (used, peak int64, refusals int) {
