@@ -222,7 +222,8 @@ type Upstream struct {
 	MaxConcurrent int `yaml:"max_concurrent"`
 	// QueueTimeout is how long a call over max_concurrent (or over
 	// max_response_memory) waits before it gets an error result saying the
-	// upstream is busy. Default upstream.DefaultQueueTimeout (5s).
+	// upstream is busy: its waits for a slot and for room, in all.
+	// Default upstream.DefaultQueueTimeout (5s).
 	QueueTimeout time.Duration `yaml:"queue_timeout"`
 
 	// Auth is the credential this upstream is given: mode forward (the

@@ -20,8 +20,8 @@ const (
 	// once. It matches NewTransport's idle pool per host, so a busy gateway
 	// reuses its connections instead of dialing more.
 	DefaultMaxConcurrent = 64
-	// DefaultQueueTimeout is how long a call waits for a free slot, or for
-	// room in the ResponseBudget, before it is refused. It is short: a model
+	// DefaultQueueTimeout is how long a call waits for a free slot and for
+	// room in the ResponseBudget, in all, before it is refused. It is short: a model
 	// that is told "busy, try again" does better than one left waiting for
 	// the whole call timeout.
 	DefaultQueueTimeout = 5 * time.Second
@@ -44,20 +44,25 @@ func (e *limitError) Error() string { return e.msg }
 // and no new direct dependency.
 type slots chan struct{}
 
-// acquire takes a slot, waiting up to wait (and no longer than ctx allows).
-// The returned func gives it back; it is safe to call more than once.
-func (s slots) acquire(ctx context.Context, name string, wait time.Duration) (release func(), err error) {
+// acquire takes a slot for the call of res, waiting no longer than what is
+// left of its queue timeout (and than ctx allows); the wait counts against
+// it. The returned func gives the slot back; it is safe to call more than
+// once.
+func (s slots) acquire(ctx context.Context, name string, res *reservation) (release func(), err error) {
 	select {
 	case s <- struct{}{}:
 	default:
-		t := time.NewTimer(wait)
+		start := time.Now()
+		t := time.NewTimer(res.wait - res.waited)
 		defer t.Stop()
+		// Before any room is asked for: no other goroutine uses res yet.
+		defer func() { res.waited += time.Since(start) }()
 		select {
 		case s <- struct{}{}:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-t.C:
-			return nil, &limitError{fmt.Sprintf("upstream %s is busy: %d calls in flight, none finished within %s; try again", name, cap(s), wait)}
+			return nil, &limitError{fmt.Sprintf("upstream %s is busy: %d calls in flight, none finished within %s; try again", name, cap(s), res.wait)}
 		}
 	}
 	var once sync.Once
@@ -72,9 +77,12 @@ func (s slots) acquire(ctx context.Context, name string, wait time.Duration) (re
 // when Call returns, after the answer has been mapped to a result, or, under
 // an AnswerHold, once the answer has been written to the client.
 //
-// A call that finds no room waits up to its queue timeout, then is refused
-// with a result that says so. Calls already reading are served before new
-// ones, and new ones first come first served.
+// A call that finds no room waits, then is refused with a result that says
+// so. Its queue timeout bounds all its waits together — for a slot, then for
+// each growth of its answer's buffer — not each one: a call is told "busy"
+// within its queue timeout of waiting, however many times it had to wait.
+// Calls already reading are served before new ones, and new ones first come
+// first served.
 //
 // Calls that read in chunks hold part of their answer while they wait for
 // more, so they could all end up waiting on each other. The budget avoids
@@ -153,8 +161,14 @@ func (b *ResponseBudget) acquire(ctx context.Context, r *reservation, n int64) e
 		return err // granted at once (nil) or refused
 	default:
 	}
-	t := time.NewTimer(r.wait)
+	// What is left of the call's queue timeout: its earlier waits (for a
+	// slot, for its buffer's earlier growths) count, so that a call that
+	// grows its buffer many times is not kept waiting many times as long.
+	// (Only the goroutine reading the call's answer touches waited.)
+	start := time.Now()
+	t := time.NewTimer(r.wait - r.waited)
 	defer t.Stop()
+	defer func() { r.waited += time.Since(start) }()
 	var err error
 	select {
 	case err = <-w.ready:
@@ -347,7 +361,8 @@ func (b *ResponseBudget) stats() (used, peak int64, refusals int) {
 // guards held and claim.
 type reservation struct {
 	budget *ResponseBudget // nil: no shared bound
-	wait   time.Duration   // the queue timeout
+	wait   time.Duration   // the queue timeout: the call's waits, for a slot and for room, in all
+	waited time.Duration   // of it, what the call has waited so far
 	limit  int64           // the call's cap on its answer
 	held   int64           // bytes reserved
 	claim  int64           // bytes it may come to hold: see ResponseBudget

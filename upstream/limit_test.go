@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -629,4 +631,114 @@ func TestAnswerHold(t *testing.T) {
 	if used, _, _ := rb.stats(); used != 0 {
 		t.Errorf("%d bytes held after a call under a released hold", used)
 	}
+}
+
+// chunkReader reads n bytes of 'x', at most chunk at a time: an answer
+// that comes without a Content-Length, so that readBody grows its buffer
+// again and again.
+type chunkReader struct{ n, chunk int }
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, io.EOF
+	}
+	k := min(len(p), r.chunk, r.n)
+	for i := range k {
+		p[i] = 'x'
+	}
+	r.n -= k
+	return k, nil
+}
+
+// parked returns a share of rb holding n bytes whose call has read all it
+// will (see ResponseBudget.park): room taken until released.
+func parked(t *testing.T, rb *ResponseBudget, n int64) *reservation {
+	t.Helper()
+	r := &reservation{budget: rb, wait: time.Second}
+	if err := r.grow(context.Background(), n, n); err != nil {
+		t.Fatal(err)
+	}
+	rb.park(r)
+	return r
+}
+
+// TestQueueTimeoutInAll: a call's queue timeout bounds all its waits
+// together — for a slot, then for each growth of its answer's buffer — so
+// that it is told "busy" within queue_timeout of waiting, not once per
+// wait (issue 20 saw 15.2 s for a 5 s queue_timeout). In a synctest bubble,
+// so the clock is exact: each case's call ends when its 5 s are spent.
+func TestQueueTimeoutInAll(t *testing.T) {
+	const queue = 5 * time.Second
+	busy := "none was released within 5s; try again"
+
+	t.Run("growths", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			// 64 KiB free: the first 64 KiB of the answer fit. Room for
+			// its second growth (+64 KiB) comes after 4 s of waiting, for
+			// its third (+128 KiB) after 4 s more: past the 5 s in all.
+			rb := NewResponseBudget(2 << 20)
+			first := parked(t, rb, 64<<10)
+			second := parked(t, rb, 128<<10)
+			parked(t, rb, 2<<20-64<<10-64<<10-128<<10)
+			released := make(chan struct{})
+			go func() {
+				defer close(released)
+				time.Sleep(4 * time.Second)
+				first.release()
+				time.Sleep(4 * time.Second)
+				second.release()
+			}()
+			res := &reservation{budget: rb, wait: queue, limit: 1 << 20}
+			start := time.Now()
+			_, _, err := readBody(context.Background(), &chunkReader{n: 1 << 20, chunk: 16 << 10}, res.limit, -1, res)
+			if err == nil || !strings.HasSuffix(err.Error(), busy) {
+				t.Errorf("got %v, want the budget's refusal", err)
+			}
+			if waited := time.Since(start); waited != queue {
+				t.Errorf("refused after %s of waiting, want the queue timeout, %s, in all", waited, queue)
+			}
+			res.release()
+			<-released
+		})
+	})
+
+	t.Run("slot then room", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			// One slot, taken for 3 s by a small answer; then the answer of
+			// the call that waited for it finds no room: 2 s are left of
+			// its queue timeout, not 5.
+			rb := NewResponseBudget(1 << 20)
+			full := parked(t, rb, 1<<20-64<<10)
+			var calls atomic.Int32
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				if calls.Add(1) == 1 {
+					time.Sleep(3 * time.Second)
+					io.WriteString(w, `{}`)
+					return
+				}
+				w.Write(hugeJSON(200 << 10))
+			})
+			c := NewInProcess(h, &ClientOptions{ResponseBudget: rb, MaxConcurrent: 1, QueueTimeout: queue})
+			b := hugeBinding(t)
+			first := make(chan *mcp.CallToolResult, 1)
+			go func() {
+				res, _ := c.Call(context.Background(), b, map[string]any{}, Credentials{})
+				first <- res
+			}()
+			synctest.Wait() // the first call holds the slot
+			start := time.Now()
+			res, rep := c.Call(context.Background(), b, map[string]any{}, Credentials{})
+			if !res.IsError || rep.Outcome != OutcomeBusy || !strings.HasSuffix(firstText(res), busy) {
+				t.Fatalf("second call: %s, error %v: %s", rep.Outcome, res.IsError, firstText(res))
+			}
+			if waited := time.Since(start); waited != queue {
+				t.Errorf("refused after %s of waiting, want the queue timeout, %s, in all", waited, queue)
+			}
+			if res := <-first; res.IsError {
+				t.Errorf("first call: %s", firstText(res))
+			}
+			full.release()
+		})
+	})
 }

@@ -53,9 +53,11 @@ type ClientOptions struct {
 	// QueueTimeout, and is then refused without sending anything.
 	MaxConcurrent int
 	// QueueTimeout bounds how long a call waits for a slot (MaxConcurrent)
-	// or for room in the ResponseBudget. The wait for a slot comes before
-	// Timeout starts, so the upstream gets all of it; a wait for room comes
-	// within it. Zero means DefaultQueueTimeout.
+	// and for room in the ResponseBudget, all its waits together: a call
+	// whose answer grows its buffer several times does not wait several
+	// times as long. The wait for a slot comes before Timeout starts, so
+	// the upstream gets all of it; a wait for room comes within it. Zero
+	// means DefaultQueueTimeout.
 	QueueTimeout time.Duration
 	// ResponseBudget, shared by every Client of one gateway, bounds the
 	// bytes of answers held in memory across all their calls; answers are
@@ -315,7 +317,7 @@ func (c *Client) exchange(ctx context.Context, req *http.Request, accept []strin
 	if c.inproc {
 		ctx = withReservation(ctx, res)
 	}
-	releaseSlot, err := c.slots.acquire(ctx, c.opts.Name, c.opts.QueueTimeout)
+	releaseSlot, err := c.slots.acquire(ctx, c.opts.Name, res)
 	if err != nil {
 		msg, rep := c.failure(ctx, err, 0)
 		return nil, msg, rep
