@@ -5,14 +5,15 @@ import (
 	"encoding/json"
 	"unicode/utf8"
 
+	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // appendCallResult writes res as JSON the way the fast path answers a
 // tools/call, for the shape every REST tool result has: text contents (no
 // annotations or _meta), structuredContent as the upstream's own bytes
-// (json.RawMessage, already validated by upstream.passJSON) or absent, and
-// isError. It reports false, having written nothing, for any other shape,
+// (json.RawMessage, already validated by upstream.passJSON, or
+// upstream.WrappedJSON) or absent, and isError. It reports false, having written nothing, for any other shape,
 // which the caller then marshals with go-sdk's CallToolResult.MarshalJSON.
 //
 // Why by hand: CallToolResult.MarshalJSON goes through encoding/json's
@@ -26,6 +27,7 @@ func appendCallResult(buf *bytes.Buffer, res *mcp.CallToolResult) bool {
 		return false
 	}
 	var raw json.RawMessage
+	wrapped := false
 	switch sc := res.StructuredContent.(type) {
 	case nil:
 	case json.RawMessage:
@@ -33,6 +35,11 @@ func appendCallResult(buf *bytes.Buffer, res *mcp.CallToolResult) bool {
 			return false
 		}
 		raw = sc
+	case upstream.WrappedJSON:
+		if len(sc) == 0 {
+			return false
+		}
+		raw, wrapped = json.RawMessage(sc), true
 	default:
 		return false
 	}
@@ -54,6 +61,9 @@ func appendCallResult(buf *bytes.Buffer, res *mcp.CallToolResult) bool {
 	buf.WriteByte(']')
 	if raw != nil {
 		buf.WriteString(`,"structuredContent":`)
+		if wrapped {
+			buf.WriteString(`{"result":`)
+		}
 		if bytes.ContainsAny(raw, "\r\n") {
 			if err := json.Compact(buf, raw); err != nil {
 				// Cannot happen: passJSON validated it. Keep the answer
@@ -62,6 +72,9 @@ func appendCallResult(buf *bytes.Buffer, res *mcp.CallToolResult) bool {
 			}
 		} else {
 			buf.Write(raw)
+		}
+		if wrapped {
+			buf.WriteByte('}')
 		}
 	}
 	if res.IsError {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -30,6 +31,7 @@ func TestAppendCallResult(t *testing.T) {
 		&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a"}, &mcp.TextContent{Text: "b"}}},
 		&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "{}"}}, StructuredContent: json.RawMessage(`{"a":[1,2,{"b":null}],"c":"\u00e9"}`)},
 		&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "{}"}}, StructuredContent: json.RawMessage("{\n  \"pretty\": true,\r\n  \"x\": \"y\"\n}")},
+		&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "[1]"}}, StructuredContent: upstream.WrappedJSON("[1,\n {\"a\": \"<b>\"}]")},
 	)
 	for i, res := range tests {
 		want, err := res.MarshalJSON()

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -63,16 +64,24 @@ func (b *Binding) result(resp *http.Response, body []byte, truncated bool) (*mcp
 	if truncated {
 		note = fmt.Sprintf("\n[response truncated at %d bytes]", len(body))
 	}
+	// The text is the answer's own bytes, not a copy (see bytesString);
+	// a cut answer's note makes it one, and the answer is dropped.
+	text := func() string {
+		if note != "" {
+			return string(body) + note
+		}
+		return bytesString(body)
+	}
 	switch {
 	case isJSON(mt) || (mt == "" && json.Valid(body)):
-		res.Content = append(res.Content, &mcp.TextContent{Text: string(body) + note})
+		res.Content = append(res.Content, &mcp.TextContent{Text: text()})
 		if !truncated {
 			if sc := passJSON(body, b.wrapResult); sc != nil {
 				res.StructuredContent = sc
 			}
 		}
 	case isText(mt) || (mt == "" && utf8.Valid(body)):
-		res.Content = append(res.Content, &mcp.TextContent{Text: string(body) + note})
+		res.Content = append(res.Content, &mcp.TextContent{Text: text()})
 	case strings.HasPrefix(mt, "image/"):
 		res.Content = append(res.Content, &mcp.ImageContent{Data: body, MIMEType: mt})
 	case strings.HasPrefix(mt, "audio/"):
@@ -140,8 +149,8 @@ func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, 
 	}
 
 	var v any
-	fromBody := false // v is the answer's JSON (not the {} of an empty answer)
-	text := string(body)
+	fromBody := false         // v is the answer's JSON (not the {} of an empty answer)
+	text := bytesString(body) // not a copy: see bytesString
 	// Labelled JSON, or unlabelled (or text/plain) and parsing as JSON.
 	jsonish := isJSON(mt) || ((mt == "" || mt == "text/plain") && looksJSON(body, truncated))
 	switch {
@@ -204,11 +213,12 @@ func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, 
 
 // passJSON returns a JSON answer as structuredContent without decoding it:
 // the answer's own bytes when it is an object (and the schema is not
-// wrapped), else the answer wrapped as {"result": ...}. Decoding only to
-// encode again cost a call a third of its allocations (issue 9). It returns
-// nil for what has no structuredContent — JSON null, or not JSON — and for
-// an answer that is not valid UTF-8, which is left to the decoder (it
-// replaces the bad bytes, as it does in the text content).
+// wrapped), else the answer wrapped as {"result": ...} (a WrappedJSON, which
+// does not copy it either). Decoding only to encode again cost a call a
+// third of its allocations (issue 9). It returns nil for what has no
+// structuredContent — JSON null, or not JSON — and for an answer that is
+// not valid UTF-8, which is left to the decoder (it replaces the bad bytes,
+// as it does in the text content).
 //
 // The bytes are the API's: key order and spacing are kept, and so would be a
 // duplicate key (which a decoder resolves, last one winning, as a client's
@@ -236,10 +246,34 @@ func rawJSON(t []byte, wrap bool) any {
 	case t[0] == '{' && !wrap:
 		return json.RawMessage(t)
 	}
-	w := make(json.RawMessage, 0, len(t)+len(`{"result":}`))
-	w = append(w, `{"result":`...)
-	w = append(w, t...)
-	return append(w, '}')
+	return WrappedJSON(t)
+}
+
+// WrappedJSON is the structuredContent {"result": v} of an answer v that is
+// not an object, or of any answer under a schema that wraps it (see Bind):
+// v's JSON, as the API sent it. It holds the answer's own bytes rather than
+// a copy with the wrapper around them — a list endpoint's answer is an
+// array, and a copy would double what a large one holds (issue 20) — and
+// marshals as the wrapper around them. A writer that knows the type writes
+// the wrapper itself, without the copy MarshalJSON makes.
+type WrappedJSON json.RawMessage
+
+// MarshalJSON returns {"result": w}.
+func (w WrappedJSON) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, len(w)+len(`{"result":}`))
+	b = append(b, `{"result":`...)
+	b = append(b, w...)
+	return append(b, '}'), nil
+}
+
+// bytesString returns b as a string without copying it. Every caller passes
+// an upstream answer's body, which nothing writes once it is read (see
+// readBody and bufferedResponse): the result's text content then shares the
+// answer's bytes with its structuredContent instead of holding a second copy
+// of them, which is most of what a large answer held after its call
+// returned (issue 20).
+func bytesString(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // outputValidator compiles the advertised output schema, once: on the first
