@@ -485,16 +485,20 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 	if res.Content == nil {
 		res.Content = []mcp.Content{} // Server.callTool: avoid "null"
 	}
-	buf := getBuffer()
-	buf.WriteString(`{"jsonrpc":"2.0","id":`)
-	buf.Write(id)
-	buf.WriteString(`,"result":`)
-	if appendCallResult(buf, res) {
-		buf.WriteByte('}')
-		writeJSON(w, buf)
-		return true
+	if plainResult(res) {
+		a := answerWriter{buf: getBuffer(), w: w}
+		a.buf.WriteString(`{"jsonrpc":"2.0","id":`)
+		a.buf.Write(id)
+		a.buf.WriteString(`,"result":`)
+		setJSONHeader(w) // before a large answer's first bytes go
+		if a.callResult(res) {
+			a.buf.WriteByte('}')
+			a.flush() // not the connection: net/http sends a small answer with a Content-Length
+			putBuffer(a.buf)
+			return true
+		}
+		putBuffer(a.buf)
 	}
-	putBuffer(buf)
 	data, err := res.MarshalJSON()
 	if err != nil {
 		// go-sdk would fail the call the same way: an internal error.
