@@ -480,7 +480,12 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 		Params: &p,
 		Extra:  &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header},
 	}
-	// The POST's own context: a client that hangs up cancels the call.
+	// The POST's own context: a client that hangs up cancels the call. Its
+	// answer is written here, through answerWriter's few KiB, or marshaled
+	// once (fastAnswerCost).
+	if h := upstream.AnswerHoldFrom(r.Context()); h != nil {
+		h.Cost = &fastAnswerCost
+	}
 	res := f.g.callTool(r.Context(), t, req)
 	if res.Content == nil {
 		res.Content = []mcp.Content{} // Server.callTool: avoid "null"

@@ -69,13 +69,16 @@ func (s slots) acquire(ctx context.Context, name string, res *reservation) (rele
 	return func() { once.Do(func() { <-s }) }, nil
 }
 
-// ResponseBudget bounds the bytes of upstream answers held in memory at once,
-// across every call of every Client that shares it. A call reserves room as
-// it reads its answer — the Content-Length when the upstream declares one
-// within the call's cap, else in doubling chunks — so a 2 KB answer takes 2 KB
-// of the budget, not the 4 MiB its call may read; and it gives the room back
-// when Call returns, after the answer has been mapped to a result, or, under
-// an AnswerHold, once the answer has been written to the client.
+// ResponseBudget bounds the memory held for upstream answers at once, across
+// every call of every Client that shares it. A call reserves room as it reads
+// its answer — the Content-Length when the upstream declares one within the
+// call's cap, else in doubling chunks — so a 2 KB answer takes 2 KB of the
+// budget, not the 4 MiB its call may read; and it gives the room back when
+// Call returns, after the answer has been mapped to a result, or, under an
+// AnswerHold, once the answer has been written to the client. The result
+// holds the answer's bytes, not copies of them; under an AnswerHold whose
+// server encodes the result before writing it, the encodings count too (see
+// AnswerCost).
 //
 // A call that finds no room waits, then is refused with a result that says
 // so. Its queue timeout bounds all its waits together — for a slot, then for
@@ -361,6 +364,8 @@ func (b *ResponseBudget) stats() (used, peak int64, refusals int) {
 // guards held and claim.
 type reservation struct {
 	budget *ResponseBudget // nil: no shared bound
+	weight int64           // bytes counted per byte read: 1 + AnswerCost.PerByte; 0 is 1
+	read   int64           // bytes of answer it has room for (grow's n)
 	wait   time.Duration   // the queue timeout: the call's waits, for a slot and for room, in all
 	waited time.Duration   // of it, what the call has waited so far
 	limit  int64           // the call's cap on its answer
@@ -369,12 +374,54 @@ type reservation struct {
 	done   bool            // released: an in-process handler that outlived its call gets no more
 }
 
-// grow makes the call's share at least n bytes, claiming up to expect in
-// all (raised to n when n is more).
+// grow makes the call's share room for n bytes of answer, claiming room
+// for up to expect in all (raised to n when n is more). Each byte counts
+// weight bytes: the answer, and what its writer will hold to write it.
 func (r *reservation) grow(ctx context.Context, n, expect int64) error {
 	if r == nil || r.budget == nil {
 		return nil
 	}
+	w := max(r.weight, 1)
+	if err := r.growTo(ctx, n*w, expect*w); err != nil {
+		return err
+	}
+	r.read = max(r.read, n)
+	return nil
+}
+
+// settle makes the call's share what its answer really holds, once its
+// result is made: the room it has for the answer's bytes (counted with
+// their weight while it read), plus extra for what the writer will hold to
+// write it. It gives back what it counted beyond that (the weight), or
+// waits for what it lacks, as a growth does.
+func (r *reservation) settle(ctx context.Context, extra int64) error {
+	if r == nil || r.budget == nil {
+		return nil
+	}
+	b := r.budget
+	b.mu.Lock()
+	target := r.read + extra
+	if target > r.held {
+		b.mu.Unlock()
+		return r.growTo(ctx, target, target)
+	}
+	if !r.done && target < r.held {
+		b.used -= r.held - target
+		r.held = target
+		r.claim = min(r.claim, target)
+		if target == 0 {
+			delete(b.holders, r)
+		}
+		b.grant()
+		b.unstick()
+	}
+	b.mu.Unlock()
+	return nil
+}
+
+// growTo makes the call's share at least n bytes of the budget, claiming up
+// to expect in all (raised to n when n is more).
+func (r *reservation) growTo(ctx context.Context, n, expect int64) error {
 	r.budget.mu.Lock()
 	held := r.held
 	r.claim = min(max(r.claim, expect), r.budget.size)

@@ -742,3 +742,75 @@ func TestQueueTimeoutInAll(t *testing.T) {
 		})
 	})
 }
+
+// TestAnswerCost: under an AnswerHold with a Cost, a call counts each byte
+// of its answer 1+PerByte times while it reads it (and its answer is cut
+// where that fills the budget); once the result is made, its share is the
+// answer's bytes plus what Of says the writer holds — less, given back, or
+// more, waited for and refused when no room comes within the queue
+// timeout. In a synctest bubble: the refusal comes at the exact timeout.
+func TestAnswerCost(t *testing.T) {
+	payload := hugeJSON(100 << 10)
+	for _, tt := range []struct {
+		name     string
+		perByte  int64
+		of       int64
+		budget   int64
+		other    int64 // held by a kept answer that is never written
+		wantRead int64 // counted while the answer is read
+		wantKept int64 // counted once the result is made; 0: refused
+		wantCut  bool
+	}{
+		{name: "less than counted", perByte: 3, of: 1000, budget: 1 << 20,
+			wantRead: 4 * int64(len(payload)), wantKept: int64(len(payload)) + 1000},
+		{name: "more than counted", perByte: 1, of: 300 << 10, budget: 1 << 20,
+			wantRead: 2 * int64(len(payload)), wantKept: int64(len(payload)) + 300<<10},
+		{name: "more than there is room for", perByte: 1, of: 300 << 10, budget: 1 << 20, other: 700 << 10,
+			wantRead: 2 * int64(len(payload))},
+		{name: "cut where its weight fills the budget", perByte: 15, budget: 1 << 20,
+			wantRead: 16 * (64 << 10), wantKept: 64 << 10, wantCut: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rb := NewResponseBudget(tt.budget)
+				if tt.other > 0 {
+					defer parked(t, rb, tt.other).release()
+				}
+				var read int64
+				h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "application/json")
+					w.Write(payload)
+					read, _ = rb.Held()
+				})
+				c := NewInProcess(h, &ClientOptions{ResponseBudget: rb, QueueTimeout: 5 * time.Second})
+				hold := &AnswerHold{Cost: &AnswerCost{PerByte: tt.perByte, Of: func(*mcp.CallToolResult) int64 { return tt.of }}}
+				start := time.Now()
+				res, rep := c.Call(WithAnswerHold(context.Background(), hold), hugeBinding(t), map[string]any{}, Credentials{})
+				if read-tt.other != tt.wantRead {
+					t.Errorf("counted %d while reading, want %d", read-tt.other, tt.wantRead)
+				}
+				kept, _ := rb.Held()
+				switch {
+				case tt.wantKept == 0:
+					if rep.Outcome != OutcomeBusy || !strings.HasSuffix(firstText(res), "none was released within 5s; try again") {
+						t.Errorf("%s: %s", rep.Outcome, firstText(res))
+					}
+					if waited := time.Since(start); waited != 5*time.Second {
+						t.Errorf("refused after %s, want the queue timeout", waited)
+					}
+					if kept != tt.other {
+						t.Errorf("%d bytes kept after the refusal, want none of its own", kept-tt.other)
+					}
+				case kept-tt.other != tt.wantKept:
+					t.Errorf("%d bytes kept, want %d", kept-tt.other, tt.wantKept)
+				case tt.wantCut != (res.Meta["mcpgate/truncated"] == true):
+					t.Errorf("cut: %v, want %v: %.100s", res.Meta, tt.wantCut, firstText(res))
+				}
+				hold.Release()
+				if used, _ := rb.Held(); used != tt.other {
+					t.Errorf("%d bytes held after Release", used-tt.other)
+				}
+			})
+		})
+	}
+}

@@ -251,6 +251,15 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 	if b.maxResponse > 0 && b.maxResponse < limit {
 		limit = b.maxResponse
 	}
+	hold := AnswerHoldFrom(ctx)
+	cost := hold.cost()
+	weight := int64(1)
+	if budget := c.opts.ResponseBudget; cost != nil && budget != nil {
+		// The answer is counted with what its writer will hold: it must
+		// fit the budget with that.
+		weight += max(cost.PerByte, 0)
+		limit = min(limit, budget.size/weight)
+	}
 	req, err := b.Request(ctx, c.base, args)
 	if err != nil {
 		var ae *ArgumentError
@@ -262,10 +271,13 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 	}
 	// The call's share of the response budget: taken as the answer is read,
 	// given back when the result is made, or when ctx's AnswerHold is
-	// released (the answer written to the client).
-	res := &reservation{budget: c.opts.ResponseBudget, wait: c.opts.QueueTimeout, limit: limit}
+	// released (the answer written to the client). A call that got no
+	// answer, or could not keep it, answers with a few words and gives its
+	// share back at once: nothing of the answer is held.
+	res := &reservation{budget: c.opts.ResponseBudget, weight: weight, wait: c.opts.QueueTimeout, limit: limit}
+	kept := false
 	defer func() {
-		if !AnswerHoldFrom(ctx).keep(res) {
+		if !kept || !hold.keep(res) {
 			res.release()
 		}
 	}()
@@ -275,12 +287,29 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 	}
 	rep = Report{Outcome: OutcomeOK, Status: a.resp.StatusCode, Elapsed: a.elapsed}
 	result, bad := b.result(a.resp, a.body, a.truncated)
+	if hold != nil {
+		// Held until written: count what the writer will hold, now that it
+		// can be known. (Nothing to do when nothing was counted but the
+		// answer and the writer holds nothing more, as on the fast path.)
+		var extra int64
+		if cost != nil && cost.Of != nil {
+			extra = cost.Of(result)
+		}
+		if extra != 0 || weight > 1 {
+			if err := res.settle(ctx, extra); err != nil {
+				msg, rep := c.failure(ctx, err, a.elapsed)
+				rep.Status = a.resp.StatusCode
+				return errorResult(msg), rep
+			}
+		}
+	}
 	switch {
 	case a.resp.StatusCode < 200 || a.resp.StatusCode > 299:
 		rep.Outcome = OutcomeHTTPError
 	case bad != nil:
 		rep.Outcome, rep.Cause = OutcomeBadAnswer, bad
 	}
+	kept = true
 	return result, rep
 }
 
