@@ -372,6 +372,12 @@ type reservation struct {
 	held   int64           // bytes reserved
 	claim  int64           // bytes it may come to hold: see ResponseBudget
 	done   bool            // released: an in-process handler that outlived its call gets no more
+
+	// claimWeight, when more than weight, is the bytes claimed for each byte
+	// it may read (see ResponseBudget): with the room it will ask for to
+	// decode its answer (decodeClaim), so that the budget does not let more
+	// calls read answers than can then be decoded.
+	claimWeight int64
 }
 
 // grow makes the call's share room for n bytes of answer, claiming room
@@ -382,18 +388,35 @@ func (r *reservation) grow(ctx context.Context, n, expect int64) error {
 		return nil
 	}
 	w := max(r.weight, 1)
-	if err := r.growTo(ctx, n*w, expect*w); err != nil {
+	if err := r.growTo(ctx, n*w, expect*max(w, r.claimWeight)); err != nil {
 		return err
 	}
 	r.read = max(r.read, n)
 	return nil
 }
 
+// ensure makes the call's share at least the room it has for its answer's
+// bytes plus extra, for what it makes of the answer (a decoded copy). It
+// waits for what it lacks, as a growth does, and gives nothing back.
+func (r *reservation) ensure(ctx context.Context, extra int64) error {
+	if r == nil || r.budget == nil {
+		return nil
+	}
+	r.budget.mu.Lock()
+	target := r.read + extra
+	held := r.held
+	r.budget.mu.Unlock()
+	if target <= held {
+		return nil
+	}
+	return r.growTo(ctx, target, target)
+}
+
 // settle makes the call's share what its answer really holds, once its
 // result is made: the room it has for the answer's bytes (counted with
 // their weight while it read), plus extra for what the writer will hold to
-// write it. It gives back what it counted beyond that (the weight), or
-// waits for what it lacks, as a growth does.
+// write it. It gives back what it counted beyond that (the weight, the
+// room to decode the answer), or waits for what it lacks, as a growth does.
 func (r *reservation) settle(ctx context.Context, extra int64) error {
 	if r == nil || r.budget == nil {
 		return nil
@@ -454,6 +477,19 @@ func reservationFrom(ctx context.Context) *reservation {
 // firstChunk is the room a call reserves first when the upstream declares no
 // length: most answers fit, and a large one doubles from there.
 const firstChunk = 64 << 10
+
+// decodeClaim is what a call whose answer will be decoded to be checked
+// claims for each byte, besides the byte: decodedSize's estimate for a
+// listing (TestDecodedSize). An answer that decodes to more still gets the
+// room, as a body that runs past its declared length does.
+const decodeClaim = 14
+
+// countDecodeFrom is the least answer whose decoding is counted against the
+// budget (see decodedSize). A smaller one decodes to a few dozen KiB at most,
+// rarely more than a few hundred, for a moment, on the call's own goroutine:
+// what is not counted is bounded by the calls in flight (MaxConcurrent),
+// and a count would cost every small call a scan and a lock.
+const countDecodeFrom = 4 << 10
 
 // readBody reads at most limit bytes of r and reports whether there was more.
 // Its buffer grows only with room reserved from res first (the buffer's whole

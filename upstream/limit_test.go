@@ -814,3 +814,77 @@ func TestAnswerCost(t *testing.T) {
 		})
 	}
 }
+
+// listingDoc declares an operation whose answer's schema names its
+// properties: checking an answer means decoding it.
+const listingDoc = `{"openapi":"3.0.3","info":{"title":"l","version":"1"},
+ "paths":{"/items":{"get":{"operationId":"listItems","responses":{"200":{"description":"ok",
+  "content":{"application/json":{"schema":{"type":"object","properties":{"items":{"type":"array"}}}}}}}}}}}`
+
+// TestDecodeCounted: an answer decoded to be checked against its output
+// schema counts its decoded size (decodedSize) while it is decoded, and
+// gives it back once the result is made; one whose schema checks only that
+// it is an object is not decoded at all, and counts nothing more. In a
+// synctest bubble: a decode that cannot get room is refused at the exact
+// queue timeout.
+func TestDecodeCounted(t *testing.T) {
+	payload := listingJSON(100 << 10)
+	doc, err := ParseDocument(context.Background(), []byte(listingDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := doc.T.Paths.Value("/items")
+	listing, err := Bind("GET", "/items", item, item.Get, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		b       *Binding
+		other   int64 // held by a kept answer that is never written
+		wantMax int64 // most the call counted; 0: refused
+	}{
+		{name: "decoded", b: listing, wantMax: int64(len(payload)) + decodedSize(payload)},
+		{name: "decoded, no room for it", b: listing, other: 1<<20 - 200<<10},
+		{name: "object only", b: hugeBinding(t), other: 1<<20 - 200<<10, wantMax: int64(len(payload))},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rb := NewResponseBudget(4 << 20)
+				if tt.other > 0 {
+					rb = NewResponseBudget(1 << 20)
+					defer parked(t, rb, tt.other).release()
+				}
+				h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "application/json")
+					w.Write(payload)
+				})
+				c := NewInProcess(h, &ClientOptions{ResponseBudget: rb, QueueTimeout: 5 * time.Second})
+				hold := new(AnswerHold)
+				start := time.Now()
+				res, rep := c.Call(WithAnswerHold(context.Background(), hold), tt.b, map[string]any{}, Credentials{})
+				_, peak, _ := rb.stats()
+				kept, _ := rb.Held()
+				if tt.wantMax == 0 {
+					if rep.Outcome != OutcomeBusy || !strings.HasSuffix(firstText(res), "none was released within 5s; try again") {
+						t.Errorf("%s: %s", rep.Outcome, firstText(res))
+					}
+					if waited := time.Since(start); waited != 5*time.Second {
+						t.Errorf("refused after %s, want the queue timeout", waited)
+					}
+					return
+				}
+				if res.IsError {
+					t.Fatalf("%s: %s", rep.Outcome, firstText(res))
+				}
+				if peak-tt.other != tt.wantMax {
+					t.Errorf("counted %d at most, want %d", peak-tt.other, tt.wantMax)
+				}
+				if kept-tt.other != int64(len(payload)) {
+					t.Errorf("%d bytes kept, want the answer's %d", kept-tt.other, len(payload))
+				}
+				hold.Release()
+			})
+		})
+	}
+}

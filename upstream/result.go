@@ -44,7 +44,10 @@ const maxSchemaProblems = 5
 // For a 2xx answer that is not what the operation declares, the error is what
 // went wrong, without the answer's content: for the log, where an answer's
 // data does not belong.
-func (b *Binding) result(resp *http.Response, body []byte, truncated bool) (*mcp.CallToolResult, error) {
+//
+// room is called with the answer before it is decoded to be checked against
+// the output schema; when it fails, result returns no result and its error.
+func (b *Binding) result(resp *http.Response, body []byte, truncated bool, room func(body []byte) error) (*mcp.CallToolResult, error) {
 	mt := mediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		msg := fmt.Sprintf("upstream returned HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
@@ -54,7 +57,7 @@ func (b *Binding) result(resp *http.Response, body []byte, truncated bool) (*mcp
 		return errorResult(msg), nil
 	}
 	if b.OutputSchema != nil {
-		return b.structuredResult(resp, mt, body, truncated)
+		return b.structuredResult(resp, mt, body, truncated, room)
 	}
 	res := &mcp.CallToolResult{Content: []mcp.Content{}}
 	if len(body) == 0 || resp.StatusCode == http.StatusNoContent {
@@ -126,7 +129,7 @@ func (b *Binding) result(resp *http.Response, body []byte, truncated bool) (*mcp
 // the same, and is an error if a schema demands more (minProperties). Every error that
 // follows a request other than GET or HEAD says the API carried it out, so a
 // model does not repeat a write to see its answer.
-func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, truncated bool) (*mcp.CallToolResult, error) {
+func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, truncated bool, room func([]byte) error) (*mcp.CallToolResult, error) {
 	// Worded only when needed: a success never says it.
 	answered := func() string { return fmt.Sprintf("the API answered HTTP %d", resp.StatusCode) }
 	// fail words an error: msg, the note on writes, then lead and the
@@ -150,6 +153,7 @@ func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, 
 
 	var v any
 	fromBody := false         // v is the answer's JSON (not the {} of an empty answer)
+	checked := false          // the answer is known to conform without v (see objectOnly)
 	text := bytesString(body) // not a copy: see bytesString
 	// Labelled JSON, or unlabelled (or text/plain) and parsing as JSON.
 	jsonish := isJSON(mt) || ((mt == "" || mt == "text/plain") && looksJSON(body, truncated))
@@ -172,7 +176,14 @@ func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, 
 	case truncated:
 		return fail(fmt.Sprintf("%s, but its response exceeded %s and was cut; narrow the request (filter, page or ask for fewer fields)",
 			answered(), formatBytes(int64(len(body)))), "; it began: ", body, maxErrorBody)
+	case b.objectOnly() && looksObject(body):
+		// The schema checks that the answer is an object, and no more:
+		// that needs no decoded copy of it (see objectOnly).
+		fromBody, checked = true, true
 	default:
+		if err := room(body); err != nil {
+			return nil, err
+		}
 		var err error
 		if v, err = decodeJSON(body); err != nil {
 			return fail(fmt.Sprintf("%s with %s that is not valid JSON (%v)", answered(), mt, err), ": ", body, maxErrorBody)
@@ -190,7 +201,9 @@ func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, 
 		// A gateway bug, not the API's: say so, and keep the answer.
 		return fail(fmt.Sprintf("%s, but the tool's output schema cannot be checked (%v)", answered(), err), "; the answer was: ", body, maxMismatchBody)
 	}
-	if err := sch.Validate(v); err != nil {
+	if checked {
+		// An object, under a schema that wants no more.
+	} else if err := sch.Validate(v); err != nil {
 		return fail(fmt.Sprintf("%s, but its answer does not match the API's documented schema: %s",
 			answered(), strings.Join(schemaProblems(err, "(answer)", maxSchemaProblems), "; ")), "; the answer was: ", body, maxMismatchBody)
 	}
@@ -276,14 +289,59 @@ func bytesString(b []byte) string {
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
+// objectOnly reports whether the output schema checks that an answer is a
+// JSON object and nothing more — {"type": "object"}, with notes for
+// readers at most — as the schema of an operation whose document does not
+// describe its answer is. Such an answer is checked on its bytes, without
+// decoding it: decoding a 4 MB listing takes about 30 MB.
+func (b *Binding) objectOnly() bool {
+	b.outCompileOnce.Do(b.compileOutput)
+	return b.outObjectOnly
+}
+
+// looksObject reports whether body is one JSON object, in UTF-8 (the
+// decoder would replace other bytes), nested no deeper than the decoder
+// allows: what a decoded answer would be, to a schema that wants an
+// object. Anything else is decoded, to be worded as it always is.
+func looksObject(body []byte) bool {
+	t := bytes.TrimSpace(body)
+	return len(t) > 0 && t[0] == '{' && utf8.Valid(t) && json.Valid(t) && WithinDepth(t, maxJSONDepth)
+}
+
 // outputValidator compiles the advertised output schema, once: on the first
-// 2xx answer rather than at Bind, because a catalog binds a tool again when it
+// call rather than at Bind, because a catalog binds a tool again when it
 // must shrink, and only the final binding answers calls.
 func (b *Binding) outputValidator() (*jsonschema.Schema, error) {
-	b.outCompileOnce.Do(func() {
-		b.outValidator, b.outCompileErr = compileTool(b.OutputSchema, "output")
-	})
+	b.outCompileOnce.Do(b.compileOutput)
 	return b.outValidator, b.outCompileErr
+}
+
+func (b *Binding) compileOutput() {
+	b.outValidator, b.outCompileErr = compileTool(b.OutputSchema, "output")
+	b.outObjectOnly = !b.wrapResult && b.outCompileErr == nil && objectOnlySchema(b.OutputSchema)
+}
+
+// objectOnlySchema reports whether s asks only that a value be an object.
+func objectOnlySchema(s jsonSchema) bool {
+	if s["type"] != "object" {
+		return false
+	}
+	for k, v := range s {
+		switch k {
+		case "type", "title", "description", "$comment", "examples", "deprecated", "readOnly", "writeOnly":
+		case "properties":
+			if p, ok := v.(jsonSchema); !ok || len(p) > 0 {
+				return false
+			}
+		case "additionalProperties":
+			if v != true {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // schemaProblems words a validation error as "field: rule" items, sorted, at

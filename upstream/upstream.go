@@ -275,6 +275,9 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 	// answer, or could not keep it, answers with a few words and gives its
 	// share back at once: nothing of the answer is held.
 	res := &reservation{budget: c.opts.ResponseBudget, weight: weight, wait: c.opts.QueueTimeout, limit: limit}
+	if b.OutputSchema != nil && !b.objectOnly() {
+		res.claimWeight = 1 + decodeClaim // it will decode its answer: see room
+	}
 	kept := false
 	defer func() {
 		if !kept || !hold.keep(res) {
@@ -286,16 +289,33 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 		return errorResult(failed), rep
 	}
 	rep = Report{Outcome: OutcomeOK, Status: a.resp.StatusCode, Elapsed: a.elapsed}
-	result, bad := b.result(a.resp, a.body, a.truncated)
+	// Decoding a large answer (to check it against the output schema) is
+	// counted while it is done: see decodedSize.
+	decoded := false
+	room := func(body []byte) error {
+		if len(body) < countDecodeFrom || res.budget == nil {
+			return nil
+		}
+		decoded = true
+		return res.ensure(ctx, min(decodedSize(body), res.budget.size-res.read))
+	}
+	result, bad := b.result(a.resp, a.body, a.truncated, room)
+	if result == nil {
+		// No room to decode the answer.
+		msg, rep := c.failure(ctx, bad, a.elapsed)
+		rep.Status = a.resp.StatusCode
+		return errorResult(msg), rep
+	}
 	if hold != nil {
 		// Held until written: count what the writer will hold, now that it
-		// can be known. (Nothing to do when nothing was counted but the
-		// answer and the writer holds nothing more, as on the fast path.)
+		// can be known, and give back the room to decode the answer.
+		// (Nothing to do when nothing was counted but the answer and the
+		// writer holds nothing more, as on the fast path.)
 		var extra int64
 		if cost != nil && cost.Of != nil {
 			extra = cost.Of(result)
 		}
-		if extra != 0 || weight > 1 {
+		if extra != 0 || weight > 1 || decoded {
 			if err := res.settle(ctx, extra); err != nil {
 				msg, rep := c.failure(ctx, err, a.elapsed)
 				rep.Status = a.resp.StatusCode
