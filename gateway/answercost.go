@@ -25,15 +25,17 @@ var (
 		return encodedSize(res)
 	}}
 
-	// sdkAnswerCost is go-sdk's (v1.8.0), which holds two encodings of the
-	// result while it writes it: the JSON-RPC message (jsonrpc2.EncodeMessage,
+	// sdkAnswerCost is go-sdk's (v1.8.0), which makes two encodings of the
+	// result to write it — the JSON-RPC message (jsonrpc2.EncodeMessage,
 	// the result's JSON within it) and the SSE event made from it
-	// (writeEvent), both alive until the write returns. TestHeldMemory
-	// measures them. The JSON of a result is at most 3 bytes for each byte
-	// of an answer in JSON without HTML characters — its text content
-	// escaped, 2 at most, and its structuredContent, 1 — so a call counts 7
-	// for each byte it reads, and settles on the exact figure once its
-	// result is made.
+	// (writeEvent), the event alive until the write returns — in buffers
+	// that encoding/json keeps pooled until the next collections. Counted:
+	// two encoded sizes. TestHeldMemory finds about one live while the
+	// write blocks once the pools are emptied, two before. The JSON of a
+	// result is at most 3 bytes for each byte of an answer in JSON without
+	// HTML characters — its text content escaped, 2 at most, and its
+	// structuredContent, 1 — so a call counts 7 for each byte it reads, and
+	// settles on the exact figure once its result is made.
 	sdkAnswerCost = upstream.AnswerCost{PerByte: 2 * 3, Of: func(res *mcp.CallToolResult) int64 {
 		return 2 * encodedSize(res)
 	}}
