@@ -72,14 +72,17 @@ type Config struct {
 	// tools are cut first (see MaxToolBytes). Default DefaultMaxCatalogBytes;
 	// negative: no bound.
 	MaxCatalogBytes int `yaml:"max_catalog_bytes"`
-	// MaxResponseMemory bounds the bytes of upstream answers held in memory
-	// at once, across all calls to all upstreams; answers are cut at it.
+	// MaxResponseMemory bounds the memory held for upstream answers at
+	// once, across all calls to all upstreams; answers are cut at it.
 	// Default upstream.DefaultMaxResponseMemory (64 MiB): 32 concurrent 4 MiB
 	// answers cannot take hundreds of MB. A call that finds no room waits up
 	// to its upstream's queue_timeout, then gets an error result. An answer
 	// counts from its first byte read until its result has been written to
 	// the client (or that write failed: see WriteTimeout), over HTTP; over
-	// stdio, until its result is made.
+	// stdio, until its result is made. It counts its bytes, once (the
+	// result's text and structuredContent share them); while it is decoded
+	// to be checked against its output schema, the decoded copy; and, when
+	// go-sdk writes it, go-sdk's two encodings of it (see sdkAnswerCost).
 	MaxResponseMemory int64 `yaml:"max_response_memory"`
 
 	// MaxBodyBytes bounds one HTTP request body to /mcp; a larger one is
@@ -237,7 +240,8 @@ type Upstream struct {
 	MaxConcurrent int `yaml:"max_concurrent"`
 	// QueueTimeout is how long a call over max_concurrent (or over
 	// max_response_memory) waits before it gets an error result saying the
-	// upstream is busy. Default upstream.DefaultQueueTimeout (5s).
+	// upstream is busy: its waits for a slot and for room, in all.
+	// Default upstream.DefaultQueueTimeout (5s).
 	QueueTimeout time.Duration `yaml:"queue_timeout"`
 
 	// Auth is the credential this upstream is given: mode forward (the

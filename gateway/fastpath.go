@@ -480,21 +480,30 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 		Params: &p,
 		Extra:  &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header},
 	}
-	// The POST's own context: a client that hangs up cancels the call.
+	// The POST's own context: a client that hangs up cancels the call. Its
+	// answer is written here, through answerWriter's few KiB, or marshaled
+	// once (fastAnswerCost).
+	if h := upstream.AnswerHoldFrom(r.Context()); h != nil {
+		h.Cost = &fastAnswerCost
+	}
 	res := f.g.callTool(r.Context(), t, req)
 	if res.Content == nil {
 		res.Content = []mcp.Content{} // Server.callTool: avoid "null"
 	}
-	buf := getBuffer()
-	buf.WriteString(`{"jsonrpc":"2.0","id":`)
-	buf.Write(id)
-	buf.WriteString(`,"result":`)
-	if appendCallResult(buf, res) {
-		buf.WriteByte('}')
-		writeJSON(w, buf)
-		return true
+	if plainResult(res) {
+		a := answerWriter{buf: getBuffer(), w: w}
+		a.buf.WriteString(`{"jsonrpc":"2.0","id":`)
+		a.buf.Write(id)
+		a.buf.WriteString(`,"result":`)
+		setJSONHeader(w) // before a large answer's first bytes go
+		if a.callResult(res) {
+			a.buf.WriteByte('}')
+			a.flush() // not the connection: net/http sends a small answer with a Content-Length
+			putBuffer(a.buf)
+			return true
+		}
+		putBuffer(a.buf)
 	}
-	putBuffer(buf)
 	data, err := res.MarshalJSON()
 	if err != nil {
 		// go-sdk would fail the call the same way: an internal error.

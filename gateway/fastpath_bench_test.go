@@ -152,3 +152,31 @@ func BenchmarkToolsList(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkToolsCallLarge measures one stateless tools/call whose upstream
+// answers 1 MB of JSON (a listing), through the fast path and go-sdk: what
+// a call allocates to map and write a large answer, for tools whose output
+// schema checks only that it is an object ("object") and one that names
+// its properties, so that checking it means decoding it ("decoded").
+//
+//	go test ./gateway -run '^$' -bench ToolsCallLarge -benchmem
+func BenchmarkToolsCallLarge(b *testing.B) {
+	answer := heldAnswer(1_000_000)
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, answer)
+	})
+	body := rpc("7", "tools/call", `{"name":"big","arguments":{}}`)
+	for _, d := range []struct{ name, doc string }{{"object", bigDoc}, {"decoded", listingDoc}} {
+		hs := benchGateways(b, "big.json", []byte(d.doc), false, api)
+		for _, path := range []string{"fast", "sdk"} {
+			b.Run(d.name+"/"+path, func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(len(answer)))
+				for b.Loop() {
+					serveOnce(b, hs[path], body)
+				}
+			})
+		}
+	}
+}

@@ -3,36 +3,37 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"unicode/utf8"
 
+	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// appendCallResult writes res as JSON the way the fast path answers a
-// tools/call, for the shape every REST tool result has: text contents (no
-// annotations or _meta), structuredContent as the upstream's own bytes
-// (json.RawMessage, already validated by upstream.passJSON) or absent, and
-// isError. It reports false, having written nothing, for any other shape,
-// which the caller then marshals with go-sdk's CallToolResult.MarshalJSON.
+// plainResult reports whether answerWriter.callResult can write res: the
+// shape every REST tool result has — text contents (no annotations or
+// _meta), structuredContent as the upstream's own bytes (json.RawMessage,
+// already validated by upstream.passJSON, or upstream.WrappedJSON) or
+// absent, isError, and a _meta of its own (a cut answer's). Any other
+// shape the caller marshals with go-sdk's CallToolResult.MarshalJSON.
 //
 // Why by hand: CallToolResult.MarshalJSON goes through encoding/json's
 // reflection, and re-scans (compacts) the RawMessage it passes through; on
-// BenchmarkToolsCall/fast that was 11% of a call's CPU. Here the upstream's
-// bytes are copied as they are unless they hold a line break, which an SSE
-// data line cannot carry. TestAppendCallResult checks the output parses to
-// what MarshalJSON gives, for hostile strings too.
-func appendCallResult(buf *bytes.Buffer, res *mcp.CallToolResult) bool {
-	if res.Meta != nil {
-		return false
-	}
-	var raw json.RawMessage
+// BenchmarkToolsCall/fast that was 11% of a call's CPU. And it holds the
+// whole answer, encoded, beside the result while it is written, where
+// answerWriter holds a few KiB (issue 20). TestAppendCallResult checks the
+// output parses to what MarshalJSON gives, for hostile strings too.
+func plainResult(res *mcp.CallToolResult) bool {
 	switch sc := res.StructuredContent.(type) {
 	case nil:
 	case json.RawMessage:
 		if len(sc) == 0 || sc[0] != '{' {
 			return false
 		}
-		raw = sc
+	case upstream.WrappedJSON:
+		if len(sc) == 0 {
+			return false
+		}
 	default:
 		return false
 	}
@@ -42,33 +43,163 @@ func appendCallResult(buf *bytes.Buffer, res *mcp.CallToolResult) bool {
 			return false
 		}
 	}
-	buf.WriteString(`{"content":[`)
+	return true
+}
+
+// appendCallResult writes res into buf as answerWriter.callResult does, or
+// reports false, having written nothing, when res is not a plainResult.
+func appendCallResult(buf *bytes.Buffer, res *mcp.CallToolResult) bool {
+	if !plainResult(res) {
+		return false
+	}
+	a := answerWriter{buf: buf}
+	return a.callResult(res)
+}
+
+// Bounds of what answerWriter holds.
+const (
+	// flushAt is the size from which its buffer is handed to the
+	// connection.
+	flushAt = 16 << 10
+	// escapeSpan is how much of a long string it escapes at a time, before
+	// it looks at its buffer again: escaped, at most 6 times as much. The
+	// buffer then stays within maxPooledBuffer, and goes back to the pool.
+	escapeSpan = 4 << 10
+)
+
+// answerWriter writes a JSON answer through buf, which it hands to w
+// whenever buf holds flushAt bytes or more: writing an answer then holds
+// buf's few KiB besides the result, whatever the answer's size, rather than
+// the whole answer encoded (the text content JSON-escaped, and the
+// structuredContent). An answer smaller than flushAt goes in one write, as
+// before. With a nil w, everything stays in buf.
+type answerWriter struct {
+	buf *bytes.Buffer
+	w   io.Writer
+	err error // the first failed write: the rest of the answer is dropped
+}
+
+// flush hands what buf holds to w.
+func (a *answerWriter) flush() {
+	if a.w == nil {
+		return
+	}
+	if a.err == nil && a.buf.Len() > 0 {
+		_, a.err = a.w.Write(a.buf.Bytes())
+	}
+	a.buf.Reset()
+}
+
+// spill flushes buf once it holds flushAt bytes.
+func (a *answerWriter) spill() {
+	if a.w != nil && a.buf.Len() >= flushAt {
+		a.flush()
+	}
+}
+
+// callResult writes res, a plainResult. It reports false, having written
+// nothing, when res's _meta cannot be marshaled.
+func (a *answerWriter) callResult(res *mcp.CallToolResult) bool {
+	var meta []byte
+	if len(res.Meta) > 0 {
+		var err error
+		if meta, err = json.Marshal(res.Meta); err != nil {
+			return false
+		}
+	}
+	a.buf.WriteByte('{')
+	if meta != nil {
+		a.buf.WriteString(`"_meta":`)
+		a.buf.Write(meta)
+		a.buf.WriteByte(',')
+	}
+	a.buf.WriteString(`"content":[`)
 	for i, c := range res.Content {
 		if i > 0 {
-			buf.WriteByte(',')
+			a.buf.WriteByte(',')
 		}
-		buf.WriteString(`{"type":"text","text":`)
-		appendJSONString(buf, c.(*mcp.TextContent).Text)
-		buf.WriteByte('}')
+		a.buf.WriteString(`{"type":"text","text":`)
+		a.str(c.(*mcp.TextContent).Text)
+		a.buf.WriteByte('}')
 	}
-	buf.WriteByte(']')
-	if raw != nil {
-		buf.WriteString(`,"structuredContent":`)
-		if bytes.ContainsAny(raw, "\r\n") {
-			if err := json.Compact(buf, raw); err != nil {
-				// Cannot happen: passJSON validated it. Keep the answer
-				// well-formed anyway.
-				buf.WriteString("{}")
-			}
-		} else {
-			buf.Write(raw)
-		}
+	a.buf.WriteByte(']')
+	switch sc := res.StructuredContent.(type) {
+	case json.RawMessage:
+		a.buf.WriteString(`,"structuredContent":`)
+		a.raw(sc)
+	case upstream.WrappedJSON:
+		a.buf.WriteString(`,"structuredContent":{"result":`)
+		a.raw(sc)
+		a.buf.WriteByte('}')
 	}
 	if res.IsError {
-		buf.WriteString(`,"isError":true`)
+		a.buf.WriteString(`,"isError":true`)
 	}
-	buf.WriteByte('}')
+	a.buf.WriteByte('}')
 	return true
+}
+
+// raw writes p, valid JSON, without its line breaks, as the upstream sent it
+// otherwise. A line break in valid JSON is white space outside strings
+// (inside one it is escaped), so dropping them keeps the value, and the
+// answer fits an SSE data line should it ever be sent as one. A long run
+// between line breaks is written to w as it is, not copied.
+func (a *answerWriter) raw(p []byte) {
+	for len(p) > 0 {
+		seg := p
+		i := bytes.IndexAny(p, "\r\n")
+		if i >= 0 {
+			seg = p[:i]
+		}
+		if a.w != nil && len(seg) >= flushAt {
+			a.flush()
+			if a.err == nil {
+				_, a.err = a.w.Write(seg)
+			}
+		} else {
+			a.buf.Write(seg)
+			a.spill()
+		}
+		if i < 0 {
+			return
+		}
+		p = p[i+1:]
+	}
+}
+
+// str writes s as a JSON string (see appendJSONString), a long one
+// escapeSpan bytes at a time.
+func (a *answerWriter) str(s string) {
+	if a.w == nil || len(s) <= escapeSpan {
+		appendJSONString(a.buf, s)
+		a.spill()
+		return
+	}
+	a.buf.WriteByte('"')
+	for len(s) > escapeSpan {
+		i := runeCut(s, escapeSpan)
+		appendEscaped(a.buf, s[:i])
+		s = s[i:]
+		a.spill()
+	}
+	appendEscaped(a.buf, s)
+	a.buf.WriteByte('"')
+	a.spill()
+}
+
+// runeCut returns where to cut s near i, at or before it, so that each part
+// escapes as it would within s: where a decoder reading s from its start
+// begins a rune (or an invalid byte). That is any byte that does not
+// continue a multi-byte sequence, and also i itself when the UTFMax bytes up
+// to it all do: a sequence has at most UTFMax-1 continuation bytes, so the
+// decoder reads the one at i as an invalid byte of its own.
+func runeCut(s string, i int) int {
+	for j := i; j > i-utf8.UTFMax; j-- {
+		if s[j]&0xC0 != 0x80 {
+			return j
+		}
+	}
+	return i
 }
 
 const hexDigits = "0123456789abcdef"
@@ -79,6 +210,13 @@ const hexDigits = "0123456789abcdef"
 // context; everything else, HTML characters included, as it is.
 func appendJSONString(buf *bytes.Buffer, s string) {
 	buf.WriteByte('"')
+	appendEscaped(buf, s)
+	buf.WriteByte('"')
+}
+
+// appendEscaped writes s escaped as appendJSONString does, without the
+// quotes.
+func appendEscaped(buf *bytes.Buffer, s string) {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -126,5 +264,4 @@ func appendJSONString(buf *bytes.Buffer, s string) {
 		i += size
 	}
 	buf.WriteString(s[start:])
-	buf.WriteByte('"')
 }

@@ -186,8 +186,10 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The calls this POST carries keep their share of the response
 		// budget until their answers are written, or their writes have
 		// failed (boundWrites): until this function returns. go-sdk's tool
-		// handlers find the hold through callContexts.join.
-		hold := new(upstream.AnswerHold)
+		// handlers find the hold through callContexts.join. The share counts
+		// go-sdk's encodings of the answer (sdkAnswerCost) unless the fast
+		// path, which writes it from the result, serves the call.
+		hold := &upstream.AnswerHold{Cost: &sdkAnswerCost}
 		defer hold.Release()
 		ctx = upstream.WithAnswerHold(ctx, hold)
 		requestID = stampRequestID(w, r)

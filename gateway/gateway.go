@@ -64,6 +64,7 @@ type Gateway struct {
 	// response budget; the runner of each upstream that has playbooks.
 	clients map[string]*upstream.Client
 	runners map[string]*playbook.Runner
+	budget  *upstream.ResponseBudget // max_response_memory, shared by the clients
 
 	validated chan struct{} // closed when the documents' validation has ended
 	fast      *fastPath     // nil: every request goes to go-sdk
@@ -175,6 +176,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 // served) and one playbook runner per playbook engine, handed to its tools.
 func (g *Gateway) startClients() error {
 	budget := upstream.NewResponseBudget(g.cfg.MaxResponseMemory)
+	g.budget = budget
 	g.clients = make(map[string]*upstream.Client, len(g.cfg.Upstreams))
 	g.runners = map[string]*playbook.Runner{}
 	for i := range g.cfg.Upstreams {

@@ -68,6 +68,7 @@ type Binding struct {
 	outCompileOnce sync.Once
 	outValidator   *jsonschema.Schema
 	outCompileErr  error
+	outObjectOnly  bool // see objectOnly
 }
 
 // BindOptions configures [Bind]. The zero value is ready to use.

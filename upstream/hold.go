@@ -3,6 +3,8 @@ package upstream
 import (
 	"context"
 	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // AnswerHold keeps the response-budget shares of the calls made under it
@@ -17,8 +19,18 @@ import (
 // allows. Bound the writes too, or one client that stops reading holds its
 // share for as long as its connection lives.
 //
-// The zero value is ready to use. Safe for concurrent use.
+// What a server holds to write an answer — its encodings of the result —
+// counts too, when it says what that is (Cost).
+//
+// The zero value is ready to use. Safe for concurrent use, but for Cost,
+// which is set before any call is made under the hold.
 type AnswerHold struct {
+	// Cost is what the server holds, besides the result, while it writes
+	// the answers of the calls made under the hold. Nil: nothing (a server
+	// that writes an answer from the result's own bytes, through a buffer
+	// of a fixed size).
+	Cost *AnswerCost
+
 	mu       sync.Mutex
 	released bool
 	first    *reservation   // a POST carries one call (batches are refused): no slice for it
@@ -75,4 +87,34 @@ func (h *AnswerHold) Release() {
 	for _, r := range more {
 		r.release()
 	}
+}
+
+// An AnswerCost says what writing a call's answer holds in memory besides
+// the result, so that a ResponseBudget counts it with the answer (issue 20:
+// a 64 MiB budget of upstream bytes held 257-356 MiB once the answers were
+// encoded). The result itself holds the answer's bytes and no more: its text
+// content, structuredContent and binary content share them.
+type AnswerCost struct {
+	// PerByte bounds what the writer holds per byte of answer, for answers
+	// whose encoding is no larger than that: while a call reads its
+	// answer, it counts 1+PerByte bytes of the budget for each byte, so that
+	// it does not fetch an answer whose encoding will not fit. Its answer is
+	// cut at the budget's size divided by 1+PerByte.
+	PerByte int64
+	// Of returns what the writer holds while it writes res. Once the
+	// result is made, the call's share becomes exactly its answer's bytes
+	// plus Of(res): most often less than it counted while reading, and it
+	// gives the rest back; when more (an answer that escapes to more than
+	// PerByte bytes a byte), it waits for the difference as for any growth,
+	// within what is left of its queue timeout, and is refused when no room
+	// comes. Nil: nothing.
+	Of func(res *mcp.CallToolResult) int64
+}
+
+// cost is h's Cost; nil when h is.
+func (h *AnswerHold) cost() *AnswerCost {
+	if h == nil {
+		return nil
+	}
+	return h.Cost
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -106,5 +108,65 @@ func BenchmarkDecodeJSON(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// listingJSON is about n bytes of a JSON listing: an object holding an
+// array of small objects, the shape of most large answers.
+func listingJSON(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"items":[`)
+	for i := 0; b.Len() < n-128; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"name":"item %d","note":"a \"quoted\" word,\ta tab"}`, i, i)
+	}
+	b.WriteString("]}")
+	return []byte(b.String())
+}
+
+// TestDecodedSize: decodedSize is at least what decodeJSON allocates, on a
+// listing and on the shapes that decode to the most per byte (measured
+// here: 7x for the listing, up to 82x for an array of empty arrays).
+func TestDecodedSize(t *testing.T) {
+	var flat strings.Builder
+	flat.WriteString("{")
+	for i := 0; flat.Len() < 300_000; i++ {
+		if i > 0 {
+			flat.WriteByte(',')
+		}
+		fmt.Fprintf(&flat, `"k%d":0`, i)
+	}
+	flat.WriteString("}")
+	for _, tt := range []struct {
+		name string
+		data []byte
+	}{
+		{"listing", listingJSON(300_000)},
+		{"one string", []byte(`{"data":"` + strings.Repeat("x", 300_000) + `"}`)},
+		{"numbers", []byte("[" + strings.Repeat("0,", 150_000) + "0]")},
+		{"short strings", []byte("[" + strings.Repeat(`"a",`, 75_000) + `"a"]`)},
+		{"empty arrays", []byte("[" + strings.Repeat("[],", 100_000) + "[]]")},
+		{"empty objects", []byte("[" + strings.Repeat("{},", 100_000) + "{}]")},
+		{"flat object", []byte(flat.String())},
+		{"nested", []byte(strings.Repeat(`{"a":`, 5000) + "1" + strings.Repeat("}", 5000))},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			v, err := decodeJSON(tt.data)
+			runtime.ReadMemStats(&after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runtime.KeepAlive(v)
+			allocated := int64(after.TotalAlloc - before.TotalAlloc)
+			est := decodedSize(tt.data)
+			t.Logf("%d bytes: decoding allocated %.1fx, estimated %.1fx", len(tt.data), float64(allocated)/float64(len(tt.data)), float64(est)/float64(len(tt.data)))
+			if est < allocated {
+				t.Errorf("estimated %d bytes, decoding allocated %d", est, allocated)
+			}
+		})
 	}
 }

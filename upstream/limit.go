@@ -20,8 +20,8 @@ const (
 	// once. It matches NewTransport's idle pool per host, so a busy gateway
 	// reuses its connections instead of dialing more.
 	DefaultMaxConcurrent = 64
-	// DefaultQueueTimeout is how long a call waits for a free slot, or for
-	// room in the ResponseBudget, before it is refused. It is short: a model
+	// DefaultQueueTimeout is how long a call waits for a free slot and for
+	// room in the ResponseBudget, in all, before it is refused. It is short: a model
 	// that is told "busy, try again" does better than one left waiting for
 	// the whole call timeout.
 	DefaultQueueTimeout = 5 * time.Second
@@ -44,37 +44,48 @@ func (e *limitError) Error() string { return e.msg }
 // and no new direct dependency.
 type slots chan struct{}
 
-// acquire takes a slot, waiting up to wait (and no longer than ctx allows).
-// The returned func gives it back; it is safe to call more than once.
-func (s slots) acquire(ctx context.Context, name string, wait time.Duration) (release func(), err error) {
+// acquire takes a slot for the call of res, waiting no longer than what is
+// left of its queue timeout (and than ctx allows); the wait counts against
+// it. The returned func gives the slot back; it is safe to call more than
+// once.
+func (s slots) acquire(ctx context.Context, name string, res *reservation) (release func(), err error) {
 	select {
 	case s <- struct{}{}:
 	default:
-		t := time.NewTimer(wait)
+		start := time.Now()
+		t := time.NewTimer(res.wait - res.waited)
 		defer t.Stop()
+		// Before any room is asked for: no other goroutine uses res yet.
+		defer func() { res.waited += time.Since(start) }()
 		select {
 		case s <- struct{}{}:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-t.C:
-			return nil, &limitError{fmt.Sprintf("upstream %s is busy: %d calls in flight, none finished within %s; try again", name, cap(s), wait)}
+			return nil, &limitError{fmt.Sprintf("upstream %s is busy: %d calls in flight, none finished within %s; try again", name, cap(s), res.wait)}
 		}
 	}
 	var once sync.Once
 	return func() { once.Do(func() { <-s }) }, nil
 }
 
-// ResponseBudget bounds the bytes of upstream answers held in memory at once,
-// across every call of every Client that shares it. A call reserves room as
-// it reads its answer — the Content-Length when the upstream declares one
-// within the call's cap, else in doubling chunks — so a 2 KB answer takes 2 KB
-// of the budget, not the 4 MiB its call may read; and it gives the room back
-// when Call returns, after the answer has been mapped to a result, or, under
-// an AnswerHold, once the answer has been written to the client.
+// ResponseBudget bounds the memory held for upstream answers at once, across
+// every call of every Client that shares it. A call reserves room as it reads
+// its answer — the Content-Length when the upstream declares one within the
+// call's cap, else in doubling chunks — so a 2 KB answer takes 2 KB of the
+// budget, not the 4 MiB its call may read; and it gives the room back when
+// Call returns, after the answer has been mapped to a result, or, under an
+// AnswerHold, once the answer has been written to the client. The result
+// holds the answer's bytes, not copies of them; under an AnswerHold whose
+// server encodes the result before writing it, the encodings count too (see
+// AnswerCost).
 //
-// A call that finds no room waits up to its queue timeout, then is refused
-// with a result that says so. Calls already reading are served before new
-// ones, and new ones first come first served.
+// A call that finds no room waits, then is refused with a result that says
+// so. Its queue timeout bounds all its waits together — for a slot, then for
+// each growth of its answer's buffer — not each one: a call is told "busy"
+// within its queue timeout of waiting, however many times it had to wait.
+// Calls already reading are served before new ones, and new ones first come
+// first served.
 //
 // Calls that read in chunks hold part of their answer while they wait for
 // more, so they could all end up waiting on each other. The budget avoids
@@ -153,8 +164,14 @@ func (b *ResponseBudget) acquire(ctx context.Context, r *reservation, n int64) e
 		return err // granted at once (nil) or refused
 	default:
 	}
-	t := time.NewTimer(r.wait)
+	// What is left of the call's queue timeout: its earlier waits (for a
+	// slot, for its buffer's earlier growths) count, so that a call that
+	// grows its buffer many times is not kept waiting many times as long.
+	// (Only the goroutine reading the call's answer touches waited.)
+	start := time.Now()
+	t := time.NewTimer(r.wait - r.waited)
 	defer t.Stop()
+	defer func() { r.waited += time.Since(start) }()
 	var err error
 	select {
 	case err = <-w.ready:
@@ -327,6 +344,14 @@ func (b *ResponseBudget) fullError(why string) error {
 	return &limitError{fmt.Sprintf("the gateway is holding %s of upstream answers, its limit, and %s; try again", formatBytes(b.size), why)}
 }
 
+// Held reports the bytes the budget counts now, and how many calls are
+// waiting for room: for tests and metrics.
+func (b *ResponseBudget) Held() (bytes int64, waiting int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used, b.waiters.Len()
+}
+
 // stats reports the bytes held now and at most, and how many calls unstick
 // refused, for tests.
 func (b *ResponseBudget) stats() (used, peak int64, refusals int) {
@@ -339,19 +364,87 @@ func (b *ResponseBudget) stats() (used, peak int64, refusals int) {
 // guards held and claim.
 type reservation struct {
 	budget *ResponseBudget // nil: no shared bound
-	wait   time.Duration   // the queue timeout
+	weight int64           // bytes counted per byte read: 1 + AnswerCost.PerByte; 0 is 1
+	read   int64           // bytes of answer it has room for (grow's n)
+	wait   time.Duration   // the queue timeout: the call's waits, for a slot and for room, in all
+	waited time.Duration   // of it, what the call has waited so far
 	limit  int64           // the call's cap on its answer
 	held   int64           // bytes reserved
 	claim  int64           // bytes it may come to hold: see ResponseBudget
 	done   bool            // released: an in-process handler that outlived its call gets no more
+
+	// claimWeight, when more than weight, is the bytes claimed for each byte
+	// it may read (see ResponseBudget): with the room it will ask for to
+	// decode its answer (decodeClaim), so that the budget does not let more
+	// calls read answers than can then be decoded.
+	claimWeight int64
 }
 
-// grow makes the call's share at least n bytes, claiming up to expect in
-// all (raised to n when n is more).
+// grow makes the call's share room for n bytes of answer, claiming room
+// for up to expect in all (raised to n when n is more). Each byte counts
+// weight bytes: the answer, and what its writer will hold to write it.
 func (r *reservation) grow(ctx context.Context, n, expect int64) error {
 	if r == nil || r.budget == nil {
 		return nil
 	}
+	w := max(r.weight, 1)
+	if err := r.growTo(ctx, n*w, expect*max(w, r.claimWeight)); err != nil {
+		return err
+	}
+	r.read = max(r.read, n)
+	return nil
+}
+
+// ensure makes the call's share at least the room it has for its answer's
+// bytes plus extra, for what it makes of the answer (a decoded copy). It
+// waits for what it lacks, as a growth does, and gives nothing back.
+func (r *reservation) ensure(ctx context.Context, extra int64) error {
+	if r == nil || r.budget == nil {
+		return nil
+	}
+	r.budget.mu.Lock()
+	target := r.read + extra
+	held := r.held
+	r.budget.mu.Unlock()
+	if target <= held {
+		return nil
+	}
+	return r.growTo(ctx, target, target)
+}
+
+// settle makes the call's share what its answer really holds, once its
+// result is made: the room it has for the answer's bytes (counted with
+// their weight while it read), plus extra for what the writer will hold to
+// write it. It gives back what it counted beyond that (the weight, the
+// room to decode the answer), or waits for what it lacks, as a growth does.
+func (r *reservation) settle(ctx context.Context, extra int64) error {
+	if r == nil || r.budget == nil {
+		return nil
+	}
+	b := r.budget
+	b.mu.Lock()
+	target := r.read + extra
+	if target > r.held {
+		b.mu.Unlock()
+		return r.growTo(ctx, target, target)
+	}
+	if !r.done && target < r.held {
+		b.used -= r.held - target
+		r.held = target
+		r.claim = min(r.claim, target)
+		if target == 0 {
+			delete(b.holders, r)
+		}
+		b.grant()
+		b.unstick()
+	}
+	b.mu.Unlock()
+	return nil
+}
+
+// growTo makes the call's share at least n bytes of the budget, claiming up
+// to expect in all (raised to n when n is more).
+func (r *reservation) growTo(ctx context.Context, n, expect int64) error {
 	r.budget.mu.Lock()
 	held := r.held
 	r.claim = min(max(r.claim, expect), r.budget.size)
@@ -384,6 +477,19 @@ func reservationFrom(ctx context.Context) *reservation {
 // firstChunk is the room a call reserves first when the upstream declares no
 // length: most answers fit, and a large one doubles from there.
 const firstChunk = 64 << 10
+
+// decodeClaim is what a call whose answer will be decoded to be checked
+// claims for each byte, besides the byte: decodedSize's estimate for a
+// listing (TestDecodedSize). An answer that decodes to more still gets the
+// room, as a body that runs past its declared length does.
+const decodeClaim = 14
+
+// countDecodeFrom is the least answer whose decoding is counted against the
+// budget (see decodedSize). A smaller one decodes to a few dozen KiB at most,
+// rarely more than a few hundred, for a moment, on the call's own goroutine:
+// what is not counted is bounded by the calls in flight (MaxConcurrent),
+// and a count would cost every small call a scan and a lock.
+const countDecodeFrom = 4 << 10
 
 // readBody reads at most limit bytes of r and reports whether there was more.
 // Its buffer grows only with room reserved from res first (the buffer's whole

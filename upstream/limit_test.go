@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -628,5 +630,261 @@ func TestAnswerHold(t *testing.T) {
 	}
 	if used, _, _ := rb.stats(); used != 0 {
 		t.Errorf("%d bytes held after a call under a released hold", used)
+	}
+}
+
+// chunkReader reads n bytes of 'x', at most chunk at a time: an answer
+// that comes without a Content-Length, so that readBody grows its buffer
+// again and again.
+type chunkReader struct{ n, chunk int }
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, io.EOF
+	}
+	k := min(len(p), r.chunk, r.n)
+	for i := range k {
+		p[i] = 'x'
+	}
+	r.n -= k
+	return k, nil
+}
+
+// parked returns a share of rb holding n bytes whose call has read all it
+// will (see ResponseBudget.park): room taken until released.
+func parked(t *testing.T, rb *ResponseBudget, n int64) *reservation {
+	t.Helper()
+	r := &reservation{budget: rb, wait: time.Second}
+	if err := r.grow(context.Background(), n, n); err != nil {
+		t.Fatal(err)
+	}
+	rb.park(r)
+	return r
+}
+
+// TestQueueTimeoutInAll: a call's queue timeout bounds all its waits
+// together — for a slot, then for each growth of its answer's buffer — so
+// that it is told "busy" within queue_timeout of waiting, not once per
+// wait (issue 20 saw 15.2 s for a 5 s queue_timeout). In a synctest bubble,
+// so the clock is exact: each case's call ends when its 5 s are spent.
+func TestQueueTimeoutInAll(t *testing.T) {
+	const queue = 5 * time.Second
+	busy := "none was released within 5s; try again"
+
+	t.Run("growths", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			// 64 KiB free: the first 64 KiB of the answer fit. Room for
+			// its second growth (+64 KiB) comes after 4 s of waiting, for
+			// its third (+128 KiB) after 4 s more: past the 5 s in all.
+			rb := NewResponseBudget(2 << 20)
+			first := parked(t, rb, 64<<10)
+			second := parked(t, rb, 128<<10)
+			parked(t, rb, 2<<20-64<<10-64<<10-128<<10)
+			released := make(chan struct{})
+			go func() {
+				defer close(released)
+				time.Sleep(4 * time.Second)
+				first.release()
+				time.Sleep(4 * time.Second)
+				second.release()
+			}()
+			res := &reservation{budget: rb, wait: queue, limit: 1 << 20}
+			start := time.Now()
+			_, _, err := readBody(context.Background(), &chunkReader{n: 1 << 20, chunk: 16 << 10}, res.limit, -1, res)
+			if err == nil || !strings.HasSuffix(err.Error(), busy) {
+				t.Errorf("got %v, want the budget's refusal", err)
+			}
+			if waited := time.Since(start); waited != queue {
+				t.Errorf("refused after %s of waiting, want the queue timeout, %s, in all", waited, queue)
+			}
+			res.release()
+			<-released
+		})
+	})
+
+	t.Run("slot then room", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			// One slot, taken for 3 s by a small answer; then the answer of
+			// the call that waited for it finds no room: 2 s are left of
+			// its queue timeout, not 5.
+			rb := NewResponseBudget(1 << 20)
+			full := parked(t, rb, 1<<20-64<<10)
+			var calls atomic.Int32
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				if calls.Add(1) == 1 {
+					time.Sleep(3 * time.Second)
+					io.WriteString(w, `{}`)
+					return
+				}
+				w.Write(hugeJSON(200 << 10))
+			})
+			c := NewInProcess(h, &ClientOptions{ResponseBudget: rb, MaxConcurrent: 1, QueueTimeout: queue})
+			b := hugeBinding(t)
+			first := make(chan *mcp.CallToolResult, 1)
+			go func() {
+				res, _ := c.Call(context.Background(), b, map[string]any{}, Credentials{})
+				first <- res
+			}()
+			synctest.Wait() // the first call holds the slot
+			start := time.Now()
+			res, rep := c.Call(context.Background(), b, map[string]any{}, Credentials{})
+			if !res.IsError || rep.Outcome != OutcomeBusy || !strings.HasSuffix(firstText(res), busy) {
+				t.Fatalf("second call: %s, error %v: %s", rep.Outcome, res.IsError, firstText(res))
+			}
+			if waited := time.Since(start); waited != queue {
+				t.Errorf("refused after %s of waiting, want the queue timeout, %s, in all", waited, queue)
+			}
+			if res := <-first; res.IsError {
+				t.Errorf("first call: %s", firstText(res))
+			}
+			full.release()
+		})
+	})
+}
+
+// TestAnswerCost: under an AnswerHold with a Cost, a call counts each byte
+// of its answer 1+PerByte times while it reads it (and its answer is cut
+// where that fills the budget); once the result is made, its share is the
+// answer's bytes plus what Of says the writer holds — less, given back, or
+// more, waited for and refused when no room comes within the queue
+// timeout. In a synctest bubble: the refusal comes at the exact timeout.
+func TestAnswerCost(t *testing.T) {
+	payload := hugeJSON(100 << 10)
+	for _, tt := range []struct {
+		name     string
+		perByte  int64
+		of       int64
+		budget   int64
+		other    int64 // held by a kept answer that is never written
+		wantRead int64 // counted while the answer is read
+		wantKept int64 // counted once the result is made; 0: refused
+		wantCut  bool
+	}{
+		{name: "less than counted", perByte: 3, of: 1000, budget: 1 << 20,
+			wantRead: 4 * int64(len(payload)), wantKept: int64(len(payload)) + 1000},
+		{name: "more than counted", perByte: 1, of: 300 << 10, budget: 1 << 20,
+			wantRead: 2 * int64(len(payload)), wantKept: int64(len(payload)) + 300<<10},
+		{name: "more than there is room for", perByte: 1, of: 300 << 10, budget: 1 << 20, other: 700 << 10,
+			wantRead: 2 * int64(len(payload))},
+		{name: "cut where its weight fills the budget", perByte: 15, budget: 1 << 20,
+			wantRead: 16 * (64 << 10), wantKept: 64 << 10, wantCut: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rb := NewResponseBudget(tt.budget)
+				if tt.other > 0 {
+					defer parked(t, rb, tt.other).release()
+				}
+				var read int64
+				h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "application/json")
+					w.Write(payload)
+					read, _ = rb.Held()
+				})
+				c := NewInProcess(h, &ClientOptions{ResponseBudget: rb, QueueTimeout: 5 * time.Second})
+				hold := &AnswerHold{Cost: &AnswerCost{PerByte: tt.perByte, Of: func(*mcp.CallToolResult) int64 { return tt.of }}}
+				start := time.Now()
+				res, rep := c.Call(WithAnswerHold(context.Background(), hold), hugeBinding(t), map[string]any{}, Credentials{})
+				if read-tt.other != tt.wantRead {
+					t.Errorf("counted %d while reading, want %d", read-tt.other, tt.wantRead)
+				}
+				kept, _ := rb.Held()
+				switch {
+				case tt.wantKept == 0:
+					if rep.Outcome != OutcomeBusy || !strings.HasSuffix(firstText(res), "none was released within 5s; try again") {
+						t.Errorf("%s: %s", rep.Outcome, firstText(res))
+					}
+					if waited := time.Since(start); waited != 5*time.Second {
+						t.Errorf("refused after %s, want the queue timeout", waited)
+					}
+					if kept != tt.other {
+						t.Errorf("%d bytes kept after the refusal, want none of its own", kept-tt.other)
+					}
+				case kept-tt.other != tt.wantKept:
+					t.Errorf("%d bytes kept, want %d", kept-tt.other, tt.wantKept)
+				case tt.wantCut != (res.Meta["mcpgate/truncated"] == true):
+					t.Errorf("cut: %v, want %v: %.100s", res.Meta, tt.wantCut, firstText(res))
+				}
+				hold.Release()
+				if used, _ := rb.Held(); used != tt.other {
+					t.Errorf("%d bytes held after Release", used-tt.other)
+				}
+			})
+		})
+	}
+}
+
+// listingDoc declares an operation whose answer's schema names its
+// properties: checking an answer means decoding it.
+const listingDoc = `{"openapi":"3.0.3","info":{"title":"l","version":"1"},
+ "paths":{"/items":{"get":{"operationId":"listItems","responses":{"200":{"description":"ok",
+  "content":{"application/json":{"schema":{"type":"object","properties":{"items":{"type":"array"}}}}}}}}}}}`
+
+// TestDecodeCounted: an answer decoded to be checked against its output
+// schema counts its decoded size (decodedSize) while it is decoded, and
+// gives it back once the result is made; one whose schema checks only that
+// it is an object is not decoded at all, and counts nothing more. In a
+// synctest bubble: a decode that cannot get room is refused at the exact
+// queue timeout.
+func TestDecodeCounted(t *testing.T) {
+	payload := listingJSON(100 << 10)
+	doc, err := ParseDocument(context.Background(), []byte(listingDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := doc.T.Paths.Value("/items")
+	listing, err := Bind("GET", "/items", item, item.Get, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		b       *Binding
+		other   int64 // held by a kept answer that is never written
+		wantMax int64 // most the call counted; 0: refused
+	}{
+		{name: "decoded", b: listing, wantMax: int64(len(payload)) + decodedSize(payload)},
+		{name: "decoded, no room for it", b: listing, other: 1<<20 - 200<<10},
+		{name: "object only", b: hugeBinding(t), other: 1<<20 - 200<<10, wantMax: int64(len(payload))},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rb := NewResponseBudget(4 << 20)
+				if tt.other > 0 {
+					rb = NewResponseBudget(1 << 20)
+					defer parked(t, rb, tt.other).release()
+				}
+				h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "application/json")
+					w.Write(payload)
+				})
+				c := NewInProcess(h, &ClientOptions{ResponseBudget: rb, QueueTimeout: 5 * time.Second})
+				hold := new(AnswerHold)
+				start := time.Now()
+				res, rep := c.Call(WithAnswerHold(context.Background(), hold), tt.b, map[string]any{}, Credentials{})
+				_, peak, _ := rb.stats()
+				kept, _ := rb.Held()
+				if tt.wantMax == 0 {
+					if rep.Outcome != OutcomeBusy || !strings.HasSuffix(firstText(res), "none was released within 5s; try again") {
+						t.Errorf("%s: %s", rep.Outcome, firstText(res))
+					}
+					if waited := time.Since(start); waited != 5*time.Second {
+						t.Errorf("refused after %s, want the queue timeout", waited)
+					}
+					return
+				}
+				if res.IsError {
+					t.Fatalf("%s: %s", rep.Outcome, firstText(res))
+				}
+				if peak-tt.other != tt.wantMax {
+					t.Errorf("counted %d at most, want %d", peak-tt.other, tt.wantMax)
+				}
+				if kept-tt.other != int64(len(payload)) {
+					t.Errorf("%d bytes kept, want the answer's %d", kept-tt.other, len(payload))
+				}
+				hold.Release()
+			})
+		})
 	}
 }

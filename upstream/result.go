@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -42,7 +43,10 @@ const maxSchemaProblems = 5
 // For a 2xx answer that is not what the operation declares, the error is what
 // went wrong, without the answer's content: for the log, where an answer's
 // data does not belong.
-func (b *Binding) result(resp *http.Response, body []byte, truncated bool) (*mcp.CallToolResult, error) {
+//
+// room is called with the answer before it is decoded to be checked against
+// the output schema; when it fails, result returns no result and its error.
+func (b *Binding) result(resp *http.Response, body []byte, truncated bool, room func(body []byte) error) (*mcp.CallToolResult, error) {
 	mt := mediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		msg := fmt.Sprintf("upstream returned HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
@@ -52,7 +56,7 @@ func (b *Binding) result(resp *http.Response, body []byte, truncated bool) (*mcp
 		return errorResult(msg), nil
 	}
 	if b.OutputSchema != nil {
-		return b.structuredResult(resp, mt, body, truncated)
+		return b.structuredResult(resp, mt, body, truncated, room)
 	}
 	res := &mcp.CallToolResult{Content: []mcp.Content{}}
 	if len(body) == 0 || resp.StatusCode == http.StatusNoContent {
@@ -62,16 +66,24 @@ func (b *Binding) result(resp *http.Response, body []byte, truncated bool) (*mcp
 	if truncated {
 		note = fmt.Sprintf("\n[response truncated at %d bytes]", len(body))
 	}
+	// The text is the answer's own bytes, not a copy (see bytesString);
+	// a cut answer's note makes it one, and the answer is dropped.
+	text := func() string {
+		if note != "" {
+			return string(body) + note
+		}
+		return bytesString(body)
+	}
 	switch {
 	case isJSON(mt) || (mt == "" && json.Valid(body)):
-		res.Content = append(res.Content, &mcp.TextContent{Text: string(body) + note})
+		res.Content = append(res.Content, &mcp.TextContent{Text: text()})
 		if !truncated {
 			if sc := passJSON(body, b.wrapResult); sc != nil {
 				res.StructuredContent = sc
 			}
 		}
 	case isText(mt) || (mt == "" && utf8.Valid(body)):
-		res.Content = append(res.Content, &mcp.TextContent{Text: string(body) + note})
+		res.Content = append(res.Content, &mcp.TextContent{Text: text()})
 	case strings.HasPrefix(mt, "image/"):
 		res.Content = append(res.Content, &mcp.ImageContent{Data: body, MIMEType: mt})
 	case strings.HasPrefix(mt, "audio/"):
@@ -116,7 +128,7 @@ func (b *Binding) result(resp *http.Response, body []byte, truncated bool) (*mcp
 // the same, and is an error if a schema demands more (minProperties). Every error that
 // follows a request other than GET or HEAD says the API carried it out, so a
 // model does not repeat a write to see its answer.
-func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, truncated bool) (*mcp.CallToolResult, error) {
+func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, truncated bool, room func([]byte) error) (*mcp.CallToolResult, error) {
 	// Worded only when needed: a success never says it.
 	answered := func() string { return fmt.Sprintf("the API answered HTTP %d", resp.StatusCode) }
 	// fail words an error: msg, the note on writes, then lead and the
@@ -139,8 +151,9 @@ func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, 
 	}
 
 	var v any
-	fromBody := false // v is the answer's JSON (not the {} of an empty answer)
-	text := string(body)
+	fromBody := false         // v is the answer's JSON (not the {} of an empty answer)
+	checked := false          // the answer is known to conform without v (see objectOnly)
+	text := bytesString(body) // not a copy: see bytesString
 	// Labelled JSON, or unlabelled (or text/plain) and parsing as JSON.
 	jsonish := isJSON(mt) || ((mt == "" || mt == "text/plain") && looksJSON(body, truncated))
 	switch {
@@ -162,7 +175,14 @@ func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, 
 	case truncated:
 		return fail(fmt.Sprintf("%s, but its response exceeded %s and was cut; narrow the request (filter, page or ask for fewer fields)",
 			answered(), formatBytes(int64(len(body)))), "; it began: ", body, maxErrorBody)
+	case b.objectOnly() && looksObject(body):
+		// The schema checks that the answer is an object, and no more:
+		// that needs no decoded copy of it (see objectOnly).
+		fromBody, checked = true, true
 	default:
+		if err := room(body); err != nil {
+			return nil, err
+		}
 		var err error
 		if v, err = decodeJSON(body); err != nil {
 			return fail(fmt.Sprintf("%s with %s that is not valid JSON (%v)", answered(), mt, err), ": ", body, maxErrorBody)
@@ -180,7 +200,9 @@ func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, 
 		// A gateway bug, not the API's: say so, and keep the answer.
 		return fail(fmt.Sprintf("%s, but the tool's output schema cannot be checked (%v)", answered(), err), "; the answer was: ", body, maxMismatchBody)
 	}
-	if err := sch.Validate(v); err != nil {
+	if checked {
+		// An object, under a schema that wants no more.
+	} else if err := sch.Validate(v); err != nil {
 		return fail(fmt.Sprintf("%s, but its answer does not match the API's documented schema: %s",
 			answered(), strings.Join(schemaProblems(err, b.OutputSchema, v, "(answer)", maxSchemaProblems), "; ")), "; the answer was: ", body, maxMismatchBody)
 	}
@@ -203,11 +225,12 @@ func (b *Binding) structuredResult(resp *http.Response, mt string, body []byte, 
 
 // passJSON returns a JSON answer as structuredContent without decoding it:
 // the answer's own bytes when it is an object (and the schema is not
-// wrapped), else the answer wrapped as {"result": ...}. Decoding only to
-// encode again cost a call a third of its allocations (issue 9). It returns
-// nil for what has no structuredContent — JSON null, or not JSON — and for
-// an answer that is not valid UTF-8, which is left to the decoder (it
-// replaces the bad bytes, as it does in the text content).
+// wrapped), else the answer wrapped as {"result": ...} (a WrappedJSON, which
+// does not copy it either). Decoding only to encode again cost a call a
+// third of its allocations (issue 9). It returns nil for what has no
+// structuredContent — JSON null, or not JSON — and for an answer that is
+// not valid UTF-8, which is left to the decoder (it replaces the bad bytes,
+// as it does in the text content).
 //
 // The bytes are the API's: key order and spacing are kept, and so would be a
 // duplicate key (which a decoder resolves, last one winning, as a client's
@@ -235,20 +258,89 @@ func rawJSON(t []byte, wrap bool) any {
 	case t[0] == '{' && !wrap:
 		return json.RawMessage(t)
 	}
-	w := make(json.RawMessage, 0, len(t)+len(`{"result":}`))
-	w = append(w, `{"result":`...)
-	w = append(w, t...)
-	return append(w, '}')
+	return WrappedJSON(t)
+}
+
+// WrappedJSON is the structuredContent {"result": v} of an answer v that is
+// not an object, or of any answer under a schema that wraps it (see Bind):
+// v's JSON, as the API sent it. It holds the answer's own bytes rather than
+// a copy with the wrapper around them — a list endpoint's answer is an
+// array, and a copy would double what a large one holds (issue 20) — and
+// marshals as the wrapper around them. A writer that knows the type writes
+// the wrapper itself, without the copy MarshalJSON makes.
+type WrappedJSON json.RawMessage
+
+// MarshalJSON returns {"result": w}.
+func (w WrappedJSON) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, len(w)+len(`{"result":}`))
+	b = append(b, `{"result":`...)
+	b = append(b, w...)
+	return append(b, '}'), nil
+}
+
+// bytesString returns b as a string without copying it. Every caller passes
+// an upstream answer's body, which nothing writes once it is read (see
+// readBody and bufferedResponse): the result's text content then shares the
+// answer's bytes with its structuredContent instead of holding a second copy
+// of them, which is most of what a large answer held after its call
+// returned (issue 20).
+func bytesString(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// objectOnly reports whether the output schema checks that an answer is a
+// JSON object and nothing more — {"type": "object"}, with notes for
+// readers at most — as the schema of an operation whose document does not
+// describe its answer is. Such an answer is checked on its bytes, without
+// decoding it: decoding a 4 MB listing takes about 30 MB.
+func (b *Binding) objectOnly() bool {
+	b.outCompileOnce.Do(b.compileOutput)
+	return b.outObjectOnly
+}
+
+// looksObject reports whether body is one JSON object, in UTF-8 (the
+// decoder would replace other bytes), nested no deeper than the decoder
+// allows: what a decoded answer would be, to a schema that wants an
+// object. Anything else is decoded, to be worded as it always is.
+func looksObject(body []byte) bool {
+	t := bytes.TrimSpace(body)
+	return len(t) > 0 && t[0] == '{' && utf8.Valid(t) && json.Valid(t) && WithinDepth(t, maxJSONDepth)
 }
 
 // outputValidator compiles the advertised output schema, once: on the first
-// 2xx answer rather than at Bind, because a catalog binds a tool again when it
+// call rather than at Bind, because a catalog binds a tool again when it
 // must shrink, and only the final binding answers calls.
 func (b *Binding) outputValidator() (*jsonschema.Schema, error) {
-	b.outCompileOnce.Do(func() {
-		b.outValidator, b.outCompileErr = compileTool(b.OutputSchema, "output")
-	})
+	b.outCompileOnce.Do(b.compileOutput)
 	return b.outValidator, b.outCompileErr
+}
+
+func (b *Binding) compileOutput() {
+	b.outValidator, b.outCompileErr = compileTool(b.OutputSchema, "output")
+	b.outObjectOnly = !b.wrapResult && b.outCompileErr == nil && objectOnlySchema(b.OutputSchema)
+}
+
+// objectOnlySchema reports whether s asks only that a value be an object.
+func objectOnlySchema(s jsonSchema) bool {
+	if s["type"] != "object" {
+		return false
+	}
+	for k, v := range s {
+		switch k {
+		case "type", "title", "description", "$comment", "examples", "deprecated", "readOnly", "writeOnly":
+		case "properties":
+			if p, ok := v.(jsonSchema); !ok || len(p) > 0 {
+				return false
+			}
+		case "additionalProperties":
+			if v != true {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // jsonKind names the kind of a decoded JSON value the way an error message

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -542,7 +543,11 @@ func TestPassJSON(t *testing.T) {
 				}
 				return
 			}
-			if _, raw := got.(json.RawMessage); raw != tc.raw {
+			_, raw := got.(json.RawMessage)
+			if _, wrapped := got.(WrappedJSON); wrapped {
+				raw = true
+			}
+			if raw != tc.raw {
 				t.Errorf("passed as bytes: %v, want %v", raw, tc.raw)
 			}
 			b, err := json.Marshal(got)
@@ -594,5 +599,49 @@ func TestTransportLeavesTheWaitToTheCall(t *testing.T) {
 	tr := NewTransport()
 	if tr.ResponseHeaderTimeout != 0 {
 		t.Errorf("ResponseHeaderTimeout = %v: it would cut a call whose timeout is longer", tr.ResponseHeaderTimeout)
+	}
+}
+
+// TestObjectOnlyAnswers: under an output schema that only asks for an
+// object, an answer is checked on its bytes, not decoded, and every answer
+// gets the result it got when it was decoded: an object (with spaces
+// around it, or bytes that are not UTF-8, which the decoder replaces) is a
+// success; anything else the error that names it.
+func TestObjectOnlyAnswers(t *testing.T) {
+	b := hugeBinding(t)
+	if !b.objectOnly() {
+		t.Fatal("hugeDoc's schema is {\"type\": \"object\"}")
+	}
+	resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}}
+	for _, tt := range []struct {
+		body, sc, err string
+	}{
+		{body: " {\"a\": [1, {\"b\": null}]}\n", sc: `{"a": [1, {"b": null}]}`},
+		{body: "{\"a\":\"\xff\"}", sc: `{"a":"\ufffd"}`},
+		{body: `[1,2]`, err: "the API answered HTTP 200 with a JSON array where an object was declared: [1,2]"},
+		{body: `null`, err: "the API answered HTTP 200 with JSON null where an object was declared: null"},
+		{body: `{"a":`, err: "the API answered HTTP 200 with application/json that is not valid JSON (unexpected EOF): {\"a\":"},
+		{body: strings.Repeat("[", maxJSONDepth+1), err: "that is not valid JSON (nested more than 10000 levels deep)"},
+	} {
+		decoded := false
+		room := func([]byte) error { decoded = true; return nil }
+		res, _ := b.result(resp, []byte(tt.body), false, room)
+		if tt.err != "" {
+			if !res.IsError || !strings.Contains(firstText(res), tt.err) {
+				t.Errorf("%.40q: %s, want the error %q", tt.body, firstText(res), tt.err)
+			}
+			continue
+		}
+		if res.IsError || decoded != !utf8.ValidString(tt.body) {
+			t.Errorf("%.40q: error %v, decoded %v: %s", tt.body, res.IsError, decoded, firstText(res))
+			continue
+		}
+		got, _ := json.Marshal(res.StructuredContent)
+		var g, w any
+		json.Unmarshal(got, &g)
+		json.Unmarshal([]byte(tt.sc), &w)
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("%.40q: structuredContent %s, want %s", tt.body, got, tt.sc)
+		}
 	}
 }

@@ -53,9 +53,11 @@ type ClientOptions struct {
 	// QueueTimeout, and is then refused without sending anything.
 	MaxConcurrent int
 	// QueueTimeout bounds how long a call waits for a slot (MaxConcurrent)
-	// or for room in the ResponseBudget. The wait for a slot comes before
-	// Timeout starts, so the upstream gets all of it; a wait for room comes
-	// within it. Zero means DefaultQueueTimeout.
+	// and for room in the ResponseBudget, all its waits together: a call
+	// whose answer grows its buffer several times does not wait several
+	// times as long. The wait for a slot comes before Timeout starts, so
+	// the upstream gets all of it; a wait for room comes within it. Zero
+	// means DefaultQueueTimeout.
 	QueueTimeout time.Duration
 	// ResponseBudget, shared by every Client of one gateway, bounds the
 	// bytes of answers held in memory across all their calls; answers are
@@ -249,6 +251,15 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 	if b.maxResponse > 0 && b.maxResponse < limit {
 		limit = b.maxResponse
 	}
+	hold := AnswerHoldFrom(ctx)
+	cost := hold.cost()
+	weight := int64(1)
+	if budget := c.opts.ResponseBudget; cost != nil && budget != nil {
+		// The answer is counted with what its writer will hold: it must
+		// fit the budget with that.
+		weight += max(cost.PerByte, 0)
+		limit = min(limit, budget.size/weight)
+	}
 	req, err := b.Request(ctx, c.base, args)
 	if err != nil {
 		var ae *ArgumentError
@@ -260,10 +271,16 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 	}
 	// The call's share of the response budget: taken as the answer is read,
 	// given back when the result is made, or when ctx's AnswerHold is
-	// released (the answer written to the client).
-	res := &reservation{budget: c.opts.ResponseBudget, wait: c.opts.QueueTimeout, limit: limit}
+	// released (the answer written to the client). A call that got no
+	// answer, or could not keep it, answers with a few words and gives its
+	// share back at once: nothing of the answer is held.
+	res := &reservation{budget: c.opts.ResponseBudget, weight: weight, wait: c.opts.QueueTimeout, limit: limit}
+	if b.OutputSchema != nil && !b.objectOnly() {
+		res.claimWeight = 1 + decodeClaim // it will decode its answer: see room
+	}
+	kept := false
 	defer func() {
-		if !AnswerHoldFrom(ctx).keep(res) {
+		if !kept || !hold.keep(res) {
 			res.release()
 		}
 	}()
@@ -272,13 +289,47 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 		return errorResult(failed), rep
 	}
 	rep = Report{Outcome: OutcomeOK, Status: a.resp.StatusCode, Elapsed: a.elapsed}
-	result, bad := b.result(a.resp, a.body, a.truncated)
+	// Decoding a large answer (to check it against the output schema) is
+	// counted while it is done: see decodedSize.
+	decoded := false
+	room := func(body []byte) error {
+		if len(body) < countDecodeFrom || res.budget == nil {
+			return nil
+		}
+		decoded = true
+		return res.ensure(ctx, min(decodedSize(body), res.budget.size-res.read))
+	}
+	result, bad := b.result(a.resp, a.body, a.truncated, room)
+	if result == nil {
+		// No room to decode the answer.
+		msg, rep := c.failure(ctx, bad, a.elapsed)
+		rep.Status = a.resp.StatusCode
+		return errorResult(msg), rep
+	}
+	if hold != nil {
+		// Held until written: count what the writer will hold, now that it
+		// can be known, and give back the room to decode the answer.
+		// (Nothing to do when nothing was counted but the answer and the
+		// writer holds nothing more, as on the fast path.)
+		var extra int64
+		if cost != nil && cost.Of != nil {
+			extra = cost.Of(result)
+		}
+		if extra != 0 || weight > 1 || decoded {
+			if err := res.settle(ctx, extra); err != nil {
+				msg, rep := c.failure(ctx, err, a.elapsed)
+				rep.Status = a.resp.StatusCode
+				return errorResult(msg), rep
+			}
+		}
+	}
 	switch {
 	case a.resp.StatusCode < 200 || a.resp.StatusCode > 299:
 		rep.Outcome = OutcomeHTTPError
 	case bad != nil:
 		rep.Outcome, rep.Cause = OutcomeBadAnswer, bad
 	}
+	kept = true
 	return result, rep
 }
 
@@ -315,7 +366,7 @@ func (c *Client) exchange(ctx context.Context, req *http.Request, accept []strin
 	if c.inproc {
 		ctx = withReservation(ctx, res)
 	}
-	releaseSlot, err := c.slots.acquire(ctx, c.opts.Name, c.opts.QueueTimeout)
+	releaseSlot, err := c.slots.acquire(ctx, c.opts.Name, res)
 	if err != nil {
 		msg, rep := c.failure(ctx, err, 0)
 		return nil, msg, rep
