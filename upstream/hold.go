@@ -91,9 +91,10 @@ func (h *AnswerHold) Release() {
 
 // An AnswerCost says what writing a call's answer holds in memory besides
 // the result, so that a ResponseBudget counts it with the answer (issue 20:
-// a 64 MiB budget of upstream bytes held 257-356 MiB once the answers were
-// encoded). The result itself holds the answer's bytes and no more: its text
-// content, structuredContent and binary content share them.
+// the budget counted upstream bytes while the answers' encodings, waiting
+// for clients that did not read, held more than the bytes themselves). The
+// result itself holds the answer's bytes and no more: its text content,
+// structuredContent and binary content share them.
 type AnswerCost struct {
 	// PerByte bounds what the writer holds per byte of answer, for answers
 	// whose encoding is no larger than that: while a call reads its
