@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
 	"github.com/mcpgate/mcpgate/upstream"
 )
 
@@ -220,7 +221,7 @@ func (g *Gateway) credentials(ctx context.Context, t *Tool, req *mcp.CallToolReq
 
 // peekCall reads a JSON-RPC message's method and, for tools/call, the tool's
 // name, with the decoder and the struct go-sdk itself reads the message with
-// (sdkParse, fastMessage: case-sensitive keys, as the dispatcher sees them),
+// (sdkwire.Parse, sdkwire.Message: case-sensitive keys, as the dispatcher sees them),
 // so that the step-up check decides on the very method and tool that will
 // run. ok is false when the message cannot be read that way (a method or
 // params of the wrong type): the front door then refuses it, rather than let
@@ -235,7 +236,7 @@ func peekCall(msg *message) (method, tool string, ok bool) {
 	var p struct {
 		Name string `json:"name"`
 	}
-	if len(msg.Params) > 0 && !bytes.Equal(msg.Params, []byte("null")) && !sdkParse(msg.Params, &p) {
+	if len(msg.Params) > 0 && !bytes.Equal(msg.Params, []byte("null")) && !sdkwire.Parse(msg.Params, &p) {
 		return "", "", false
 	}
 	return method, p.Name, true

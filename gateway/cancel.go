@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"sync"
 
 	"github.com/mcpgate/mcpgate/gateway/internal/caller"
+	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
 	"github.com/mcpgate/mcpgate/upstream/playbook"
 )
 
@@ -66,7 +66,7 @@ type inflight struct {
 	n     int
 }
 
-// inflightKey names a call: who sent it and its request id (see idKey).
+// inflightKey names a call: who sent it and its request id (see sdkwire.IDKey).
 type inflightKey struct {
 	caller string // caller.Caller.Key of the POST
 	id     string
@@ -81,7 +81,7 @@ func newInflight() *inflight {
 }
 
 // rpcPeek is what the registry reads of a POSTed message, decoded as go-sdk
-// decodes it (sdkParse): ids are strings or float64s.
+// decodes it (sdkwire.Parse): ids are strings or float64s.
 type rpcPeek struct {
 	ID     any    `json:"id"`
 	Method string `json:"method"`
@@ -99,29 +99,16 @@ func (m *message) peek() rpcPeek {
 	}
 	p.Method = m.method
 	if len(m.ID) > 0 {
-		if n, ok := exactID(m.ID); ok {
-			p.ID = float64(n) // what sdkParse makes of an integer id, exact within ±2^53
-		} else if !sdkParse(m.ID, &p.ID) {
+		if n, ok := sdkwire.ExactID(m.ID); ok {
+			p.ID = float64(n) // what sdkwire.Parse makes of an integer id, exact within ±2^53
+		} else if !sdkwire.Parse(m.ID, &p.ID) {
 			return rpcPeek{}
 		}
 	}
-	if p.Method == "notifications/cancelled" && len(m.Params) > 0 && !sdkParse(m.Params, &p.Params) {
+	if p.Method == "notifications/cancelled" && len(m.Params) > 0 && !sdkwire.Parse(m.Params, &p.Params) {
 		return rpcPeek{}
 	}
 	return p
-}
-
-// idKey is a request id as go-sdk's jsonrpc2.MakeID reads it: a string as
-// itself, a number as int64(v). False for no id (a notification) and for
-// anything else (go-sdk refuses it).
-func idKey(id any) (string, bool) {
-	switch v := id.(type) {
-	case string:
-		return "s" + v, true
-	case float64:
-		return "n" + strconv.FormatInt(int64(v), 10), true
-	}
-	return "", false
 }
 
 // track registers the call in a stateless POST's body, if it holds a
@@ -132,7 +119,7 @@ func (in *inflight) track(ctx context.Context, r *http.Request, m rpcPeek) (cont
 	if m.Method != "tools/call" {
 		return ctx, func() {}
 	}
-	id, ok := idKey(m.ID)
+	id, ok := sdkwire.IDKey(m.ID)
 	if !ok {
 		return ctx, func() {}
 	}
@@ -174,7 +161,7 @@ func (in *inflight) remove(key inflightKey, c *inflightCall) {
 // cancel cancels the calls of r's caller registered under requestID, and
 // reports how many there were.
 func (in *inflight) cancel(r *http.Request, requestID any) int {
-	id, ok := idKey(requestID)
+	id, ok := sdkwire.IDKey(requestID)
 	if !ok {
 		return 0
 	}

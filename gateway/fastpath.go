@@ -2,25 +2,19 @@ package gateway
 
 import (
 	"bytes"
-	"encoding/base64"
-	"encoding/gob"
-	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	sjson "github.com/segmentio/encoding/json"
 )
 
 // fastPath answers the two hot methods of a stateless gateway — tools/list
@@ -163,7 +157,7 @@ func buildToolPages(served []*Tool, pageSize int, cacheScope string) (*toolPages
 		res.CacheScope = cacheScope
 		if end < len(tools) {
 			last := tools[end-1].Name
-			c, err := encodeCursor(last)
+			c, err := sdkwire.EncodeCursor(last)
 			if err != nil {
 				return nil, err
 			}
@@ -171,7 +165,7 @@ func buildToolPages(served []*Tool, pageSize int, cacheScope string) (*toolPages
 			p.cursors[c] = len(p.pages) + 1
 			p.after[last] = len(p.pages) + 1
 		}
-		b, err := marshalNoEscape(res)
+		b, err := sdkwire.Marshal(res)
 		if err == nil {
 			b, err = withTaskSupport(b, tasks)
 		}
@@ -192,7 +186,7 @@ func (p *toolPages) page(cursor string) (int, bool) {
 	if i, ok := p.cursors[cursor]; ok {
 		return i, true
 	}
-	uid, ok := decodeCursor(cursor)
+	uid, ok := sdkwire.DecodeCursor(cursor)
 	if !ok {
 		return 0, false
 	}
@@ -200,90 +194,17 @@ func (p *toolPages) page(cursor string) (int, bool) {
 	return i, ok
 }
 
-// pageToken is go-sdk's cursor (mcp/server.go, v1.8.0): the type's name and
-// its field are part of the gob encoding, so both are as go-sdk spells them.
-type pageToken struct {
-	LastUID string
-}
-
-func encodeCursor(uid string) (string, error) {
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(pageToken{LastUID: uid}); err != nil {
-		return "", err
-	}
-	return base64.URLEncoding.EncodeToString(buf.Bytes()), nil
-}
-
-// decodeCursor is go-sdk's decodeCursor: the last name a cursor names.
-func decodeCursor(cursor string) (string, bool) {
-	b, err := base64.URLEncoding.DecodeString(cursor)
-	if err != nil {
-		return "", false
-	}
-	var tok pageToken
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&tok); err != nil {
-		return "", false
-	}
-	return tok.LastUID, true
-}
-
-// marshalNoEscape is go-sdk's jsonMarshal: JSON without HTML escaping.
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
-
-// fastMessage is go-sdk's wireDecode (internal/jsonrpc2, v1.8.0), field for
-// field, decoded with the same library and flags, so a message the fast path
-// reads is the message go-sdk would have read, and one go-sdk could not
-// decode is not answered here. One field differs: the id is kept as sent
-// (go-sdk's is an any, which reads a number as a float64), so that a number
-// a float64 does not hold exactly is known as such (see echoID).
-type fastMessage struct {
-	VersionTag string          `json:"jsonrpc"`
-	ID         json.RawMessage `json:"id,omitempty"`
-	Method     json.RawMessage `json:"method"`
-	Params     json.RawMessage `json:"params,omitempty"`
-	Result     json.RawMessage `json:"result,omitempty"`
-	Error      *struct {
-		Code    int64           `json:"code"`
-		Message string          `json:"message"`
-		Data    json.RawMessage `json:"data,omitempty"`
-	} `json:"error,omitempty"`
-}
-
-// sdkParse decodes as go-sdk's internal/json.Unmarshal does: segmentio's
-// decoder, struct fields matched case-sensitively, at most sdkMaxDepth deep.
-func sdkParse(data []byte, v any) bool { return sdkDecode(data, v) == nil }
-
-// sdkDecode is sdkParse, saying what failed.
-func sdkDecode(data []byte, v any) error {
-	if !upstream.WithinDepth(data, sdkMaxDepth) {
-		return fmt.Errorf("nested more than %d levels deep", sdkMaxDepth)
-	}
-	_, err := sjson.Parse(data, v, sjson.DontMatchCaseInsensitiveStructFields)
-	return err
-}
-
-// sdkMaxDepth is go-sdk's defaultMaxDepth (internal/json).
-const sdkMaxDepth = 1000
-
 // serve answers r if it is a request the fast path takes, and reports whether
 // it did. body is r's body, already read and checked to be one JSON object.
 // When it returns false it has written nothing and r is untouched.
 func (f *fastPath) serve(w http.ResponseWriter, r *http.Request, msg *message) bool {
-	if !sdkWouldRead(r) {
+	if !sdkwire.WouldRead(r, fastVersions) {
 		return false
 	}
 	if !msg.ok || msg.VersionTag != "2.0" {
 		return false
 	}
-	id, ok := echoID(msg.ID)
+	id, ok := sdkwire.EchoID(msg.ID)
 	if !ok {
 		return false // a notification, or an id go-sdk would mangle: its answer
 	}
@@ -303,121 +224,6 @@ func (f *fastPath) serve(w http.ResponseWriter, r *http.Request, msg *message) b
 	return served
 }
 
-// sdkWouldRead reports whether go-sdk would read r's message rather than
-// refuse r first: it applies the checks go-sdk's StreamableHTTPHandler makes
-// before it reads a stateless POST (v1.8.0, in its order): DNS-rebinding
-// protection (a loopback listener only answers a loopback Host), the
-// protocol version header, Content-Type, Accept, and no Last-Event-ID. A
-// request that fails one goes to go-sdk, which refuses it in its own words.
-// Cross-origin protection is not configured
-// (StreamableHTTPOptions.CrossOriginProtection is nil in newMux), nor are
-// sessions allowed in stateless mode (MCPGODEBUG turns the fast path off).
-func sdkWouldRead(r *http.Request) bool {
-	if r.Method != http.MethodPost {
-		return false
-	}
-	if localLoopback(r) && !isLoopback(r.Host) {
-		return false
-	}
-	if !slices.Contains(fastVersions, r.Header.Get("Mcp-Protocol-Version")) {
-		return false
-	}
-	if !isJSON(r.Header.Get("Content-Type")) {
-		return false
-	}
-	if accept := r.Header["Accept"]; len(accept) != 1 || accept[0] != sdkAccept {
-		if jsonOK, streamOK := streamableAccepts(accept); !jsonOK || !streamOK {
-			return false
-		}
-	}
-	return len(r.Header.Values("Last-Event-ID")) == 0
-}
-
-// localLoopback reports whether r came in on a loopback address: go-sdk's
-// test (isLoopback of the local address), without formatting a TCP address
-// per request.
-func localLoopback(r *http.Request) bool {
-	switch la := r.Context().Value(http.LocalAddrContextKey).(type) {
-	case *net.TCPAddr:
-		return la != nil && la.IP.IsLoopback()
-	case net.Addr:
-		return la != nil && isLoopback(la.String())
-	}
-	return false
-}
-
-// isLoopback is go-sdk's internal/util.IsLoopback.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = strings.Trim(addr, "[]")
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
-}
-
-// sdkAccept is the Accept header the MCP SDKs' clients send (TypeScript's
-// and Go's), which streamableAccepts need not split to allow.
-const sdkAccept = "application/json, text/event-stream"
-
-// streamableAccepts is go-sdk's (mcp/streamable.go): whether Accept allows
-// JSON and an event stream. A stateless POST needs both.
-func streamableAccepts(values []string) (jsonOK, streamOK bool) {
-	for _, value := range values {
-		for raw := range strings.SplitSeq(value, ",") {
-			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
-			switch strings.ToLower(strings.TrimSpace(base)) {
-			case "application/json", "application/*":
-				jsonOK = true
-			case "text/event-stream", "text/*":
-				streamOK = true
-			case "*/*":
-				jsonOK, streamOK = true, true
-			}
-		}
-	}
-	return jsonOK, streamOK
-}
-
-// maxExactID bounds the numeric ids answered as sent: go-sdk reads a number
-// as a float64 and answers int64(v), which is the number sent only for
-// integers a float64 holds exactly.
-const maxExactID = 1 << 53
-
-// echoID returns the JSON of a request id as go-sdk's answer carries it, or
-// false for a notification (no id, or null) and for ids go-sdk would not
-// echo as sent (see exactID), which the front door refuses.
-func echoID(raw json.RawMessage) ([]byte, bool) {
-	if len(raw) == 0 {
-		return nil, false
-	}
-	if raw[0] == '"' {
-		var s string
-		if !sdkParse(raw, &s) {
-			return nil, false
-		}
-		b, err := marshalNoEscape(s)
-		return b, err == nil
-	}
-	n, ok := exactID(raw)
-	if !ok {
-		return nil, false
-	}
-	return strconv.AppendInt(nil, n, 10), true
-}
-
-// exactID returns the value of an id that is a JSON number written as an
-// integer within ±2^53: the numeric ids go-sdk answers as sent. (1.0 and 1e2
-// are integers in value, but not in every client's JSON: Python reads them
-// as floats.)
-func exactID(raw json.RawMessage) (int64, bool) {
-	n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
-	return n, err == nil && -maxExactID <= n && n <= maxExactID
-}
-
 // sdkHandsOff reports whether a request's _meta asks for what only go-sdk
 // does: progress notifications (which need the SSE stream of a session) or
 // the 2026-07-28 per-request protocol fields (io.modelcontextprotocol/...).
@@ -433,7 +239,7 @@ func sdkHandsOff(meta mcp.Meta) bool {
 func (f *fastPath) serveList(w http.ResponseWriter, r *http.Request, id, params []byte) bool {
 	// go-sdk: params may be missing or null; otherwise they must decode.
 	var p mcp.ListToolsParams
-	if len(params) > 0 && !sdkParse(params, &p) {
+	if len(params) > 0 && !sdkwire.Parse(params, &p) {
 		return false
 	}
 	if sdkHandsOff(p.Meta) {
@@ -450,14 +256,14 @@ func (f *fastPath) serveList(w http.ResponseWriter, r *http.Request, id, params 
 			return false
 		}
 	}
-	writeResult(w, id, list.pages[page])
+	sdkwire.WriteResult(w, id, list.pages[page])
 	return true
 }
 
 func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params []byte) bool {
 	// go-sdk: tools/call requires params, and they must decode.
 	var p mcp.CallToolParamsRaw
-	if len(params) == 0 || !sdkParse(params, &p) || bytes.Equal(params, []byte("null")) {
+	if len(params) == 0 || !sdkwire.Parse(params, &p) || bytes.Equal(params, []byte("null")) {
 		return false
 	}
 	if sdkHandsOff(p.Meta) || p.InputResponses != nil || p.RequestState != "" {
@@ -466,7 +272,7 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 	t, ok := f.tools[p.Name]
 	if !ok {
 		// Server.callTool's words and code.
-		writeError(w, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown tool %q", p.Name))
+		sdkwire.WriteError(w, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown tool %q", p.Name))
 		return true
 	}
 	if t.IsPlaybook() {
@@ -491,109 +297,25 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 		res.Content = []mcp.Content{} // Server.callTool: avoid "null"
 	}
 	if plainResult(res) {
-		a := answerWriter{buf: getBuffer(), w: w}
+		a := answerWriter{buf: sdkwire.GetBuffer(), w: w}
 		a.buf.WriteString(`{"jsonrpc":"2.0","id":`)
 		a.buf.Write(id)
 		a.buf.WriteString(`,"result":`)
-		setJSONHeader(w) // before a large answer's first bytes go
+		sdkwire.SetJSONHeader(w) // before a large answer's first bytes go
 		if a.callResult(res) {
 			a.buf.WriteByte('}')
 			a.flush() // not the connection: net/http sends a small answer with a Content-Length
-			putBuffer(a.buf)
+			sdkwire.PutBuffer(a.buf)
 			return true
 		}
-		putBuffer(a.buf)
+		sdkwire.PutBuffer(a.buf)
 	}
 	data, err := res.MarshalJSON()
 	if err != nil {
 		// go-sdk would fail the call the same way: an internal error.
-		writeError(w, id, jsonrpc.CodeInternalError, fmt.Sprintf("marshaling call result: %v", err))
+		sdkwire.WriteError(w, id, jsonrpc.CodeInternalError, fmt.Sprintf("marshaling call result: %v", err))
 		return true
 	}
-	writeResult(w, id, data)
+	sdkwire.WriteResult(w, id, data)
 	return true
-}
-
-// The fast path answers application/json, never an event stream. A POST's
-// answer may be either (the transport spec leaves the choice to the server,
-// and every client must read both); go-sdk, without JSONResponse (newMux
-// does not set it, so that the requests it serves can stream progress),
-// sends one SSE "message" event. The fast path has nothing to stream — it
-// hands calls with a progressToken to go-sdk — so it sends the one message
-// as it is: no event framing for either side to write and parse, and the
-// headers go-sdk sets on a JSON answer. TestFastPathDifferential compares
-// the messages. Worth 4–6% of throughput at c=8 (mcpgate-bench, same run).
-var (
-	noCacheControl  = []string{"no-cache, no-transform"}
-	jsonContentType = []string{"application/json"}
-)
-
-// writeResult answers a request with result. A large result (a tools/list
-// page) is written as it is, not copied.
-func writeResult(w http.ResponseWriter, id, result []byte) {
-	buf := getBuffer()
-	buf.WriteString(`{"jsonrpc":"2.0","id":`)
-	buf.Write(id)
-	buf.WriteString(`,"result":`)
-	if len(result) > maxPooledBuffer/4 {
-		setJSONHeader(w)
-		w.Write(buf.Bytes())
-		w.Write(result)
-		w.Write(closeBrace)
-		putBuffer(buf)
-		return
-	}
-	buf.Write(result)
-	buf.WriteByte('}')
-	writeJSON(w, buf)
-}
-
-var closeBrace = []byte("}")
-
-// writeError answers a request with a JSON-RPC error, as go-sdk's wire form
-// (jsonrpc2.WireError, no data), with status 200 as go-sdk does.
-func writeError(w http.ResponseWriter, id []byte, code int64, message string) {
-	msg, _ := marshalNoEscape(message)
-	buf := getBuffer()
-	buf.WriteString(`{"jsonrpc":"2.0","id":`)
-	buf.Write(id)
-	buf.WriteString(`,"error":{"code":`)
-	buf.WriteString(strconv.FormatInt(code, 10))
-	buf.WriteString(`,"message":`)
-	buf.Write(msg)
-	buf.WriteString("}}")
-	writeJSON(w, buf)
-}
-
-// writeJSON sends buf as the answer and returns it to the pool. The answer
-// is not flushed: net/http sends it with a Content-Length when it fits its
-// buffer.
-func writeJSON(w http.ResponseWriter, buf *bytes.Buffer) {
-	setJSONHeader(w)
-	w.Write(buf.Bytes())
-	putBuffer(buf)
-}
-
-// setJSONHeader sets what go-sdk sets on a JSON answer; the slices are
-// shared, never modified.
-func setJSONHeader(w http.ResponseWriter) {
-	h := w.Header()
-	h["Cache-Control"] = noCacheControl
-	h["Content-Type"] = jsonContentType
-}
-
-// maxPooledBuffer bounds the buffers kept for reuse: one answer of a large
-// tools/list must not pin megabytes for the life of the process.
-const maxPooledBuffer = 64 << 10
-
-var bufferPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-func getBuffer() *bytes.Buffer { return bufferPool.Get().(*bytes.Buffer) }
-
-func putBuffer(b *bytes.Buffer) {
-	if b.Cap() > maxPooledBuffer {
-		return
-	}
-	b.Reset()
-	bufferPool.Put(b)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -178,7 +179,7 @@ func sendRaw(t testing.TB, url, body string, h http.Header) answer {
 // sameFraming forgives the one difference of form between the fast path's
 // answer and go-sdk's: the fast path answers a request with its one message
 // as application/json, where go-sdk sends that message as the one event of
-// a text/event-stream (see writeResult). It reports whether got was so
+// a text/event-stream (see sdkwire.WriteResult). It reports whether got was so
 // reframed.
 func sameFraming(got, want *answer) bool {
 	if got.Status == http.StatusOK && want.Status == http.StatusOK &&
@@ -196,7 +197,7 @@ func opaqueCursors(t testing.TB, a answer) {
 	for _, m := range a.Messages {
 		res, _ := m.(map[string]any)["result"].(map[string]any)
 		if c, ok := res["nextCursor"].(string); ok {
-			uid, ok := decodeCursor(c)
+			uid, ok := sdkwire.DecodeCursor(c)
 			if !ok {
 				t.Fatalf("nextCursor %q does not decode", c)
 			}

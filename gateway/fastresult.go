@@ -63,7 +63,7 @@ const (
 	flushAt = 16 << 10
 	// escapeSpan is how much of a long string it escapes at a time, before
 	// it looks at its buffer again: escaped, at most 6 times as much. The
-	// buffer then stays within maxPooledBuffer, and goes back to the pool.
+	// buffer then stays within sdkwire.MaxPooledBuffer, and goes back to the pool.
 	escapeSpan = 4 << 10
 )
 

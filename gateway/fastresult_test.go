@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -112,7 +113,7 @@ func TestAnswerWriterBounded(t *testing.T) {
 		if !bytes.Equal(w.Bytes(), whole.Bytes()) {
 			t.Errorf("%d: written through a writer, the answer differs from the one built whole", i)
 		}
-		if c := a.buf.Cap(); c > maxPooledBuffer {
+		if c := a.buf.Cap(); c > sdkwire.MaxPooledBuffer {
 			t.Errorf("%d: the buffer grew to %d bytes", i, c)
 		}
 		if w.largest < 2*flushAt {

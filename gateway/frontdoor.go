@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"os"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway/internal/caller"
+	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -75,14 +75,14 @@ type frontDoor struct {
 	authorize func(r *http.Request, method, tool string) (status int, challenge string, ok bool)
 }
 
-// message is a POSTed body as go-sdk reads it (sdkParse into fastMessage:
+// message is a POSTed body as go-sdk reads it (sdkwire.Parse into sdkwire.Message:
 // its decoder, case-sensitive keys), decoded once by the front door for every
 // check that needs it, so that none of them can read a different message
 // than the one go-sdk dispatches. ok is false when the body does not decode
 // that way (go-sdk answers it in its own words); badMethod when its method
 // is not a string.
 type message struct {
-	fastMessage
+	sdkwire.Message
 	ok        bool
 	method    string
 	badMethod bool
@@ -90,11 +90,11 @@ type message struct {
 
 func readMessage(body []byte) *message {
 	m := &message{}
-	if !sdkParse(body, &m.fastMessage) {
+	if !sdkwire.Parse(body, &m.Message) {
 		return m
 	}
 	m.ok = true
-	if len(m.Method) > 0 && !sdkParse(m.Method, &m.method) {
+	if len(m.Method) > 0 && !sdkwire.Parse(m.Method, &m.method) {
 		m.badMethod = true
 	}
 	return m
@@ -161,7 +161,7 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rpc := r.Method == http.MethodPost && isJSON(r.Header.Get("Content-Type"))
+	rpc := r.Method == http.MethodPost && sdkwire.IsJSON(r.Header.Get("Content-Type"))
 	// The message is decoded once, when something here needs it (the
 	// cancel registry, the step-up check, the fast path), and shared.
 	var decoded *message
@@ -487,16 +487,6 @@ func (f *frontDoor) tooLarge(w http.ResponseWriter) {
 	})
 }
 
-// isJSON reports whether a Content-Type is application/json. Other types are
-// left to go-sdk, which answers 415.
-func isJSON(contentType string) bool {
-	if contentType == "application/json" {
-		return true // what clients send; ParseMediaType allocates
-	}
-	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mt == "application/json"
-}
-
 // checkMessage accepts exactly one JSON-RPC message: a JSON object. It
 // returns the error to answer otherwise.
 func checkMessage(body []byte) *jsonrpc.Error {
@@ -532,7 +522,7 @@ func checkMessage(body []byte) *jsonrpc.Error {
 // or for none. MCP requires a string or an integer id, and JSON-RPC 2.0 §5
 // an answer carrying the id sent. A string id, no id, or one go-sdk cannot
 // decode at all is go-sdk's to answer. It runs only where the fast path has
-// not answered (which echoes only exact ids, see echoID), so the hot path
+// not answered (which echoes only exact ids, see sdkwire.EchoID), so the hot path
 // does not parse a body twice.
 func checkID(m *message) *jsonrpc.Error {
 	if !m.ok || len(m.ID) == 0 {
@@ -542,12 +532,12 @@ func checkID(m *message) *jsonrpc.Error {
 	case '"', 'n', 't', 'f', '{', '[': // string, null; go-sdk refuses the others
 		return nil
 	}
-	if _, ok := exactID(m.ID); ok {
+	if _, ok := sdkwire.ExactID(m.ID); ok {
 		return nil
 	}
 	return &jsonrpc.Error{
 		Code:    jsonrpc.CodeInvalidRequest,
-		Message: fmt.Sprintf("the request id %.40s must be a string or an integer within ±2^53 (%d), which the gateway can answer as sent", m.ID, int64(maxExactID)),
+		Message: fmt.Sprintf("the request id %.40s must be a string or an integer within ±2^53 (%d), which the gateway can answer as sent", m.ID, int64(sdkwire.MaxExactID)),
 	}
 }
 
@@ -557,12 +547,12 @@ func checkID(m *message) *jsonrpc.Error {
 // other method's undecodable params so, but its initialize (which decodes
 // into its own initializeParamsV2) answers them with error code 0, which
 // is no JSON-RPC error code. Requests go-sdk would refuse before decoding
-// (see sdkWouldRead) are left to it.
+// (see sdkwire.WouldRead) are left to it.
 func answerBadInitialize(w http.ResponseWriter, r *http.Request, m *message) bool {
-	if !m.ok || m.method != "initialize" || m.VersionTag != "2.0" || !sdkWouldRead(r) {
+	if !m.ok || m.method != "initialize" || m.VersionTag != "2.0" || !sdkwire.WouldRead(r, fastVersions) {
 		return false
 	}
-	id, ok := echoID(m.ID)
+	id, ok := sdkwire.EchoID(m.ID)
 	if !ok {
 		return false // a notification: nothing to answer
 	}
@@ -570,7 +560,7 @@ func answerBadInitialize(w http.ResponseWriter, r *http.Request, m *message) boo
 	if problem == "" {
 		return false
 	}
-	writeError(w, id, jsonrpc.CodeInvalidParams, problem)
+	sdkwire.WriteError(w, id, jsonrpc.CodeInvalidParams, problem)
 	return true
 }
 
@@ -583,7 +573,7 @@ func initializeProblem(params json.RawMessage) string {
 		return lead + `missing required "params"`
 	}
 	var p initializeParams
-	if err := sdkDecode(params, &p); err != nil {
+	if err := sdkwire.Decode(params, &p); err != nil {
 		return lead + err.Error()
 	}
 	return ""

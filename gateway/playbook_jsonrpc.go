@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
 	"github.com/mcpgate/mcpgate/upstream/playbook"
 )
 
@@ -63,7 +64,7 @@ type noetlDoor struct {
 }
 
 func (d *noetlDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if localLoopback(r) && !isLoopback(r.Host) {
+	if sdkwire.LocalLoopback(r) && !sdkwire.IsLoopback(r.Host) {
 		writeRPCError(w, http.StatusForbidden, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: "forbidden: a gateway listening on loopback answers only a loopback Host (DNS rebinding protection)"})
 		return
@@ -75,7 +76,7 @@ func (d *noetlDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				Message: "forbidden: a cross-origin request (its Origin is not this gateway)"})
 			return
 		}
-		if !isJSON(r.Header.Get("Content-Type")) {
+		if !sdkwire.IsJSON(r.Header.Get("Content-Type")) {
 			writeRPCError(w, http.StatusUnsupportedMediaType, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 				Message: "unsupported media type: POST a JSON-RPC message as application/json"})
 			return
@@ -116,8 +117,8 @@ func (g *Gateway) servePlaybookRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	// Member names are case-sensitive (JSON-RPC 2.0; go-sdk reads them so
 	// on /mcp): encoding/json would take "ID" or "jsonrpC" for the real
-	// ones. sdkParse reads one value and ignores what follows: Valid first.
-	if !json.Valid(body) || !sdkParse(body, &msg) {
+	// ones. sdkwire.Parse reads one value and ignores what follows: Valid first.
+	if !json.Valid(body) || !sdkwire.Parse(body, &msg) {
 		writeRPC(w, nil, nil, &noetlError{Code: -32700, Message: "parse error: the body is not a JSON-RPC object"})
 		return
 	}
@@ -153,7 +154,7 @@ func (g *Gateway) servePlaybookRPC(w http.ResponseWriter, r *http.Request) {
 		var p struct {
 			ProtocolVersion string `json:"protocolVersion"`
 		}
-		sdkParse(msg.Params, &p)
+		sdkwire.Parse(msg.Params, &p)
 		if p.ProtocolVersion == "" {
 			p.ProtocolVersion = defaultNoETLProtocol
 		}
@@ -187,7 +188,7 @@ func (g *Gateway) playbookRPCCall(w http.ResponseWriter, r *http.Request, id, ra
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	if !sdkParse(raw, &p) {
+	if !sdkwire.Parse(raw, &p) {
 		writeRPC(w, id, nil, &noetlError{Code: -32602, Message: "invalid params: tools/call needs {\"name\", \"arguments\"}"})
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -86,7 +87,7 @@ func (w *rpcErrors) finish() {
 	// Content-Type go-sdk refuses, a bad Host).
 	id := json.RawMessage("null")
 	if m := w.msg(); m.ok && json.Valid(w.body) {
-		if e, ok := echoID(m.ID); ok {
+		if e, ok := sdkwire.EchoID(m.ID); ok {
 			id = e
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/gateway/internal/caller"
+	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/mcpgate/mcpgate/upstream/playbook"
 )
@@ -268,12 +269,12 @@ func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte, ms
 		return false
 	}
 	method := msg.method
-	id, ok := echoID(msg.ID)
+	id, ok := sdkwire.EchoID(msg.ID)
 	if !ok {
 		return false // a notification, or an id go-sdk would answer in its own way
 	}
 	var p taskParams
-	if len(msg.Params) > 0 && !bytes.Equal(msg.Params, []byte("null")) && !sdkParse(msg.Params, &p) {
+	if len(msg.Params) > 0 && !bytes.Equal(msg.Params, []byte("null")) && !sdkwire.Parse(msg.Params, &p) {
 		return false // go-sdk says what is wrong with them
 	}
 	if _, ok := p.Meta[mcp.MetaKeyProtocolVersion]; ok {
@@ -304,30 +305,30 @@ func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte, ms
 	}
 	d.g.metrics.rpcMethod(method)
 	if rerr != nil {
-		writeError(w, id, rerr.Code, rerr.Message)
+		sdkwire.WriteError(w, id, rerr.Code, rerr.Message)
 		return true
 	}
-	data, err := marshalNoEscape(result)
+	data, err := sdkwire.Marshal(result)
 	if err != nil {
-		writeError(w, id, jsonrpc.CodeInternalError, fmt.Sprintf("marshaling the result: %v", err))
+		sdkwire.WriteError(w, id, jsonrpc.CodeInternalError, fmt.Sprintf("marshaling the result: %v", err))
 		return true
 	}
-	writeResult(w, id, data)
+	sdkwire.WriteResult(w, id, data)
 	return true
 }
 
 // accepts applies the checks go-sdk's handler applies to any POST (see
-// sdkWouldRead): DNS-rebinding protection, a protocol version the
+// sdkwire.WouldRead): DNS-rebinding protection, a protocol version the
 // tasks exist in (or none), and an Accept that allows the SSE answer. A
 // request that fails one goes to go-sdk, which refuses it in its words.
 func (d *taskDoor) accepts(r *http.Request) bool {
-	if localLoopback(r) && !isLoopback(r.Host) {
+	if sdkwire.LocalLoopback(r) && !sdkwire.IsLoopback(r.Host) {
 		return false
 	}
 	if !slices.Contains(fastVersions, r.Header.Get("Mcp-Protocol-Version")) {
 		return false
 	}
-	jsonOK, streamOK := streamableAccepts(r.Header.Values("Accept"))
+	jsonOK, streamOK := sdkwire.Accepts(r.Header.Values("Accept"))
 	return jsonOK && streamOK && len(r.Header.Values("Last-Event-ID")) == 0
 }
 
@@ -653,7 +654,7 @@ var taskCapability = json.RawMessage(`{"cancel":{},"requests":{"tools":{"call":{
 type taskInitResult struct{ *mcp.InitializeResult }
 
 func (x taskInitResult) MarshalJSON() ([]byte, error) {
-	b, err := marshalNoEscape(x.InitializeResult)
+	b, err := sdkwire.Marshal(x.InitializeResult)
 	if err != nil {
 		return nil, err
 	}
@@ -666,10 +667,10 @@ func (x taskInitResult) MarshalJSON() ([]byte, error) {
 		caps = map[string]json.RawMessage{}
 	}
 	caps["tasks"] = taskCapability
-	if top["capabilities"], err = marshalNoEscape(caps); err != nil {
+	if top["capabilities"], err = sdkwire.Marshal(caps); err != nil {
 		return nil, err
 	}
-	return marshalNoEscape(top)
+	return sdkwire.Marshal(top)
 }
 
 // taskListResult is go-sdk's tools/list result with execution.taskSupport
@@ -680,7 +681,7 @@ type taskListResult struct {
 }
 
 func (x taskListResult) MarshalJSON() ([]byte, error) {
-	b, err := marshalNoEscape(x.ListToolsResult)
+	b, err := sdkwire.Marshal(x.ListToolsResult)
 	if err != nil {
 		return nil, err
 	}
@@ -734,8 +735,8 @@ func withTaskSupport(list []byte, names map[string]bool) ([]byte, error) {
 		return list, nil
 	}
 	var err error
-	if top["tools"], err = marshalNoEscape(tools); err != nil {
+	if top["tools"], err = sdkwire.Marshal(tools); err != nil {
 		return nil, err
 	}
-	return marshalNoEscape(top)
+	return sdkwire.Marshal(top)
 }
