@@ -41,7 +41,8 @@
 //     [MaxResponseHeaderBytes].
 //
 // Clients whose upstream is https, or reached through a proxy
-// (HTTP_PROXY/NO_PROXY), or given a Transport of their own, use net/http,
+// (HTTP_PROXY/NO_PROXY), or given a Transport of their own (the gateway's
+// direct_transport: false gives them upstream.NewTransport), use net/http,
 // as do requests with a body of unknown length or over 16 KiB (see [New]),
 // and every client on a system without a non-blocking peek ([Usable] says
 // so). Unlike net/http it asks for no gzip: answers come uncompressed.
