@@ -652,6 +652,9 @@ func newClient(u *Upstream, base baseURL, budget *upstream.ResponseBudget) (*ups
 	if base.err != nil {
 		return nil, base.err
 	}
+	if !u.direct() {
+		opts.Transport = upstream.NewTransport() // net/http's, whatever the URL
+	}
 	return upstream.NewRemote(base.url, opts)
 }
 

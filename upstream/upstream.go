@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/upstream/internal/direct"
 )
 
 // Defaults for [ClientOptions].
@@ -36,7 +38,7 @@ type ClientOptions struct {
 	// Transport sends remote requests. Nil means a transport of the client's
 	// own, tuned for one upstream: for a plain-http base URL not reached
 	// through a proxy, an HTTP/1.1 transport whose calls read and write
-	// their connections themselves (directTransport, faster than net/http's
+	// their connections themselves (direct.Transport, faster than net/http's
 	// at the same wire format); else NewTransport's. Set it to
 	// NewTransport() to use net/http's in every case.
 	Transport http.RoundTripper
@@ -96,7 +98,7 @@ func NewTransport() *http.Transport {
 		IdleConnTimeout:        90 * time.Second,
 		TLSHandshakeTimeout:    10 * time.Second,
 		ExpectContinueTimeout:  time.Second,
-		MaxResponseHeaderBytes: maxResponseHeaderBytes,
+		MaxResponseHeaderBytes: direct.MaxResponseHeaderBytes,
 	}
 }
 
@@ -114,8 +116,8 @@ func NewRemote(baseURL string, opts *ClientOptions) (*Client, error) {
 		return nil, errors.New("upstream: base URL must not carry credentials")
 	}
 	c := newClient(u, opts)
-	if c.rt == nil && useDirect(u, http.ProxyFromEnvironment) {
-		c.rt = newDirectTransport(u)
+	if c.rt == nil && direct.Usable(u, http.ProxyFromEnvironment) {
+		c.rt = direct.New(u, NewTransport())
 	}
 	if c.rt == nil {
 		c.rt = NewTransport()

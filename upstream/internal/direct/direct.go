@@ -1,30 +1,15 @@
-package upstream
-
-import (
-	"bufio"
-	"context"
-	"errors"
-	"fmt"
-	"io"
-	"math"
-	"net"
-	"net/http"
-	"net/url"
-	"sync"
-	"time"
-
-	"golang.org/x/net/http/httpguts"
-)
-
-// directTransport sends a remote Client's requests to one plain-HTTP origin
-// over HTTP/1.1 keep-alive connections that the calling goroutine writes
-// and reads itself. net/http's Transport gives every connection a read and
-// a write goroutine, so a call hands off to the writer, wakes the reader from
-// the network, and is handed the response by it: goroutine wake-ups that
-// this transport does not make. That is 15–20 µs of a tools/call's latency
-// at one call in flight on 2 cores (mcpgate-bench, gateway and upstream in
-// separate processes), 4–9% more calls a second under load, and a quarter
-// less time and a third fewer allocations a request from two goroutines
+// Package direct is the HTTP/1.1 transport of upstream's remote clients
+// for a plain-http origin that is not reached through a proxy: a
+// [Transport] whose calls write their requests and read their answers on
+// the calling goroutine.
+//
+// net/http's Transport gives every connection a read and a write goroutine,
+// so a call hands off to the writer, wakes the reader from the network, and
+// is handed the response by it: goroutine wake-ups that this transport does
+// not make. That is 15–20 µs of a tools/call's latency at one call in
+// flight on 2 cores (mcpgate-bench, gateway and upstream in separate
+// processes), 4–9% more calls a second under load, and a quarter less time
+// and a third fewer allocations a request from two goroutines
 // (BenchmarkRemoteTransport).
 //
 // The wire format is net/http's own: [http.Request.Write] writes the request
@@ -44,7 +29,8 @@ import (
 //     A truncated answer closes its connection rather than draining it.
 //   - An idle connection is checked before reuse (a non-blocking peek: a
 //     server that closed it, or sent bytes unasked, is found then), and is
-//     closed after idleTimeout unused, or when more than maxIdle are idle.
+//     closed after 90 s unused, or when more than 64 are idle (net/http's
+//     IdleConnTimeout and MaxIdleConnsPerHost in upstream.NewTransport).
 //   - A request that failed on a reused connection before any answer came is
 //     sent once more, on a newly dialed one, when it is replayable (GET,
 //     HEAD, OPTIONS, TRACE, or an Idempotency-Key header, with a body that
@@ -52,16 +38,42 @@ import (
 //   - Requests are checked as net/http checks them (method, header names
 //     and values) before anything is written.
 //   - Response headers, those of 1xx answers included, are bounded by
-//     maxResponseHeaderBytes.
+//     [MaxResponseHeaderBytes].
 //
 // Clients whose upstream is https, or reached through a proxy
-// (HTTP_PROXY/NO_PROXY), or given a Transport of their own, use net/http,
-// as do requests with a body over directMaxBody, and every client on a
-// system without a non-blocking peek (stillOpen). Unlike net/http it asks
-// for no gzip: answers come uncompressed.
-type directTransport struct {
+// (HTTP_PROXY/NO_PROXY), or given a Transport of their own (the gateway's
+// direct_transport: false gives them upstream.NewTransport), use net/http,
+// as do requests with a body of unknown length or over 16 KiB (see [New]),
+// and every client on a system without a non-blocking peek ([Usable] says
+// so). Unlike net/http it asks for no gzip: answers come uncompressed.
+//
+// The package is internal to upstream: upstream.NewRemote chooses it, and
+// no other package has a use for a transport of one origin.
+package direct
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// Transport sends the requests of one upstream client to one plain-HTTP
+// origin over HTTP/1.1 keep-alive connections that the calling goroutine
+// writes and reads itself (see the package doc). It implements
+// [http.RoundTripper] and is safe for concurrent use.
+type Transport struct {
 	// large sends requests with bodies of unknown length or over
-	// directMaxBody: written here whole before the answer is read, an answer
+	// maxBody: written here whole before the answer is read, an answer
 	// the server sends early (413, 401) without reading the body would be
 	// lost; net/http reads while it writes.
 	large       http.RoundTripper
@@ -72,47 +84,52 @@ type directTransport struct {
 	idleTimeout time.Duration
 
 	mu    sync.Mutex
-	idle  []*directConn // most recently used last
-	sweep *time.Timer   // armed while idle is not empty
+	idle  []*persistConn // most recently used last
+	sweep *time.Timer    // armed while idle is not empty
 }
 
-// Bounds of directTransport, net/http's where it has them.
+// MaxResponseHeaderBytes bounds an answer's status line and headers; a REST
+// API sends a few KiB. (net/http's default is 10 MiB; upstream.NewTransport
+// sets this too, so that both transports refuse the same answers.)
+const MaxResponseHeaderBytes = 1 << 20
+
+// Bounds of Transport, net/http's where it has them.
 const (
-	// maxResponseHeaderBytes bounds an answer's status line and headers; a
-	// REST API sends a few KiB. (net/http's default is 10 MiB; NewTransport
-	// sets this too.)
-	maxResponseHeaderBytes = 1 << 20
-	// directMaxIdle is NewTransport's MaxIdleConnsPerHost.
-	directMaxIdle = 64
-	// directIdleTimeout is NewTransport's IdleConnTimeout.
-	directIdleTimeout = 90 * time.Second
-	// directMaxBody bounds the request bodies sent here, not through
+	// maxIdle is upstream.NewTransport's MaxIdleConnsPerHost.
+	maxIdle = 64
+	// idleTimeout is upstream.NewTransport's IdleConnTimeout.
+	idleTimeout = 90 * time.Second
+	// maxBody bounds the request bodies sent here, not through
 	// net/http: what fits the socket buffers (Linux's initial send buffer
 	// is 16 KiB) is sent whole even when the server answers without
 	// reading it. A tool call's JSON body is far smaller.
-	directMaxBody = 16 << 10
+	maxBody = 16 << 10
 )
 
-// newDirectTransport returns a directTransport for base, an http URL.
-func newDirectTransport(base *url.URL) *directTransport {
+// New returns a Transport for base, an http URL that [Usable] accepts.
+// large sends the requests that are not sent here, those with a body of
+// unknown length or over 16 KiB: net/http's Transport, made for the same
+// upstream (upstream.NewTransport). It must not be nil.
+func New(base *url.URL, large http.RoundTripper) *Transport {
 	port := base.Port()
 	if port == "" {
 		port = "80"
 	}
-	return &directTransport{
-		large:       NewTransport(),
+	return &Transport{
+		large:       large,
 		host:        base.Host,
 		addr:        net.JoinHostPort(base.Hostname(), port),
 		dialer:      net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
-		maxIdle:     directMaxIdle,
-		idleTimeout: directIdleTimeout,
+		maxIdle:     maxIdle,
+		idleTimeout: idleTimeout,
 	}
 }
 
-// useDirect reports whether a Client for base may use a directTransport: an
+// Usable reports whether requests for base may use a Transport: base is an
 // http URL that proxy (http.ProxyFromEnvironment: HTTP_PROXY, NO_PROXY) does
-// not send through a proxy.
-func useDirect(base *url.URL, proxy func(*http.Request) (*url.URL, error)) bool {
+// not send through a proxy, on a system where an idle connection the server
+// closed can be told before reuse.
+func Usable(base *url.URL, proxy func(*http.Request) (*url.URL, error)) bool {
 	if base.Scheme != "http" || !canPeek {
 		return false
 	}
@@ -120,9 +137,8 @@ func useDirect(base *url.URL, proxy func(*http.Request) (*url.URL, error)) bool 
 	return err == nil && p == nil
 }
 
-// directConn is one connection of a directTransport, used by one call at a
-// time.
-type directConn struct {
+// persistConn is one connection of a Transport, used by one call at a time.
+type persistConn struct {
 	conn      net.Conn
 	in        *countingReader
 	br        *bufio.Reader
@@ -139,7 +155,7 @@ type countingReader struct {
 	read int64
 }
 
-var errHeaderTooLarge = fmt.Errorf("the upstream's response headers exceed %d bytes", maxResponseHeaderBytes)
+var errHeaderTooLarge = fmt.Errorf("direct: the upstream's response headers exceed %d bytes", MaxResponseHeaderBytes)
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	if c.left <= 0 {
@@ -158,14 +174,17 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // once (net/http's idiom).
 var aLongTimeAgo = time.Unix(1, 0)
 
-func (t *directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+// RoundTrip sends req, a request for the base URL's origin, and returns the
+// answer once its headers are read; the connection is the body's until it
+// is closed (see [http.RoundTripper]).
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL == nil || req.URL.Scheme != "http" || req.URL.Host != t.host || req.Host != "" && req.Host != t.host {
-		// Cannot happen: joinURL builds every URL on the base. Checked
+		// Cannot happen: upstream builds every URL on the base (joinURL). Checked
 		// anyway: this is what keeps a caller's token on its origin.
 		closeBody(req)
-		return nil, fmt.Errorf("upstream: a request for another origin than %s", t.host)
+		return nil, fmt.Errorf("direct: a request for another origin than %s", t.host)
 	}
-	if req.Body != nil && req.Body != http.NoBody && (req.ContentLength < 0 || req.ContentLength > directMaxBody) {
+	if req.Body != nil && req.Body != http.NoBody && (req.ContentLength < 0 || req.ContentLength > maxBody) {
 		return t.large.RoundTrip(req)
 	}
 	if err := validRequest(req); err != nil {
@@ -212,7 +231,7 @@ type exchangeError struct {
 
 // exchange sends req on dc and reads the answer's headers. On failure dc is
 // closed.
-func (t *directTransport) exchange(ctx context.Context, dc *directConn, req *http.Request) (*http.Response, *exchangeError) {
+func (t *Transport) exchange(ctx context.Context, dc *persistConn, req *http.Request) (*http.Response, *exchangeError) {
 	stop := context.AfterFunc(ctx, func() { dc.conn.SetDeadline(aLongTimeAgo) })
 	fail := func(err error, retry bool) (*http.Response, *exchangeError) {
 		stop()
@@ -231,7 +250,7 @@ func (t *directTransport) exchange(ctx context.Context, dc *directConn, req *htt
 	if err := dc.bw.Flush(); err != nil {
 		return fail(err, replayable(req))
 	}
-	dc.in.left, dc.in.read = maxResponseHeaderBytes, 0
+	dc.in.left, dc.in.read = MaxResponseHeaderBytes, 0
 	resp, err := http.ReadResponse(dc.br, req)
 	// Informational answers (100 Continue, 102 Processing sent as a
 	// keep-alive, 103 Early Hints) come before the answer, and are skipped
@@ -240,7 +259,7 @@ func (t *directTransport) exchange(ctx context.Context, dc *directConn, req *htt
 		if resp.StatusCode == http.StatusSwitchingProtocols {
 			// net/http hands over the connection; nothing here asked
 			// to switch.
-			return fail(errors.New("the upstream answered 101 Switching Protocols to a request that did not ask to switch"), false)
+			return fail(errors.New("direct: the upstream answered 101 Switching Protocols to a request that did not ask to switch"), false)
 		}
 		resp, err = http.ReadResponse(dc.br, req)
 	}
@@ -254,7 +273,7 @@ func (t *directTransport) exchange(ctx context.Context, dc *directConn, req *htt
 		return fail(err, dc.in.read == 0 && replayable(req))
 	}
 	dc.in.left = math.MaxInt64
-	resp.Body = &directBody{ReadCloser: resp.Body, t: t, dc: dc, ctx: ctx, stop: stop, keep: !resp.Close}
+	resp.Body = &responseBody{ReadCloser: resp.Body, t: t, dc: dc, ctx: ctx, stop: stop, keep: !resp.Close}
 	return resp, nil
 }
 
@@ -263,15 +282,15 @@ func (t *directTransport) exchange(ctx context.Context, dc *directConn, req *htt
 // characters (a NUL in a token from a token endpoint is refused, not sent).
 func validRequest(req *http.Request) error {
 	if req.Method != "" && !validToken(req.Method) {
-		return fmt.Errorf("upstream: invalid method %q", req.Method)
+		return fmt.Errorf("direct: invalid method %q", req.Method)
 	}
 	for k, vv := range req.Header {
 		if !httpguts.ValidHeaderFieldName(k) {
-			return fmt.Errorf("upstream: invalid header field name %q", k)
+			return fmt.Errorf("direct: invalid header field name %q", k)
 		}
 		for _, v := range vv {
 			if !httpguts.ValidHeaderFieldValue(v) {
-				return fmt.Errorf("upstream: invalid value for header field %q", k) // the value may be a token: not quoted
+				return fmt.Errorf("direct: invalid value for header field %q", k) // the value may be a token: not quoted
 			}
 		}
 	}
@@ -308,12 +327,12 @@ func closeBody(req *http.Request) {
 	}
 }
 
-// directBody is an answer's body. Its connection goes back to the pool when
+// responseBody is an answer's body. Its connection goes back to the pool when
 // the body was read to its end and closed.
-type directBody struct {
+type responseBody struct {
 	io.ReadCloser
-	t    *directTransport
-	dc   *directConn
+	t    *Transport
+	dc   *persistConn
 	ctx  context.Context
 	stop func() bool
 	keep bool // the server did not ask to close
@@ -321,9 +340,9 @@ type directBody struct {
 	done bool
 }
 
-func (b *directBody) Read(p []byte) (int, error) {
+func (b *responseBody) Read(p []byte) (int, error) {
 	if b.done {
-		return 0, errors.New("upstream: read on a closed response body")
+		return 0, errors.New("direct: read on a closed response body")
 	}
 	n, err := b.ReadCloser.Read(p)
 	switch {
@@ -337,7 +356,7 @@ func (b *directBody) Read(p []byte) (int, error) {
 
 // Close returns the connection to the pool, or closes it: it never reads
 // what is left of a body (net/http's body would, to its end).
-func (b *directBody) Close() error {
+func (b *responseBody) Close() error {
 	if b.done {
 		return nil
 	}
@@ -352,7 +371,7 @@ func (b *directBody) Close() error {
 
 // conn returns an idle connection that is still open, or a new one (always
 // when fresh).
-func (t *directTransport) conn(ctx context.Context, fresh bool) (*directConn, error) {
+func (t *Transport) conn(ctx context.Context, fresh bool) (*persistConn, error) {
 	for !fresh {
 		t.mu.Lock()
 		n := len(t.idle)
@@ -375,11 +394,11 @@ func (t *directTransport) conn(ctx context.Context, fresh bool) (*directConn, er
 		return nil, err
 	}
 	in := &countingReader{r: c, left: math.MaxInt64}
-	return &directConn{conn: c, in: in, br: bufio.NewReaderSize(in, 4<<10), bw: bufio.NewWriterSize(c, 4<<10)}, nil
+	return &persistConn{conn: c, in: in, br: bufio.NewReaderSize(in, 4<<10), bw: bufio.NewWriterSize(c, 4<<10)}, nil
 }
 
 // put makes dc idle, unless the pool is full.
-func (t *directTransport) put(dc *directConn) {
+func (t *Transport) put(dc *persistConn) {
 	dc.idleSince = time.Now()
 	t.mu.Lock()
 	if len(t.idle) >= t.maxIdle {
@@ -396,7 +415,7 @@ func (t *directTransport) put(dc *directConn) {
 
 // sweepIdle closes the connections idle for idleTimeout, and comes back
 // for the others when the oldest of them is due.
-func (t *directTransport) sweepIdle() {
+func (t *Transport) sweepIdle() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.sweep = nil
@@ -417,7 +436,7 @@ func (t *directTransport) sweepIdle() {
 }
 
 // CloseIdleConnections closes the idle connections (http.Client calls it).
-func (t *directTransport) CloseIdleConnections() {
+func (t *Transport) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle
 	t.idle = nil

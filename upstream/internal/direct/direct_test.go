@@ -1,4 +1,4 @@
-package upstream
+package direct
 
 import (
 	"bufio"
@@ -96,6 +96,52 @@ func (s *rawServer) seen() (conns int, requests []string) {
 	return s.conns, append([]string(nil), s.requests...)
 }
 
+// newTransport is the Transport upstream makes for u, its requests with
+// large bodies sent through netHTTP.
+func newTransport(u *url.URL) *Transport { return New(u, netHTTP()) }
+
+// netHTTP is upstream.NewTransport, field for field: the net/http
+// transport that the differential tests hold this one to, and that sends
+// its large requests. (This package cannot import upstream, which imports
+// it; TestNetHTTPIsUpstreams keeps the two the same.)
+func netHTTP() *http.Transport {
+	return &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   10 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           256,
+		MaxIdleConnsPerHost:    64,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
+	}
+}
+
+// newRequest makes a request for u as upstream does (its newRequest): u as
+// it is, not formatted and parsed again.
+func newRequest(ctx context.Context, method string, u *url.URL, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "", body)
+	if err != nil {
+		return nil, err
+	}
+	req.URL, req.Host = u, u.Host
+	return req, nil
+}
+
+// waitFor waits until cond holds, for at most 10s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+	}
+}
+
 // outcome is what a transport made of one request: the status and body,
 // or that it failed.
 type outcome struct {
@@ -131,16 +177,16 @@ var bothTransports = []struct {
 	name string
 	rt   func(*url.URL) http.RoundTripper
 }{
-	{"direct", func(u *url.URL) http.RoundTripper { return newDirectTransport(u) }},
-	{"net/http", func(*url.URL) http.RoundTripper { return NewTransport() }},
+	{"direct", func(u *url.URL) http.RoundTripper { return newTransport(u) }},
+	{"net/http", func(*url.URL) http.RoundTripper { return netHTTP() }},
 }
 
-// TestDirectTransportFraming sends two requests through the direct
+// TestTransportFraming sends two requests through the direct
 // transport and through net/http's, each to a server that answers with the
 // same bytes, and requires the same outcomes and the same number of
 // connections: an answer framed one way by net/http is framed so here, and
 // a connection net/http would not reuse is not reused here.
-func TestDirectTransportFraming(t *testing.T) {
+func TestTransportFraming(t *testing.T) {
 	const ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 	tests := []struct {
 		name   string
@@ -161,12 +207,12 @@ func TestDirectTransportFraming(t *testing.T) {
 		{"100 Continue first", "POST", "HTTP/1.1 100 Continue\r\n\r\n" + ok, false, outcome{Status: 200, Body: "ok"}, 1},
 		{"five 1xx", "GET", strings.Repeat("HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n", 5) + ok, false, outcome{Status: 200, Body: "ok"}, 1},
 		{"many 1xx", "GET", strings.Repeat("HTTP/1.1 102 Processing\r\n\r\n", 20) + ok, false, outcome{Status: 200, Body: "ok"}, 1},
-		{"1xx past the header bound", "GET", strings.Repeat("HTTP/1.1 102 Processing\r\nX: "+strings.Repeat("a", 1000)+"\r\n\r\n", maxResponseHeaderBytes/1000), true, outcome{Failed: true}, 2},
+		{"1xx past the header bound", "GET", strings.Repeat("HTTP/1.1 102 Processing\r\nX: "+strings.Repeat("a", 1000)+"\r\n\r\n", MaxResponseHeaderBytes/1000), true, outcome{Failed: true}, 2},
 		{"a second answer unasked", "GET", ok + "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nsmugg", false, outcome{Status: 200, Body: "ok"}, 2},
 		{"body shorter than its length", "GET", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello", true, outcome{Status: 200, Failed: true}, 2},
 		{"bad chunk", "GET", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n", true, outcome{Status: 200, Failed: true}, 2},
 		{"not HTTP", "GET", "HTTX/1.1 200 OK\r\n\r\n", true, outcome{Failed: true}, 2},
-		{"headers past the bound", "GET", "HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("a", maxResponseHeaderBytes) + "\r\n\r\n", true, outcome{Failed: true}, 2},
+		{"headers past the bound", "GET", "HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("a", MaxResponseHeaderBytes) + "\r\n\r\n", true, outcome{Failed: true}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,15 +245,15 @@ func TestDirectTransportFraming(t *testing.T) {
 	}
 }
 
-// TestDirectTransportStaleConnections: a kept-alive connection the server
+// TestTransportStaleConnections: a kept-alive connection the server
 // closed while it was idle is not used; one it closed as a request arrived
 // costs a replayable request a second try on a new connection, and a POST
 // an error — sent once, as net/http does.
-func TestDirectTransportStaleConnections(t *testing.T) {
+func TestTransportStaleConnections(t *testing.T) {
 	const ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 	t.Run("closed while idle", func(t *testing.T) {
 		srv := newRawServer(t, func(conn, i int, r *http.Request) (string, bool) { return ok, true })
-		rt := newDirectTransport(srv.url())
+		rt := newTransport(srv.url())
 		for i := range 3 {
 			if got := sendOnce(context.Background(), rt, "POST", srv.url(), "{}"); got != (outcome{Status: 200, Body: "ok"}) {
 				t.Fatalf("request %d: %+v", i, got)
@@ -267,10 +313,10 @@ func TestDirectTransportStaleConnections(t *testing.T) {
 	}
 }
 
-// TestDirectTransportCancel: a call's deadline and its cancellation end a
+// TestTransportCancel: a call's deadline and its cancellation end a
 // wait for the answer and a read of its body, with the context's error,
 // and the connection is not reused.
-func TestDirectTransportCancel(t *testing.T) {
+func TestTransportCancel(t *testing.T) {
 	release := make(chan struct{})
 	srv := newRawServer(t, func(conn, i int, r *http.Request) (string, bool) {
 		switch r.Method {
@@ -282,7 +328,7 @@ func TestDirectTransportCancel(t *testing.T) {
 		}
 	})
 	t.Cleanup(func() { close(release) }) // before the server's (cleanups run last first)
-	rt := newDirectTransport(srv.url())
+	rt := newTransport(srv.url())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -311,12 +357,12 @@ func TestDirectTransportCancel(t *testing.T) {
 	}
 }
 
-// TestDirectTransportOtherOrigin: a request for another origin is refused
+// TestTransportOtherOrigin: a request for another origin is refused
 // before anything is dialed: the token it carries stays home.
-func TestDirectTransportOtherOrigin(t *testing.T) {
+func TestTransportOtherOrigin(t *testing.T) {
 	srv := newRawServer(t, func(int, int, *http.Request) (string, bool) { return "", true })
 	other := newRawServer(t, func(int, int, *http.Request) (string, bool) { return "", true })
-	rt := newDirectTransport(srv.url())
+	rt := newTransport(srv.url())
 	for _, u := range []string{"http://" + other.ln.Addr().String() + "/x", "https://" + srv.ln.Addr().String() + "/x"} {
 		req, _ := http.NewRequest("GET", u, nil)
 		req.Header.Set("Authorization", "Bearer secret")
@@ -336,42 +382,41 @@ func TestDirectTransportOtherOrigin(t *testing.T) {
 	}
 }
 
-// TestDirectTransportTruncated: an answer read only in part (the response
-// bound) closes its connection instead of draining the rest.
-func TestDirectTransportTruncated(t *testing.T) {
+// TestTransportTruncated: an answer read only in part (upstream's response
+// bound: it reads limit bytes and one more, then closes the body) closes its
+// connection instead of draining the rest.
+func TestTransportTruncated(t *testing.T) {
+	const limit = 100
 	srv := newRawServer(t, func(int, int, *http.Request) (string, bool) {
 		return "HTTP/1.1 200 OK\r\nContent-Length: 10000\r\n\r\n" + strings.Repeat("a", 10000), false
 	})
-	c, err := NewRemote(srv.url().String(), &ClientOptions{MaxResponseBytes: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, ok := c.rt.(*directTransport)
-	if !ok {
-		t.Fatalf("a Client for %s uses %T, want the direct transport", srv.url(), c.rt)
-	}
+	rt := newTransport(srv.url())
 	for range 2 {
 		req, _ := newRequest(context.Background(), "GET", pathX(srv.url()), nil)
-		a, _, rep := c.exchange(context.Background(), req, acceptCall, Credentials{}, &reservation{limit: 100})
-		if a == nil || !a.truncated || len(a.body) != 100 {
-			t.Fatalf("exchange: %+v %+v", a, rep)
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if n, err := io.ReadFull(resp.Body, make([]byte, limit+1)); n != limit+1 {
+			t.Fatalf("read %d bytes of the answer: %v", n, err)
+		}
+		resp.Body.Close()
 	}
 	if conns, _ := srv.seen(); conns != 2 || len(rt.idle) != 0 {
 		t.Errorf("%d connections, %d idle; want 2 and 0", conns, len(rt.idle))
 	}
 }
 
-// TestDirectTransportIdle: idle connections are closed after the idle
+// TestTransportIdle: idle connections are closed after the idle
 // timeout, not before, and no more than maxIdle are kept. The transport
 // runs in a synctest bubble, so its sweep timer is on a clock that moves
 // only when the test sleeps: a loaded machine cannot make it late.
-func TestDirectTransportIdle(t *testing.T) {
+func TestTransportIdle(t *testing.T) {
 	srv := newRawServer(t, func(int, int, *http.Request) (string, bool) {
 		return "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false
 	})
 	synctest.Test(t, func(t *testing.T) {
-		rt := newDirectTransport(srv.url())
+		rt := newTransport(srv.url())
 		rt.maxIdle, rt.idleTimeout = 2, 100*time.Millisecond
 		idle := func() int {
 			rt.mu.Lock()
@@ -406,7 +451,7 @@ func TestDirectTransportIdle(t *testing.T) {
 	})
 }
 
-func TestUseDirect(t *testing.T) {
+func TestUsable(t *testing.T) {
 	noProxy := func(*http.Request) (*url.URL, error) { return nil, nil }
 	proxy := func(*http.Request) (*url.URL, error) { return url.Parse("http://proxy:3128") }
 	for _, tt := range []struct {
@@ -420,20 +465,20 @@ func TestUseDirect(t *testing.T) {
 		{"http://api.internal:8080", proxy, false},
 	} {
 		u, _ := url.Parse(tt.base)
-		if got := useDirect(u, tt.proxy); got != tt.want {
-			t.Errorf("useDirect(%s) = %t, want %t", tt.base, got, tt.want)
+		if got := Usable(u, tt.proxy); got != tt.want {
+			t.Errorf("Usable(%s) = %t, want %t", tt.base, got, tt.want)
 		}
 	}
 	u, _ := url.Parse("http://api.internal/v1")
-	if got := newDirectTransport(u).addr; got != "api.internal:80" {
+	if got := newTransport(u).addr; got != "api.internal:80" {
 		t.Errorf("dials %s, want api.internal:80", got)
 	}
 }
 
-// TestDirectTransportRetryDials: the second try of a replayable request
+// TestTransportRetryDials: the second try of a replayable request
 // goes on a newly dialed connection, not on another idle one that the
 // server may have dropped the same way.
-func TestDirectTransportRetryDials(t *testing.T) {
+func TestTransportRetryDials(t *testing.T) {
 	const ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 	srv := newRawServer(t, func(conn, i int, r *http.Request) (string, bool) {
 		if conn < 2 && i == 1 {
@@ -441,7 +486,7 @@ func TestDirectTransportRetryDials(t *testing.T) {
 		}
 		return ok, false
 	})
-	rt := newDirectTransport(srv.url())
+	rt := newTransport(srv.url())
 	var resps []*http.Response
 	for range 2 { // two answers open at once: two connections
 		req, _ := newRequest(context.Background(), "GET", pathX(srv.url()), nil)
@@ -463,17 +508,17 @@ func TestDirectTransportRetryDials(t *testing.T) {
 	}
 }
 
-// TestDirectTransportLargeBody: a request body over directMaxBody goes
+// TestTransportLargeBody: a request body over maxBody goes
 // through net/http, which reads while it writes, so an answer the server
 // sends without reading the body (413, 401) is the answer the call gets.
-func TestDirectTransportLargeBody(t *testing.T) {
+func TestTransportLargeBody(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too large", http.StatusRequestEntityTooLarge)
 	}))
 	defer srv.Close()
 	u, _ := url.Parse(srv.URL)
-	rt := newDirectTransport(u)
-	for _, size := range []int{directMaxBody, 8 << 20} {
+	rt := newTransport(u)
+	for _, size := range []int{maxBody, 8 << 20} {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		got := sendOnce(ctx, rt, "POST", u, strings.Repeat("x", size))
 		cancel()
@@ -483,11 +528,11 @@ func TestDirectTransportLargeBody(t *testing.T) {
 	}
 }
 
-// TestDirectTransportInvalidHeader: what net/http would refuse to write is
+// TestTransportInvalidHeader: what net/http would refuse to write is
 // refused here, before anything is dialed.
-func TestDirectTransportInvalidHeader(t *testing.T) {
+func TestTransportInvalidHeader(t *testing.T) {
 	srv := newRawServer(t, func(int, int, *http.Request) (string, bool) { return "", true })
-	rt := newDirectTransport(srv.url())
+	rt := newTransport(srv.url())
 	for _, h := range [][2]string{{"Authorization", "Bearer tok\x00en"}, {"X Api Key", "secret"}, {"X-A", "a\r\nX-B: b"}} {
 		req, _ := newRequest(context.Background(), "GET", pathX(srv.url()), nil)
 		req.Header[h[0]] = []string{h[1]}

@@ -1,4 +1,4 @@
-package upstream
+package direct
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 // BenchmarkRemoteTransport sends a GET with a small JSON answer over
 // loopback through the direct transport and through net/http's (one at a
 // time, and from GOMAXPROCS goroutines at once): the measure behind
-// directTransport. On 2 shared cores (go test -bench RemoteTransport
-// -benchmem ./upstream, two runs): one at a time, 20–21 µs for both (the
+// Transport. On 2 shared cores (go test -bench RemoteTransport
+// -benchmem ./upstream/internal/direct, two runs): one at a time, 20–21 µs for both (the
 // server shares the process and its scheduler here); from two goroutines,
 // 14 µs a request against net/http's 18–19, and 3.9 KB in 44 allocations
 // against 5.6 KB in 63. Across processes, where each wake-up may cross
@@ -30,8 +30,8 @@ func BenchmarkRemoteTransport(b *testing.B) {
 		name string
 		rt   http.RoundTripper
 	}{
-		{"direct", newDirectTransport(u)},
-		{"net-http", NewTransport()},
+		{"direct", newTransport(u)},
+		{"net-http", netHTTP()},
 	} {
 		send := func(b *testing.B) {
 			req, _ := newRequest(context.Background(), http.MethodGet, target, nil)

@@ -1,11 +1,11 @@
 //go:build !unix
 
-package upstream
+package direct
 
 import "net"
 
 // canPeek: stillOpen cannot tell a closed idle connection here, so Clients
-// use net/http (see useDirect).
+// use net/http (see Usable).
 const canPeek = false
 
 func stillOpen(net.Conn) bool { return false }

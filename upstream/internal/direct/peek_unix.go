@@ -1,6 +1,6 @@
 //go:build unix
 
-package upstream
+package direct
 
 import (
 	"net"
