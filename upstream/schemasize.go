@@ -1,5 +1,9 @@
 package upstream
 
+// This file holds how big a tool's JSON is, and how its input schema is cut
+// to fit Upstream.MaxToolBytes (the schema size a client is sent). It is not
+// the response memory budget: that is admission.go's ResponseBudget.
+
 import (
 	"encoding/json"
 	"math"

@@ -1,5 +1,11 @@
 package upstream
 
+// This file holds what a call must be admitted to before its answer is held:
+// a concurrency slot of its upstream (max_concurrent) and room in the
+// response memory budget (ResponseBudget, max_response_memory), both within
+// one queue_timeout; and how an answer's body is read under them. The size
+// of tools' schemas is schemasize.go's.
+
 import (
 	"cmp"
 	"container/list"
