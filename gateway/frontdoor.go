@@ -556,38 +556,12 @@ func answerBadInitialize(w http.ResponseWriter, r *http.Request, m *message) boo
 	if !ok {
 		return false // a notification: nothing to answer
 	}
-	problem := initializeProblem(m.Params)
+	problem := sdkwire.InitializeProblem(m.Params)
 	if problem == "" {
 		return false
 	}
 	sdkwire.WriteError(w, id, jsonrpc.CodeInvalidParams, problem)
 	return true
-}
-
-// initializeProblem returns what keeps go-sdk from decoding an initialize
-// request's params, in go-sdk's words for other methods, or "" when they
-// decode. Both transports answer it with -32602 (see answerBadInitialize).
-func initializeProblem(params json.RawMessage) string {
-	const lead = "handling 'initialize': invalid params: "
-	if params = bytes.TrimSpace(params); len(params) == 0 || string(params) == "null" {
-		return lead + `missing required "params"`
-	}
-	var p initializeParams
-	if err := sdkwire.Decode(params, &p); err != nil {
-		return lead + err.Error()
-	}
-	return ""
-}
-
-// initializeParams has the shape go-sdk v1.8.0 decodes an initialize's
-// params into (its unexported initializeParamsV2: capabilities.roots a
-// pointer).
-type initializeParams struct {
-	mcp.InitializeParams
-	Capabilities *struct {
-		mcp.ClientCapabilities
-		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
-	} `json:"capabilities"`
 }
 
 // describeJSONError names a JSON syntax problem and where it is.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcpgate/mcpgate/gateway/stdio"
 	"io"
 	"net/http"
 	"strings"
@@ -400,5 +401,13 @@ func TestStdioDrainTimeout(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the session did not end after its drain timeout")
+	}
+}
+
+// The stdio package cannot import gateway: its drain default restates
+// DefaultTimeout, and this keeps the two in step.
+func TestStdioDrainDefault(t *testing.T) {
+	if stdio.DefaultDrainTimeout != DefaultTimeout+5*time.Second {
+		t.Errorf("stdio.DefaultDrainTimeout %s, want DefaultTimeout (%s) plus 5s", stdio.DefaultDrainTimeout, DefaultTimeout)
 	}
 }

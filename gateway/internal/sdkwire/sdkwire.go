@@ -27,6 +27,6 @@ var Mirrors = []string{
 	"gateway/rpcerrors.go: go-sdk's text/plain protocol errors, rewritten as JSON-RPC errors",
 	"gateway/cancel.go: request ids compared as jsonrpc2.MakeID does",
 	"gateway/tasks.go: tools/list with execution.taskSupport, as go-sdk would list it",
-	"gateway/stdio.go: the newline-delimited transport go-sdk's StdioTransport speaks",
+	"gateway/stdio/stdio.go: the newline-delimited transport go-sdk's StdioTransport speaks",
 	"auth/middleware.go: go-sdk's RequireBearerToken answers",
 }

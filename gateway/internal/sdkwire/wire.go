@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	sjson "github.com/segmentio/encoding/json"
 
 	"github.com/mcpgate/mcpgate/upstream"
@@ -315,4 +317,30 @@ func PutBuffer(b *bytes.Buffer) {
 	}
 	b.Reset()
 	bufferPool.Put(b)
+}
+
+// InitializeProblem returns what keeps go-sdk from decoding an initialize
+// request's params, in go-sdk's words for other methods, or "" when they
+// decode. Both transports answer it with -32602 (the front door and stdio).
+func InitializeProblem(params json.RawMessage) string {
+	const lead = "handling 'initialize': invalid params: "
+	if params = bytes.TrimSpace(params); len(params) == 0 || string(params) == "null" {
+		return lead + `missing required "params"`
+	}
+	var p initializeParams
+	if err := Decode(params, &p); err != nil {
+		return lead + err.Error()
+	}
+	return ""
+}
+
+// initializeParams has the shape go-sdk v1.8.0 decodes an initialize's
+// params into (its unexported initializeParamsV2: capabilities.roots a
+// pointer).
+type initializeParams struct {
+	mcp.InitializeParams
+	Capabilities *struct {
+		mcp.ClientCapabilities
+		Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+	} `json:"capabilities"`
 }

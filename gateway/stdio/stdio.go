@@ -1,0 +1,538 @@
+// Package stdio is the gateway's stdio transport: newline-delimited JSON-RPC,
+// one message per line, as MCP's stdio transport specifies, hardened where
+// go-sdk's own mcp.StdioTransport ends the session (see [Transport]).
+// `mcpgate stdio` serves it on stdin and stdout through Gateway.ServeStdio.
+package stdio
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
+)
+
+// DefaultMaxLineBytes bounds one line (one JSON-RPC message) read over stdio.
+// 4 MiB holds any tools/call a model writes with room to spare, while keeping
+// what one bad client can make the gateway buffer small. (go-sdk's own stdio
+// transport allows 16 MiB, and ends the session on a longer line.)
+const DefaultMaxLineBytes = 4 << 20
+
+// DefaultDrainTimeout bounds how long a stdio session that has reached the
+// end of its input (or a shutdown request) waits for the calls already read to
+// be answered, when Options.DrainTimeout is zero: the gateway's default
+// upstream timeout (30s) plus a margin. Gateway.ServeStdio uses the longest
+// upstream timeout plus the margin instead, so that a call that times out
+// upstream still gets its answer.
+const DefaultDrainTimeout = 30*time.Second + 5*time.Second
+
+// methodShutdown is the stdio lifecycle's request to stop: the gateway answers
+// it with a null result, stops reading, answers the calls in flight and ends
+// the session. MCP itself ends a stdio session by closing stdin; both work.
+const methodShutdown = "shutdown"
+
+// Options configures [NewTransport]. The zero value is ready to use.
+type Options struct {
+	// Logger receives a warning per line that is refused. Nil means no
+	// logging. Line contents are never logged: they may carry secrets.
+	Logger *slog.Logger
+	// MaxLineBytes bounds one inbound line. A longer line is skipped and
+	// answered with -32600; the session goes on. Zero means
+	// DefaultMaxLineBytes.
+	MaxLineBytes int
+	// DrainTimeout bounds the wait, after the input ends or a shutdown
+	// request, for the calls already read to be answered. Calls still running
+	// then are cancelled. Zero means DefaultDrainTimeout.
+	DrainTimeout time.Duration
+}
+
+// Transport is an [mcp.Transport] over newline-delimited JSON-RPC: one
+// message per line, as MCP's stdio transport specifies. Unlike go-sdk's
+// mcp.StdioTransport, which ends the session on the first line it cannot
+// decode, it keeps serving:
+//
+//   - a line that is not JSON is answered with -32700 (id null, data naming
+//     the line, the byte offset and the syntax error);
+//   - JSON that is not one JSON-RPC message (a batch, a number, an object
+//     without "jsonrpc": "2.0", an id already in flight, a line over
+//     MaxLineBytes) is answered with -32600 and a message saying what is
+//     wrong; blank lines are ignored;
+//   - at the end of the input, and after a shutdown request (answered with a
+//     null result), the session ends only once every call already read is
+//     answered, or DrainTimeout passed;
+//   - no error answer carries code 0: go-sdk answers a call before initialize
+//     with code 0, which becomes -32600 saying to send initialize first; an
+//     initialize whose params it cannot decode is answered -32602 before it
+//     sees it; any other uncoded error becomes -32603.
+//
+// A Transport is for one [mcp.Server.Connect] or [mcp.Server.Run]. The
+// caller owns r and w: they are not closed, and a read of r that blocks
+// after the session ended keeps one goroutine until r returns.
+type Transport struct {
+	r    io.Reader
+	w    io.Writer
+	opts Options
+}
+
+// NewTransport returns a transport that reads messages from r and writes
+// them to w (stdin and stdout for `mcpgate stdio`). opts may be nil.
+func NewTransport(r io.Reader, w io.Writer, opts *Options) *Transport {
+	t := &Transport{r: r, w: w}
+	if opts != nil {
+		t.opts = *opts
+	}
+	if t.opts.Logger == nil {
+		t.opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if t.opts.MaxLineBytes <= 0 {
+		t.opts.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if t.opts.DrainTimeout <= 0 {
+		t.opts.DrainTimeout = DefaultDrainTimeout
+	}
+	return t
+}
+
+// Connect implements [mcp.Transport]. It starts the goroutine that reads r.
+func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
+	c := &stdioConn{
+		w:        t.w,
+		opts:     t.opts,
+		incoming: make(chan inbound),
+		closed:   make(chan struct{}),
+		pending:  make(map[jsonrpc.ID]string),
+	}
+	go c.readLines(t.r)
+	return c, nil
+}
+
+// inbound is what the line reader hands to Read: a message, or the error that
+// ended the input (io.EOF at its end or after a shutdown request).
+type inbound struct {
+	msg jsonrpc.Message
+	err error
+}
+
+// stdioConn is the [mcp.Connection] of a Transport.
+//
+// One goroutine (readLines) reads lines and answers those that are not
+// messages; Read hands the messages to go-sdk and records every call's id;
+// Write removes it when its answer goes out. That record is what lets the end
+// of the input wait for the answers instead of dropping them: go-sdk's
+// jsonrpc2 refuses every write once Read has reported the end.
+type stdioConn struct {
+	opts     Options
+	incoming chan inbound // unbuffered: a call is recorded before the next line is read
+
+	writeMu sync.Mutex // one line at a time on w: go-sdk's answers and ours
+	w       io.Writer
+
+	mu          sync.Mutex
+	pending     map[jsonrpc.ID]string // id → method of the calls read and not yet answered
+	initialized bool                  // an initialize call was answered with a result
+	drained     chan struct{}         // closed when pending empties while ending; nil otherwise
+	ended       bool                  // Read reported the end of the input
+
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+// SessionID implements [mcp.Connection]: stdio has no session id.
+func (c *stdioConn) SessionID() string { return "" }
+
+// Close implements [mcp.Connection]. It unblocks Read; r and w stay open.
+func (c *stdioConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return nil
+}
+
+// Read implements [mcp.Connection]: the next message, or io.EOF once the
+// input ended (or a shutdown request came) and every call read was answered.
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		c.mu.Lock()
+		ended := c.ended
+		c.mu.Unlock()
+		if ended {
+			return nil, io.EOF
+		}
+		var in inbound
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.closed:
+			return nil, io.EOF
+		case in = <-c.incoming:
+		}
+		if in.err != nil {
+			if !errors.Is(in.err, io.EOF) {
+				return nil, in.err
+			}
+			c.drain(ctx)
+			return nil, io.EOF
+		}
+		req, ok := in.msg.(*jsonrpc.Request)
+		if !ok || !req.IsCall() {
+			if ok && req.Method == methodShutdown {
+				c.drain(ctx) // a shutdown notification: nothing to answer
+				return nil, io.EOF
+			}
+			return in.msg, nil
+		}
+		if req.Method == methodShutdown {
+			// Answered at once, as the stdio lifecycle asks; readLines has
+			// stopped reading, and the calls before it are drained.
+			resp := &jsonrpc.Response{ID: req.ID, Result: json.RawMessage("null")}
+			if err := c.writeMessage(resp); err != nil {
+				return nil, err
+			}
+			c.drain(ctx)
+			return nil, io.EOF
+		}
+		c.mu.Lock()
+		_, dup := c.pending[req.ID]
+		if !dup {
+			c.pending[req.ID] = req.Method
+		}
+		c.mu.Unlock()
+		if dup {
+			// jsonrpc2 would answer it with no id at all; say which.
+			id, _ := json.Marshal(req.ID.Raw())
+			if err := c.writeError(nil, jsonrpc.CodeInvalidRequest,
+				fmt.Sprintf("invalid request: id %s is already in use by a call in flight; use a new id per call", id), nil); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if req.Method == "initialize" {
+			// go-sdk would answer params it cannot decode with code 0.
+			if problem := sdkwire.InitializeProblem(req.Params); problem != "" {
+				c.mu.Lock()
+				delete(c.pending, req.ID)
+				c.mu.Unlock()
+				id, _ := json.Marshal(req.ID.Raw())
+				if err := c.writeError(id, jsonrpc.CodeInvalidParams, problem, nil); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		return req, nil
+	}
+}
+
+// drain waits, up to DrainTimeout, until every call read has been answered,
+// and marks the connection ended.
+func (c *stdioConn) drain(ctx context.Context) {
+	c.mu.Lock()
+	c.ended = true
+	n := len(c.pending)
+	var drained chan struct{}
+	if n > 0 {
+		drained = make(chan struct{})
+		c.drained = drained
+	}
+	c.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	timer := time.NewTimer(c.opts.DrainTimeout)
+	defer timer.Stop()
+	select {
+	case <-drained:
+	case <-timer.C:
+		c.mu.Lock()
+		n = len(c.pending)
+		c.mu.Unlock()
+		c.opts.Logger.Warn("stdio: input ended with calls still running; cancelling them",
+			slog.Int("calls", n), slog.Duration("waited", c.opts.DrainTimeout))
+	case <-c.closed:
+	case <-ctx.Done():
+	}
+}
+
+// Write implements [mcp.Connection]. An answer retires its call; an error
+// answer without a JSON-RPC code gets one (see [Transport]).
+func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.mu.Lock()
+		method, known := c.pending[resp.ID]
+		if known {
+			delete(c.pending, resp.ID)
+			if method == "initialize" && resp.Error == nil {
+				c.initialized = true
+			}
+		}
+		initialized := c.initialized
+		if len(c.pending) == 0 && c.drained != nil {
+			close(c.drained)
+			c.drained = nil
+		}
+		c.mu.Unlock()
+		if resp.Error != nil {
+			msg = withCode(resp, method, initialized)
+		}
+	}
+	return c.writeMessage(msg)
+}
+
+// withCode returns resp with a JSON-RPC error code when go-sdk left it 0,
+// which is not a JSON-RPC code and which strict clients reject.
+func withCode(resp *jsonrpc.Response, method string, initialized bool) *jsonrpc.Response {
+	var wire *jsonrpc.Error
+	if errors.As(resp.Error, &wire) && wire.Code != 0 {
+		return resp
+	}
+	e := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: resp.Error.Error()}
+	if wire != nil {
+		e.Data = wire.Data
+	}
+	switch {
+	case method == "initialize":
+		// A second initialize, or one go-sdk could not accept.
+		e.Code = jsonrpc.CodeInvalidRequest
+	case !initialized:
+		// go-sdk: `method "tools/list" is invalid during session
+		// initialization`, code 0 (server.go, ServerSession.handle).
+		e.Code = jsonrpc.CodeInvalidRequest
+		e.Message = fmt.Sprintf("%q was called before initialize: send an initialize request first, then the notifications/initialized notification", method)
+	}
+	out := *resp
+	out.Error = e
+	return &out
+}
+
+// writeMessage writes one message as one line.
+func (c *stdioConn) writeMessage(msg jsonrpc.Message) error {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("gateway: encoding a message for stdio: %w", err)
+	}
+	return c.writeLine(data)
+}
+
+func (c *stdioConn) writeLine(data []byte) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_, err := c.w.Write(append(data, '\n'))
+	return err
+}
+
+// errorAnswer is the wire form of the gateway's own error answers.
+// jsonrpc.EncodeMessage omits a null id, and JSON-RPC 2.0 (§5) requires
+// "id": null when the request's id could not be read.
+type errorAnswer struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   *jsonrpc.Error  `json:"error"`
+}
+
+// writeError answers a line that carried no message go-sdk could take. id is
+// the request's id when it could be read, else nil (null).
+func (c *stdioConn) writeError(id json.RawMessage, code int64, message string, data any) error {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	e := &jsonrpc.Error{Code: code, Message: message}
+	if data != nil {
+		e.Data, _ = json.Marshal(data)
+	}
+	line, err := json.Marshal(errorAnswer{JSONRPC: "2.0", ID: id, Error: e})
+	if err != nil {
+		return fmt.Errorf("gateway: encoding an error answer: %w", err)
+	}
+	return c.writeLine(line)
+}
+
+// readLines reads r line by line until its end, a read error, a shutdown
+// request or Close. It answers the lines that are not messages itself and
+// hands the messages to Read one at a time.
+func (c *stdioConn) readLines(r io.Reader) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	limit := c.opts.MaxLineBytes
+	var (
+		line []byte
+		n    int // line number, from 1, for diagnostics
+	)
+	for {
+		line = line[:0]
+		tooLong := false
+		var err error
+		for {
+			var chunk []byte
+			chunk, err = br.ReadSlice('\n')
+			if !tooLong {
+				if len(line)+len(chunk) > limit+2 { // +2: the "\r\n" is not the message
+					tooLong = true
+					line = line[:0]
+				} else {
+					line = append(line, chunk...)
+				}
+			}
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		if len(bytes.TrimRight(line, "\r\n")) > limit {
+			tooLong = true
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			c.deliver(inbound{err: fmt.Errorf("gateway: reading stdio: %w", err)})
+			return
+		}
+		eof := err != nil
+		if len(line) > 0 || tooLong {
+			n++
+			msg, ok, werr := c.parseLine(n, line, tooLong)
+			if werr != nil {
+				c.deliver(inbound{err: fmt.Errorf("gateway: writing stdio: %w", werr)})
+				return
+			}
+			if ok {
+				if !c.deliver(inbound{msg: msg}) {
+					return
+				}
+				if req, isReq := msg.(*jsonrpc.Request); isReq && req.Method == methodShutdown {
+					return // nothing after a shutdown is read
+				}
+			}
+		}
+		if eof {
+			c.deliver(inbound{err: io.EOF})
+			return
+		}
+	}
+}
+
+// deliver hands in to Read; false means the connection was closed.
+func (c *stdioConn) deliver(in inbound) bool {
+	select {
+	case c.incoming <- in:
+		return true
+	case <-c.closed:
+		return false
+	}
+}
+
+// parseLine decodes line n. ok reports a message for Read; otherwise the line
+// was blank, or it was answered here (err is that answer's write error).
+func (c *stdioConn) parseLine(n int, line []byte, tooLong bool) (msg jsonrpc.Message, ok bool, err error) {
+	refuse := func(code int64, id json.RawMessage, message string, data any) (jsonrpc.Message, bool, error) {
+		c.opts.Logger.Warn("stdio: line refused", slog.Int("line", n), slog.Int64("code", code), slog.String("reason", message))
+		return nil, false, c.writeError(id, code, message, data)
+	}
+	type lineData struct {
+		Line int `json:"line"`
+	}
+	if tooLong {
+		return refuse(jsonrpc.CodeInvalidRequest, nil,
+			fmt.Sprintf("invalid request: line %d is longer than the limit of %s and was skipped", n, byteSize(c.opts.MaxLineBytes)),
+			lineData{n})
+	}
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return nil, false, nil // blank lines separate nothing: ignore them
+	}
+	var raw json.RawMessage
+	if err := json.Unmarshal(line, &raw); err != nil {
+		var offset int64 = -1
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			offset = se.Offset
+		} else if errors.Is(err, io.ErrUnexpectedEOF) {
+			offset = int64(len(line))
+		}
+		return refuse(jsonrpc.CodeParseError, nil,
+			fmt.Sprintf("parse error: line %d is not valid JSON", n),
+			struct {
+				Line   int    `json:"line"`
+				Offset int64  `json:"offset"`
+				Error  string `json:"error"`
+			}{n, offset, err.Error()})
+	}
+	switch line[0] {
+	case '{':
+	case '[':
+		return refuse(jsonrpc.CodeInvalidRequest, nil,
+			"invalid request: a batch (JSON array) is not accepted; send one JSON-RPC message per line", lineData{n})
+	default:
+		return refuse(jsonrpc.CodeInvalidRequest, nil,
+			fmt.Sprintf("invalid request: a JSON-RPC message is a JSON object, not %s", jsonKind(line[0])), lineData{n})
+	}
+	msg, derr := jsonrpc.DecodeMessage(line)
+	if derr == nil {
+		return msg, true, nil
+	}
+	id, why := diagnose(line, derr)
+	return refuse(jsonrpc.CodeInvalidRequest, id, "invalid request: "+why, lineData{n})
+}
+
+// diagnose says what makes a JSON object not a JSON-RPC message, once
+// jsonrpc.DecodeMessage refused it, and returns its id when that is usable,
+// so that the client can match the answer to its call.
+func diagnose(line []byte, derr error) (id json.RawMessage, why string) {
+	var m struct {
+		JSONRPC json.RawMessage `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  json.RawMessage `json:"method"`
+	}
+	if json.Unmarshal(line, &m) != nil {
+		return nil, derr.Error()
+	}
+	idOK := len(m.ID) > 0 && (m.ID[0] == '"' || m.ID[0] == '-' || m.ID[0] >= '0' && m.ID[0] <= '9')
+	if idOK {
+		id = m.ID
+	}
+	switch {
+	case len(m.JSONRPC) == 0:
+		return id, `missing "jsonrpc": "2.0"`
+	case string(m.JSONRPC) != `"2.0"`:
+		return id, fmt.Sprintf(`"jsonrpc" is %s; it must be "2.0"`, m.JSONRPC)
+	case len(m.ID) > 0 && string(m.ID) != "null" && !idOK:
+		return nil, fmt.Sprintf(`"id" is %s; it must be a string or a number`, jsonKind(m.ID[0]))
+	case len(m.Method) > 0 && m.Method[0] != '"':
+		return id, fmt.Sprintf(`"method" is %s; it must be a string`, jsonKind(m.Method[0]))
+	case len(m.Method) == 0 && !idOK:
+		return nil, `the object has neither "method" (a request) nor "id" (a response)`
+	}
+	return id, derr.Error()
+}
+
+// jsonKind names the kind of JSON value that starts with b.
+func jsonKind(b byte) string {
+	switch {
+	case b == '{':
+		return "an object"
+	case b == '[':
+		return "an array"
+	case b == '"':
+		return "a string"
+	case b == 't' || b == 'f':
+		return "a boolean"
+	case b == 'n':
+		return "null"
+	default:
+		return "a number"
+	}
+}
+
+// byteSize writes n bytes for a message: "4194304 bytes (4 MiB)".
+func byteSize(n int) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d bytes (%d MiB)", n, n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
