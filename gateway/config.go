@@ -99,7 +99,7 @@ type Config struct {
 	// DefaultBodyTimeout (10s); must not be negative.
 	BodyTimeout time.Duration `yaml:"body_timeout"`
 	// WriteTimeout bounds each write of an answer, on every route of
-	// Gateway.Handler (see boundWrites): a client that stops reading is cut off
+	// Gateway.Handler (see httpbound.Writes): a client that stops reading is cut off
 	// after it, and what its answer held (the upstream's bytes, counted by
 	// MaxResponseMemory until the answer is written) is freed. It runs from
 	// each write, so a long SSE stream that keeps being read is not cut.

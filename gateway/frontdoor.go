@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/gateway/internal/caller"
+	"github.com/mcpgate/mcpgate/gateway/internal/httpbound"
 	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -185,7 +186,7 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		// The calls this POST carries keep their share of the response
 		// budget until their answers are written, or their writes have
-		// failed (boundWrites): until this function returns. go-sdk's tool
+		// failed (httpbound.Writes): until this function returns. go-sdk's tool
 		// handlers find the hold through callContexts.join. The share counts
 		// go-sdk's encodings of the answer (sdkAnswerCost) unless the fast
 		// path, which writes it from the result, serves the call.
@@ -270,132 +271,6 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.next.ServeHTTP(w, r)
 }
 
-// boundWrites returns w, each of whose writes and flushes must end within
-// d, so that a client that stops reading its answers is cut off instead of
-// holding the answer, its share of the response budget and a goroutine for
-// as long as it keeps the connection. Gateway.Handler bounds every route's
-// answers so, not only /mcp's: a client can pipeline requests to any route
-// and read nothing. The bound runs from the writes, not from the request,
-// so an SSE stream that keeps being read is never cut; http.Server's
-// WriteTimeout, which runs from the request, would cut it. Call the
-// writer's finish as the handler returns: the flush net/http does after it
-// (an answer's last bytes, a status alone, a stream's end) is bounded too,
-// not left with what remains of a deadline set long before. With
-// "Expect: 100-continue" the first read of r's body is bounded as a write
-// as well: net/http writes its 100 Continue there. A d of 0 bounds
-// nothing.
-//
-// On a server set up by ConfigureServer the writer only notes when each
-// write starts and ends, and the server's watcher cuts a write that takes
-// too long: no runtime timer per answer. Elsewhere it sets write deadlines.
-// net/http clears the deadline after the final flush, so the next request
-// on a kept-alive connection starts without one. A deadline is moved on
-// only when less than half of it is left, so each write has between d/2
-// and d to end: setting it changes a runtime timer, which wakes an idle
-// core to watch it, and a tools/call's one write and finish came within
-// microseconds of each other. A writer without deadlines (not net/http's)
-// is written to unbounded.
-func boundWrites(w http.ResponseWriter, r *http.Request, d time.Duration) *deadlineWriter {
-	dw := &deadlineWriter{ResponseWriter: w, d: d}
-	if d <= 0 {
-		return dw
-	}
-	if r.ProtoMajor == 1 {
-		// One request at a time per connection: its writes are the
-		// connection's. (HTTP/2 streams share one, and keep deadlines.)
-		dw.wc = watched(r)
-	}
-	if r.Body != nil && r.Body != http.NoBody && r.Header.Get("Expect") != "" {
-		r.Body = &continueBody{ReadCloser: r.Body, w: dw}
-	}
-	return dw
-}
-
-// deadlineWriter bounds each write and flush by d (nothing when d is 0):
-// through its connection's watch when it has one, else by keeping a write
-// deadline between d/2 and d ahead.
-type deadlineWriter struct {
-	http.ResponseWriter
-	wc       *watchedConn             // nil: deadlines
-	rc       *http.ResponseController // made at the first write: many answers are a status alone
-	d        time.Duration
-	deadline time.Time // the deadline set, zero before the first
-}
-
-// ctl is the controller of the writer underneath, made once.
-func (w *deadlineWriter) ctl() *http.ResponseController {
-	if w.rc == nil {
-		w.rc = http.NewResponseController(w.ResponseWriter)
-	}
-	return w.rc
-}
-
-// begin bounds a write about to start; end, after it, ends the bound.
-func (w *deadlineWriter) begin() {
-	switch {
-	case w.d <= 0:
-	case w.wc != nil:
-		w.wc.writeSince.Store(time.Now().UnixNano())
-	default:
-		w.arm()
-	}
-}
-
-func (w *deadlineWriter) end() {
-	if w.wc != nil {
-		w.wc.writeSince.Store(0)
-	}
-}
-
-func (w *deadlineWriter) arm() {
-	now := time.Now()
-	if w.deadline.Sub(now) >= w.d/2 {
-		return // more than half left
-	}
-	w.deadline = now.Add(w.d)
-	w.ctl().SetWriteDeadline(w.deadline)
-}
-
-// finish bounds net/http's flush after the handler, which writes at least
-// the status line. Through the watch, the connection going idle or closed
-// ends the bound.
-func (w *deadlineWriter) finish() { w.begin() }
-
-func (w *deadlineWriter) Write(p []byte) (int, error) {
-	w.begin()
-	n, err := w.ResponseWriter.Write(p)
-	w.end()
-	return n, err
-}
-
-func (w *deadlineWriter) Flush() {
-	w.begin()
-	w.ctl().Flush()
-	w.end()
-}
-
-// continueBody bounds its first read as a write of w: net/http answers
-// "Expect: 100-continue" there, with a write of its own.
-type continueBody struct {
-	io.ReadCloser
-	w    *deadlineWriter
-	read bool
-}
-
-func (b *continueBody) Read(p []byte) (int, error) {
-	if b.read {
-		return b.ReadCloser.Read(p)
-	}
-	b.read = true
-	b.w.begin()
-	n, err := b.ReadCloser.Read(p)
-	b.w.end()
-	return n, err
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
 // readBody reads the whole body, at most f.maxBody bytes, within
 // f.bodyTimeout. The deadline is per request and cleared once the body is in,
 // so it bounds a client that trickles its body without cutting the long SSE
@@ -407,7 +282,7 @@ func (f *frontDoor) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bo
 		f.tooLarge(w)
 		return nil, false
 	}
-	if f.bodyTimeout > 0 && !serverBoundsBody(r, f.bodyTimeout) {
+	if f.bodyTimeout > 0 && !httpbound.ServerBoundsBody(r, f.bodyTimeout) {
 		// Not every ResponseWriter supports deadlines (HTTP/1 and HTTP/2 in
 		// net/http do); without one, the server's own timeouts apply.
 		rc := http.NewResponseController(w)
@@ -440,17 +315,6 @@ func (f *frontDoor) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bo
 		})
 	}
 	return nil, false
-}
-
-// serverBoundsBody reports whether the http.Server that received r already
-// bounds the reading of its body by d or less: its ReadTimeout, which
-// net/http sets as a read deadline from the request's start and clears once
-// the body is read (mcpgate serve sets it to body_timeout). The front door's
-// own deadline would then be two more timer changes per request for
-// nothing.
-func serverBoundsBody(r *http.Request, d time.Duration) bool {
-	srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server)
-	return ok && srv.ReadTimeout > 0 && srv.ReadTimeout <= d
 }
 
 // maxPresizedBody bounds the buffer readAll makes before the body arrives:

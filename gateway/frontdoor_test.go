@@ -22,6 +22,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/gateway/internal/caller"
+	"github.com/mcpgate/mcpgate/gateway/internal/httpbound"
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -952,7 +953,7 @@ func testNonReadingClients(t *testing.T, watched bool) {
 
 // TestFrontDoorWriteDeadlineKeepAlive: the write deadline an answer leaves on
 // its connection does not outlive it (net/http clears it once the answer is
-// flushed, which boundWrites relies on): after an idle longer than
+// flushed, which httpbound.Writes relies on): after an idle longer than
 // write_timeout, the same keep-alive connection serves /healthz, a
 // notification (202, no body written by a handler) and another call.
 func TestFrontDoorWriteDeadlineKeepAlive(t *testing.T) {
@@ -1083,15 +1084,15 @@ func TestDeadlineWriterHalfLeft(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const d = 200 * time.Millisecond
 		status := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
-		boundWrites(status, httptest.NewRequest(http.MethodPost, "/mcp", nil), d).finish()
+		httpbound.Writes(status, httptest.NewRequest(http.MethodPost, "/mcp", nil), d).Finish()
 		if len(status.set) != 1 {
 			t.Fatalf("finish without a write set %d deadlines, want 1: net/http's flush writes the status line", len(status.set))
 		}
 		rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
-		w := boundWrites(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil), d)
+		w := httpbound.Writes(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil), d)
 		w.Write([]byte("a"))
 		w.Write([]byte("b"))
-		w.finish()
+		w.Finish()
 		if len(rec.set) != 1 {
 			t.Fatalf("two writes and finish at once set %d deadlines, want 1", len(rec.set))
 		}
@@ -1101,13 +1102,13 @@ func TestDeadlineWriterHalfLeft(t *testing.T) {
 		if len(rec.set) != 2 || rec.set[1].Sub(before) < d*9/10 {
 			t.Fatalf("a flush with less than half left: deadlines %v, want a second one a whole %s ahead", rec.set, d)
 		}
-		w.finish()
+		w.Finish()
 		if len(rec.set) != 2 {
 			t.Errorf("finish right after: %d deadlines, want 2", len(rec.set))
 		}
-		unbounded := boundWrites(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil), 0)
+		unbounded := httpbound.Writes(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil), 0)
 		unbounded.Write([]byte("c"))
-		unbounded.finish()
+		unbounded.Finish()
 		if len(rec.set) != 2 {
 			t.Errorf("write_timeout 0 set a deadline")
 		}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/gateway/internal/httpbound"
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/mcpgate/mcpgate/upstream/playbook"
 )
@@ -271,9 +272,9 @@ func (g *Gateway) Handler() http.Handler {
 	r, mcpRoute := g.newMux()
 	mcpRoute = g.accessLog(mcpRoute)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		// Every route's answers: write_timeout (see boundWrites).
-		dw := boundWrites(w, req, g.cfg.WriteTimeout)
-		defer dw.finish()
+		// Every route's answers: write_timeout (see httpbound.Writes).
+		dw := httpbound.Writes(w, req, g.cfg.WriteTimeout)
+		defer dw.Finish()
 		if req.URL.Path == "/mcp" {
 			mcpRoute.ServeHTTP(dw, req)
 			return
