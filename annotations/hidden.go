@@ -86,7 +86,9 @@ func textRunes(s string) []textRune {
 // (&#8203; &#x200B;) for any character, named only for those of namedRefs.
 // n is 0 when there is none.
 func charRef(s string) (r rune, n int) {
-	end := strings.IndexByte(s, ';')
+	// Look no further than a reference can reach: searching the whole rest
+	// of s for each '&' made a text of ampersands quadratic.
+	end := strings.IndexByte(s[:min(len(s), 33)], ';')
 	if end < 2 || end > 32 {
 		return 0, 0
 	}
@@ -277,10 +279,35 @@ func subdivisionFlags(rs []textRune) []bool {
 // nothing is removed. Bytes that are not UTF-8 become U+FFFD first, as
 // encoding/json would send them: removing a character between two of them
 // must not make a new one.
+//
+// Removing a character can join the pieces of a new reference around it
+// ("&#x2" + U+200B + "02E;" is "&#x202E;" once the U+200B is gone), so it
+// removes until nothing is left to remove. A text still not clean after
+// maxSanitizePasses (nested on purpose) has every '&' written as "&amp;":
+// no reference in it reads as a character any more, and a reader sees the
+// text as it was written.
 func SanitizeText(s string) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
+	for range maxSanitizePasses {
+		t := sanitizeOnce(s)
+		if len(t) == len(s) { // nothing removed: every pass removes bytes
+			return t
+		}
+		s = t
+	}
+	if t := sanitizeOnce(s); len(t) != len(s) {
+		return sanitizeOnce(strings.ReplaceAll(t, "&", "&amp;"))
+	}
+	return s
+}
+
+// maxSanitizePasses bounds SanitizeText's passes: each reads the whole text.
+const maxSanitizePasses = 4
+
+// sanitizeOnce removes what hiddenRunes finds in s, once.
+func sanitizeOnce(s string) string {
 	var b strings.Builder
 	last := 0
 	hiddenRunes(s, func(c textRune, _ hiddenKind) {

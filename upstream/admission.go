@@ -205,11 +205,24 @@ func (b *ResponseBudget) acquire(ctx context.Context, r *reservation, n int64) e
 	return err
 }
 
-// release gives back all that r holds.
+// release gives back all that r holds, and refuses what r still waits for:
+// a wait of r's (an in-process handler's write, on its own goroutine) that
+// were granted after its call ended would hold room nobody gives back.
 func (b *ResponseBudget) release(r *reservation) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r.done = true
+	for e := b.waiters.Front(); e != nil; {
+		next := e.Next()
+		if w := e.Value.(*budgetWaiter); w.r == r {
+			b.waiters.Remove(e)
+			if r.held > 0 {
+				b.blocked--
+			}
+			w.ready <- errors.New("the call has ended")
+		}
+		e = next
+	}
 	if r.held == 0 {
 		return
 	}

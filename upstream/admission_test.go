@@ -888,3 +888,30 @@ func TestDecodeCounted(t *testing.T) {
 		})
 	}
 }
+
+// TestReleaseRefusesWaits: a wait for room that belongs to a call that has
+// ended (an in-process handler still writing on its own goroutine) is
+// refused when the call is released, not granted later by another call's
+// release: room granted to an ended call would never be given back, and
+// enough of those leave the gateway busy for good.
+func TestReleaseRefusesWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewResponseBudget(100)
+		other := &reservation{budget: b, wait: time.Minute, limit: 100}
+		if err := other.grow(t.Context(), 100, 100); err != nil {
+			t.Fatal(err)
+		}
+		r := &reservation{budget: b, wait: time.Minute, limit: 100}
+		got := make(chan error, 1)
+		go func() { got <- r.grow(context.Background(), 50, 50) }()
+		synctest.Wait() // r waits for room
+		r.release()     // its call ends
+		other.release() // room comes back
+		if err := <-got; err == nil {
+			t.Error("the wait of a released call was granted")
+		}
+		if used, waiting := b.Held(); used != 0 || waiting != 0 {
+			t.Errorf("after both released: %d bytes held, %d waiting", used, waiting)
+		}
+	})
+}
