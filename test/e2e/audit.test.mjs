@@ -50,8 +50,9 @@ describe('audit and lock', () => {
     assert.match(r.stdout, /abort_process .*yes \(tag:agent-destructive\)/);
     assert.match(r.stdout, /MCPG004/);
     const locked = JSON.parse(fs.readFileSync(lock, 'utf8'));
-    assert.equal(locked.version, 1);
+    assert.equal(locked.version, 2);
     assert.equal(locked.tools.length, 8);
+    for (const t of locked.tools) assert.match(t.descriptionSha256 ?? '', /^[0-9a-f]{64}$/, `${t.name}: the description is locked`);
     assert.equal((await run(['audit', '--openapi', original, '--lock', lock])).code, 0, 'no drift');
     const strict = await run(['audit', '--openapi', original, '--fail-on', 'warning']);
     assert.equal(strict.code, 1, '--fail-on warning fails on MCPG004');

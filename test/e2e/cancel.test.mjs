@@ -5,12 +5,7 @@
 // run is cancelled upstream at once — before the 2 s linger a hang-up gets.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { connectHTTP, start, startGateway, stop } from './lib.mjs';
-
-const PLAYBOOKS_BIN = process.env.PLAYBOOKS_BIN;
+import { connectHTTP, startGateway, stop, startEngine, engineConfig } from './lib.mjs';
 
 async function executions(engineURL) {
   const res = await fetch(`${engineURL}/api/executions`);
@@ -21,18 +16,8 @@ async function executions(engineURL) {
 describe('notifications/cancelled, stateless (TS SDK client)', () => {
   let engine, gateway;
   before(async () => {
-    engine = await start(PLAYBOOKS_BIN, ['--addr', '127.0.0.1:0', '--step', '10s'], /playbooks: listening on (http:\/\/\S+)/);
-    engine.url = engine.match[1];
-    const dir = mkdtempSync(join(tmpdir(), 'mcpgate-cancel-'));
-    const cfg = join(dir, 'mcpgate.yaml');
-    writeFileSync(cfg, `upstreams:
-  - name: noetl
-    base_url: ${engine.url}
-    openapi: ${engine.url}/openapi.json
-    playbooks:
-      poll_interval: 200ms
-      timeout: 60s
-`);
+    engine = await startEngine('--step', '10s');
+    const cfg = engineConfig(engine.url, ['poll_interval: 200ms', 'timeout: 60s']);
     gateway = await startGateway(['--config', cfg]);
   });
   after(async () => {

@@ -6,12 +6,7 @@
 // and through the NoETL-compatible endpoint.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { connectHTTP, start, startGateway, stop, text } from './lib.mjs';
-
-const PLAYBOOKS_BIN = process.env.PLAYBOOKS_BIN;
+import { connectHTTP, startGateway, stop, text, startEngine, engineConfig } from './lib.mjs';
 
 // runs reads the engine's runs from its raw JSON: JSON.parse would round
 // the ids just as a float64 does.
@@ -34,28 +29,9 @@ async function waitCancelled(engineURL, id) {
 describe('numeric execution ids above 2^53, and run caps (TS SDK client, NoETL endpoint)', () => {
   let engine, gateway, capped;
   before(async () => {
-    engine = await start(PLAYBOOKS_BIN, ['--addr', '127.0.0.1:0', '--step', '1h', '--numeric-ids'], /playbooks: listening on (http:\/\/\S+)/);
-    engine.url = engine.match[1];
-    const dir = mkdtempSync(join(tmpdir(), 'mcpgate-ids-'));
-    const cfg = join(dir, 'mcpgate.yaml');
-    writeFileSync(cfg, `upstreams:
-  - name: noetl
-    base_url: ${engine.url}
-    openapi: ${engine.url}/openapi.json
-    playbooks:
-      poll_interval: 100ms
-      timeout: 1s
-`);
-    gateway = await startGateway(['--config', cfg]);
-    const cappedCfg = join(dir, 'capped.yaml');
-    writeFileSync(cappedCfg, `upstreams:
-  - name: noetl
-    base_url: ${engine.url}
-    openapi: ${engine.url}/openapi.json
-    playbooks:
-      max_runs: 1
-`);
-    capped = await startGateway(['--config', cappedCfg]);
+    engine = await startEngine('--step', '1h', '--numeric-ids');
+    gateway = await startGateway(['--config', engineConfig(engine.url, ['poll_interval: 100ms', 'timeout: 1s'])]);
+    capped = await startGateway(['--config', engineConfig(engine.url, ['max_runs: 1'])]);
   });
   after(async () => {
     await stop(capped);

@@ -1,6 +1,9 @@
 // Shared helpers of the end-to-end tests: start the real binaries, wait for the
 // line that says they listen, and stop them.
 import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
@@ -60,6 +63,27 @@ export async function stop(p) {
   const t = setTimeout(() => p.proc.kill('SIGKILL'), 5000);
   await exited;
   clearTimeout(t);
+}
+
+// startEngine starts the example playbook engine (examples/playbooks)
+// standalone on a free port, with extra flags (--step, --numeric-ids, …).
+export async function startEngine(...flags) {
+  const p = await start(process.env.PLAYBOOKS_BIN, ['--addr', '127.0.0.1:0', ...flags], /playbooks: listening on (http:\/\/\S+)/);
+  return { ...p, url: p.match[1] };
+}
+
+// engineConfig writes a gateway config that fronts the engine at url, its
+// playbooks block holding the given YAML lines (indented for it) and the
+// file ending with tail, and returns the file's path.
+export function engineConfig(url, playbooks, tail = '') {
+  const file = join(mkdtempSync(join(tmpdir(), 'mcpgate-e2e-')), 'mcpgate.yaml');
+  writeFileSync(file, `upstreams:
+  - name: noetl
+    base_url: ${url}
+    openapi: ${url}/openapi.json
+    playbooks:
+${playbooks.map((l) => `      ${l}\n`).join('')}${tail}`);
+  return file;
 }
 
 // startOrchestrator starts the example API standalone on a free port.

@@ -4,12 +4,7 @@
 // cancels, and a call sent twice that must start one run.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { connectHTTP, start, startGateway, stop, text, waitUntil } from './lib.mjs';
-
-const PLAYBOOKS_BIN = process.env.PLAYBOOKS_BIN;
+import { connectHTTP, start, startGateway, stop, text, waitUntil, startEngine, engineConfig } from './lib.mjs';
 
 async function executions(engineURL) {
   const res = await fetch(`${engineURL}/api/executions`);
@@ -25,18 +20,8 @@ async function run(engineURL, label) {
 describe('playbook tools (TS SDK client, standalone engine)', () => {
   let engine, stateless, stateful;
   before(async () => {
-    engine = await start(PLAYBOOKS_BIN, ['--addr', '127.0.0.1:0', '--step', '600ms'], /playbooks: listening on (http:\/\/\S+)/);
-    engine.url = engine.match[1];
-    const dir = mkdtempSync(join(tmpdir(), 'mcpgate-pb-'));
-    const cfg = join(dir, 'mcpgate.yaml');
-    writeFileSync(cfg, `upstreams:
-  - name: noetl
-    base_url: ${engine.url}
-    openapi: ${engine.url}/openapi.json
-    playbooks:
-      poll_interval: 400ms
-      timeout: 30s
-`);
+    engine = await startEngine('--step', '600ms');
+    const cfg = engineConfig(engine.url, ['poll_interval: 400ms', 'timeout: 30s']);
     stateless = await startGateway(['--config', cfg]);
     stateful = await startGateway(['--config', cfg, '--stateful']);
   });

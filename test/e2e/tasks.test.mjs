@@ -5,13 +5,8 @@
 // the other, and cancels one.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { MCPGATE_BIN, connectHTTP, start, stop, text } from './lib.mjs';
-
-const PLAYBOOKS_BIN = process.env.PLAYBOOKS_BIN;
+import { MCPGATE_BIN, connectHTTP, start, stop, text, startEngine, engineConfig } from './lib.mjs';
 
 async function executions(engineURL) {
   const res = await fetch(`${engineURL}/api/executions`);
@@ -22,20 +17,8 @@ async function executions(engineURL) {
 describe('MCP tasks (TS SDK experimental tasks client)', () => {
   let engine, a, b;
   before(async () => {
-    engine = await start(PLAYBOOKS_BIN, ['--addr', '127.0.0.1:0', '--step', '300ms'], /playbooks: listening on (http:\/\/\S+)/);
-    engine.url = engine.match[1];
-    const dir = mkdtempSync(join(tmpdir(), 'mcpgate-tasks-'));
-    const cfg = join(dir, 'mcpgate.yaml');
-    writeFileSync(cfg, `upstreams:
-  - name: noetl
-    base_url: ${engine.url}
-    openapi: ${engine.url}/openapi.json
-    playbooks:
-      poll_interval: 200ms
-      timeout: 30s
-tasks:
-  key_env: MCPGATE_TASK_KEY
-`);
+    engine = await startEngine('--step', '300ms');
+    const cfg = engineConfig(engine.url, ['poll_interval: 200ms', 'timeout: 30s'], 'tasks:\n  key_env: MCPGATE_TASK_KEY\n');
     const env = { ...process.env, MCPGATE_TASK_KEY: 'e2e-task-key-shared-by-both-replicas-0123456789' };
     const serve = async () => {
       const p = await start(MCPGATE_BIN, ['serve', '--addr', '127.0.0.1:0', '--config', cfg], /listening on (http:\/\/\S+\/mcp)/, { env });
