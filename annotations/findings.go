@@ -63,6 +63,10 @@ type ToolFacts struct {
 	// do. The lockfile records them.
 	DescriptionSHA256 string `json:"descriptionSha256"`
 	TitleSHA256       string `json:"titleSha256"`
+	// OutputSchemaSHA256 is the hex SHA-256 of the output schema a client
+	// is sent, before sanitizing; empty without one. The lockfile records
+	// it: the model reads its texts and enums as it reads the description.
+	OutputSchemaSHA256 string `json:"outputSchemaSha256,omitempty"`
 
 	// Texts are the tool's texts a client reads, for the text rules;
 	// OwnHosts the API's own hosts (its servers, base URL, documentation),

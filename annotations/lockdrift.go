@@ -47,6 +47,10 @@ type LockedTool struct {
 	// gives them (ToolFacts); empty in a version 1 lock.
 	DescriptionSHA256 string `json:"descriptionSha256,omitempty"`
 	TitleSHA256       string `json:"titleSha256,omitempty"`
+	// OutputSchemaSHA256 hashes the output schema a client is sent (its
+	// descriptions, titles and enums are read by the model too); empty for
+	// a tool without one.
+	OutputSchemaSHA256 string `json:"outputSchemaSha256,omitempty"`
 }
 
 func lockedTool(t *ToolFacts) LockedTool {
@@ -57,6 +61,7 @@ func lockedTool(t *ToolFacts) LockedTool {
 		Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint == nil || *a.OpenWorldHint,
 		InputSchemaSHA256: t.InputSchemaSHA256,
 		DescriptionSHA256: t.DescriptionSHA256, TitleSHA256: t.TitleSHA256,
+		OutputSchemaSHA256: t.OutputSchemaSHA256,
 	}
 }
 
@@ -237,6 +242,9 @@ func (d *Drift) compareTool(was, now LockedTool) {
 	}
 	if was.InputSchemaSHA256 != now.InputSchemaSHA256 {
 		add("inputSchema", short(was.InputSchemaSHA256), short(now.InputSchemaSHA256), true)
+	}
+	if was.OutputSchemaSHA256 != now.OutputSchemaSHA256 {
+		add("outputSchema", short(was.OutputSchemaSHA256), short(now.OutputSchemaSHA256), true)
 	}
 	for _, text := range []struct{ field, was, now string }{
 		{"description", was.DescriptionSHA256, now.DescriptionSHA256},

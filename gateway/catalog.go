@@ -59,6 +59,11 @@ type Tool struct {
 	// descriptionSHA and titleSHA hash the base description and the title
 	// before sanitizing (see finishTexts): what the lockfile records.
 	descriptionSHA, titleSHA string
+	// outputSHA hashes the output schema as the tool's own binding made it
+	// (the first bind: before the catalog's size budget re-binds it, which
+	// depends on the other tools, and before sanitizing); "" without one.
+	outputSHA    string
+	outputHashed bool
 	// texts are the tool's texts before sanitizing, for the audit
 	// (CatalogOptions.AuditTexts); nil otherwise.
 	texts []annotations.Text
@@ -532,6 +537,14 @@ func (t *Tool) bind(u *Upstream, budget int) error {
 	b, err := upstream.Bind(op.Method, op.Path, op.PathItem, op.Operation, opts)
 	if err != nil {
 		return err
+	}
+	if !t.outputHashed {
+		t.outputHashed = true
+		if b.OutputSchema != nil {
+			if raw, err := json.Marshal(b.OutputSchema); err == nil { // map keys sorted
+				t.outputSHA = textSHA256(string(raw))
+			}
+		}
 	}
 	tool := base
 	if t.baseDescription == "" {
