@@ -270,20 +270,20 @@ func (rn *run) join(now time.Time) bool {
 // admit returns the Busy outcome of a request that would start a run over
 // Options.MaxRuns or MaxRunsPerCaller, or nil. r.mu is held.
 func (r *Runner) admit(req Request) *Outcome {
-	var why, cap string
+	var why, bound string
 	var limit int
 	switch {
 	case r.opts.MaxRuns > 0 && r.active >= r.opts.MaxRuns:
-		cap, limit = "max_runs", r.opts.MaxRuns
+		bound, limit = "max_runs", r.opts.MaxRuns
 		why = fmt.Sprintf("the gateway already has %d runs in flight on this engine", r.active)
 	case r.opts.MaxRunsPerCaller > 0 && r.byCaller[req.Caller] >= r.opts.MaxRunsPerCaller:
-		cap, limit = "max_runs_per_caller", r.opts.MaxRunsPerCaller
+		bound, limit = "max_runs_per_caller", r.opts.MaxRunsPerCaller
 		why = fmt.Sprintf("this caller already has %d runs in flight on this engine", r.byCaller[req.Caller])
 	default:
 		return nil
 	}
-	msg := fmt.Sprintf("playbook %s was not started: the engine is busy: %s (%s is %d); nothing was sent to the engine, try again when a run ends", req.Path, why, cap, limit)
-	return &Outcome{State: Busy, Cap: cap, Limit: limit, Result: errorResult(msg, "", req.Path, nil, 0)}
+	msg := fmt.Sprintf("playbook %s was not started: the engine is busy: %s (%s is %d); nothing was sent to the engine, try again when a run ends", req.Path, why, bound, limit)
+	return &Outcome{State: Busy, Cap: bound, Limit: limit, Result: errorResult(msg, "", req.Path, nil, 0)}
 }
 
 // prune drops ended runs whose window has passed, at most twice a window.
