@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// The texts of a schema a client reads: every title and description, enum
-// value, const, default and example (the strings inside them, and the keys
-// of objects among them), and every property name. The audit lints them
+// The texts of a schema a client reads: every title, description, format
+// and pattern, enum value, const, default and example (the strings inside
+// them, and the keys of objects among them), and every property name. The audit lints them
 // (SchemaTexts); the gateway serves them cleaned of characters a reader does
 // not see (CleanSchema).
 
@@ -21,6 +21,8 @@ var (
 	schemaLists = []string{"allOf", "anyOf", "oneOf", "prefixItems"}
 	schemaMaps  = []string{"patternProperties", "$defs"}
 	schemaOne   = []string{"items", "additionalProperties", "not"}
+	// textKeywords hold one text each.
+	textKeywords = []string{"title", "description", "format", "pattern"}
 	// valueKeywords hold values (instances), whose strings are text.
 	valueKeywords = []string{"enum", "const", "default", "examples"}
 )
@@ -34,7 +36,7 @@ func SchemaTexts(s map[string]any, prefix string, f func(pointer string, name bo
 	if s == nil {
 		return
 	}
-	for _, k := range []string{"title", "description"} {
+	for _, k := range textKeywords {
 		if text, ok := s[k].(string); ok {
 			f(prefix+"/"+k, false, text)
 		}
@@ -128,10 +130,13 @@ func CleanSchema(s map[string]any, clean func(string) string, output bool) (map[
 			out[k] = v
 		}
 	}
-	for _, k := range []string{"title", "description"} {
+	for _, k := range textKeywords {
 		if text, ok := s[k].(string); ok {
 			if c := clean(text); c != text {
-				set(k, c, false)
+				// A pattern cleaned would match other strings: leave it out
+				// of what clients see (the gateway still checks calls
+				// against the document's own, and the audit reports it).
+				set(k, c, k == "pattern")
 			}
 		}
 	}
