@@ -47,12 +47,13 @@ var (
 func encodedSize(res *mcp.CallToolResult) int64 {
 	const envelope = 96 // {"jsonrpc":"2.0","id":...,"result":{"content":[],"isError":true}}
 	n := int64(envelope)
-	var texts int64
+	var texts int64 // the texts' escaped sizes
 	for _, c := range res.Content {
 		switch c := c.(type) {
 		case *mcp.TextContent:
-			n += int64(len(`{"type":"text","text":""},`)) + escapedSize(c.Text)
-			texts += int64(len(c.Text))
+			e := escapedSize(c.Text)
+			n += int64(len(`{"type":"text","text":""},`)) + e
+			texts += e
 		case *mcp.ImageContent:
 			n += int64(len(`{"type":"image","mimeType":"","data":""},`)+len(c.MIMEType)) + int64(base64.StdEncoding.EncodedLen(len(c.Data)))
 		case *mcp.AudioContent:
@@ -74,7 +75,8 @@ func encodedSize(res *mcp.CallToolResult) int64 {
 		n += int64(len(`,"structuredContent":{"result":}`)) + rawSize(sc)
 	default:
 		// Decoded (an answer that is not valid UTF-8, or the {} of an empty
-		// one): about as large as the text that carries the same answer.
+		// one): about as large as the text that carries the same answer,
+		// escaped as encoding/json escapes it (<, > and & take 6 bytes).
 		n += int64(len(`,"structuredContent":`)) + texts + 2
 	}
 	for k := range res.Meta {

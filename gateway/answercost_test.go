@@ -60,3 +60,22 @@ func BenchmarkEncodedSize(b *testing.B) {
 		}
 	})
 }
+
+// TestEncodedSizeDecoded: a decoded structuredContent (an answer that is
+// not valid UTF-8) is counted as encoding/json writes it, its HTML
+// characters escaped to six bytes each, not as the answer's raw length.
+func TestEncodedSizeDecoded(t *testing.T) {
+	body := `{"a":"` + strings.Repeat("<", 1<<16) + "\xff" + `"}`
+	var v any
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatal(err)
+	}
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: body}}, StructuredContent: v}
+	data, err := res.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := encodedSize(res); got < int64(len(data)) {
+		t.Errorf("encodedSize %d, marshaled %d", got, len(data))
+	}
+}
