@@ -23,9 +23,10 @@ const SDKVersion = "v1.8.0"
 var Mirrors = []string{
 	"gateway/internal/sdkwire/*.go: decoding (segmentio, case-sensitive, depth limit), request ids, Accept and Host checks, cursors, result encoding",
 	"gateway/fastpath.go: the stateless tools/list and tools/call answers (mcp/server.go listTools, callTool; mcp/streamable.go)",
-	"gateway/frontdoor.go: message checks and the initialize params go-sdk decodes (initializeMethodInfo, initializeParamsV2)",
+	"gateway/frontdoor.go: message checks before go-sdk reads a POST (ids, batches, JSON-RPC shape); the initialize params are wire.go's InitializeProblem (initializeMethodInfo, initializeParamsV2)",
 	"gateway/rpcerrors.go: go-sdk's text/plain protocol errors, rewritten as JSON-RPC errors",
-	"gateway/cancel.go: request ids compared as jsonrpc2.MakeID does",
+	"gateway/fastresult.go: a CallToolResult written as its MarshalJSON writes it",
+	"gateway/cancel.go: a notifications/cancelled answered as go-sdk answers any notification (202, no body); ids by wire.go's IDKey",
 	"gateway/tasks.go: tools/list with execution.taskSupport, as go-sdk would list it",
 	"gateway/stdio/stdio.go: the newline-delimited transport go-sdk's StdioTransport speaks",
 	"auth/middleware.go: go-sdk's RequireBearerToken answers",
