@@ -68,7 +68,7 @@ type inflight struct {
 
 // inflightKey names a call: who sent it and its request id (see sdkwire.IDKey).
 type inflightKey struct {
-	caller string // caller.Caller.Key of the POST
+	caller caller.Caller // who sent the POST
 	id     string
 }
 
@@ -123,7 +123,7 @@ func (in *inflight) track(ctx context.Context, r *http.Request, m rpcPeek) (cont
 	if !ok {
 		return ctx, func() {}
 	}
-	key := inflightKey{caller: caller.FromRequest(r).Key(), id: id}
+	key := inflightKey{caller: caller.FromRequest(r), id: id}
 	ctx, cancel := context.WithCancelCause(ctx)
 	c := &inflightCall{cancel: cancel}
 	in.mu.Lock()
@@ -165,7 +165,7 @@ func (in *inflight) cancel(r *http.Request, requestID any) int {
 	if !ok {
 		return 0
 	}
-	key := inflightKey{caller: caller.FromRequest(r).Key(), id: id}
+	key := inflightKey{caller: caller.FromRequest(r), id: id}
 	in.mu.Lock()
 	list := append([]*inflightCall(nil), in.calls[key]...)
 	in.mu.Unlock()

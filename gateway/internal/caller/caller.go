@@ -7,7 +7,8 @@
 //   - an MCP task belongs to the caller that created it; its sealed id holds
 //     the first 16 bytes of [Caller.Digest];
 //   - a notifications/cancelled cancels only its own caller's call of that
-//     request id ([Caller.Key]: the front door's registry of calls in flight);
+//     request id (the front door's registry of calls in flight keys by the
+//     Caller itself, which is comparable);
 //   - a re-sent playbook call joins its own caller's run, and per-caller run
 //     caps count by caller ([Caller.RunKey]: "" for a caller that cannot be
 //     told from others, whose calls are never merged).
@@ -35,22 +36,33 @@ import (
 )
 
 // A Caller is who sent a request. The zero value is the anonymous caller.
+// Callers are comparable: == tells callers apart, and a Caller can key a map
+// of state that lives only while the request does (never logged, never
+// stored past it: Digest is for that). Making one allocates nothing but the
+// header join of a request with several Authorization values.
 type Caller struct {
-	// id is "sub\x00<sub>" or "client\x00<client_id>" for a verified
-	// token, else the Authorization header's values joined by "\n" (no
-	// header value holds a NUL or a newline, so the forms cannot meet).
-	id       string
-	verified bool
+	kind kind
+	// id is the verified subject (sub, or client_id for kindClient), else
+	// the Authorization header's values joined by "\n".
+	id string
 }
+
+type kind uint8
+
+const (
+	kindHeader kind = iota // unverified: the Authorization header, or none
+	kindSub                // a verified token's sub
+	kindClient             // a verified token without sub: its client_id
+)
 
 // Of is the caller of a request whose verified token is ti (nil when none
 // was verified) and whose headers are h.
 func Of(ti *sdkauth.TokenInfo, h http.Header) Caller {
 	if ti != nil && ti.UserID != "" {
 		if ti.Extra[auth.ClientSubject] == true {
-			return Caller{id: "client\x00" + ti.UserID, verified: true}
+			return Caller{kind: kindClient, id: ti.UserID}
 		}
-		return Caller{id: "sub\x00" + ti.UserID, verified: true}
+		return Caller{kind: kindSub, id: ti.UserID}
 	}
 	// strings.Join of one value is that value: no copy for the usual case.
 	return Caller{id: strings.Join(h.Values("Authorization"), "\n")}
@@ -64,22 +76,14 @@ func FromRequest(r *http.Request) Caller {
 
 // Known reports whether the caller can be told from others: a verified
 // subject, or an Authorization header.
-func (c Caller) Known() bool { return c.verified || c.id != "" }
-
-// Key is the caller as a map key for state that lives only while the
-// request does (the registry of calls in flight): the identity itself, not
-// hashed — hashing a token on every POST cost more than the map does.
-// Never logged, never stored past the request.
-func (c Caller) Key() string { return c.id }
+func (c Caller) Known() bool { return c.kind != kindHeader || c.id != "" }
 
 // Digest is a SHA-256 of the caller, for what outlives the request (the
 // session book, sealed task ids): it holds no credential. The anonymous
 // caller has a digest too (of an empty header), one for all such requests.
 func (c Caller) Digest() [sha256.Size]byte {
-	if c.verified {
-		return sha256.Sum256([]byte(c.id))
-	}
-	return sha256.Sum256([]byte("authorization\x00" + c.id))
+	prefix := [...]string{kindHeader: "authorization\x00", kindSub: "sub\x00", kindClient: "client\x00"}[c.kind]
+	return sha256.Sum256([]byte(prefix + c.id))
 }
 
 // RunKey names the caller in the playbook runner (playbook.Request.Caller):
