@@ -252,15 +252,16 @@ type noetlResult struct{ *mcp.CallToolResult }
 
 func (r noetlResult) MarshalJSON() ([]byte, error) {
 	raw, err := json.Marshal(r.CallToolResult)
-	if err != nil || r.IsError {
+	if err != nil || r.IsError || len(raw) < 2 || raw[len(raw)-1] != '}' {
 		return raw, err
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, err
+	// Append the member rather than decode and encode the result again (a
+	// run's status may be 256 KiB): the object is go-sdk's, without it.
+	sep := ","
+	if len(raw) == 2 { // {}
+		sep = ""
 	}
-	m["isError"] = json.RawMessage("false")
-	return json.Marshal(m)
+	return append(raw[:len(raw)-1], sep+`"isError":false}`...), nil
 }
 
 func resultText(res *mcp.CallToolResult) string {

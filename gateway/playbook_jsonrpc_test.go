@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestPlaybookJSONRPC sends raw JSON-RPC to the NoETL-compatible endpoint
@@ -175,4 +177,20 @@ func jsonPointer(v any, p string) (any, bool) {
 		}
 	}
 	return v, true
+}
+
+// TestNoETLResultIsError: a result always spells isError, false included,
+// and stays valid JSON, empty or not.
+func TestNoETLResultIsError(t *testing.T) {
+	for _, res := range []*mcp.CallToolResult{
+		{},
+		{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}, StructuredContent: json.RawMessage(`{"a":1}`)},
+		{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "failed"}}},
+	} {
+		raw, err := json.Marshal(noetlResult{res})
+		var m map[string]any
+		if err != nil || json.Unmarshal(raw, &m) != nil || m["isError"] != res.IsError {
+			t.Errorf("%s (%v): isError %v, want %v", raw, err, m["isError"], res.IsError)
+		}
+	}
 }
