@@ -332,7 +332,7 @@ upstreams:
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := ParseConfig([]byte(tc.yaml))
 			if err == nil {
-				err = cfg.Validate()
+				cfg, err = cfg.Resolve()
 			}
 			if tc.want == "" {
 				if err != nil {

@@ -151,8 +151,13 @@ type CatalogOptions struct {
 // BuildCatalog loads every upstream's document and builds its tools: the
 // pure description that `tools` and `audit` print and that [New] serves. It
 // makes no client that serving uses (New makes one per upstream); opts may be
-// nil.
+// nil. It builds from cfg resolved (see [Config.Resolve]); cfg itself is not
+// changed.
 func BuildCatalog(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Catalog, error) {
+	cfg, err := cfg.Resolve()
+	if err != nil {
+		return nil, err
+	}
 	var o CatalogOptions
 	if opts != nil {
 		o = *opts
@@ -162,7 +167,7 @@ func BuildCatalog(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Cata
 		style = tagging.SpecNames
 	}
 	namer := tagging.NewNamer(style)
-	cat := &Catalog{bases: map[string]baseURL{}, sanitized: cfg.sanitizeText()}
+	cat := &Catalog{bases: map[string]baseURL{}, sanitized: cfg.SanitizesText()}
 	if o.AuditTexts {
 		cat.sources = map[string]*textSource{}
 	}
@@ -205,7 +210,7 @@ func BuildCatalog(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Cata
 			// built, so that it does not take a core from them.
 			startValidations = append(startValidations, validate)
 		}
-		selOpts, err := u.selectOptions()
+		selOpts, err := u.Selection()
 		if err != nil {
 			return nil, fmt.Errorf("upstream %s: %v", u.Name, err)
 		}
@@ -297,7 +302,7 @@ func BuildCatalog(ctx context.Context, cfg *Config, opts *CatalogOptions) (*Cata
 	cat.findNameClashes(namer)
 	cat.nameSelection()
 	for _, t := range cat.Tools {
-		if u := cfg.upstream(t.Upstream); u.MaxToolBytes > 0 && t.size > u.MaxToolBytes {
+		if u := cfg.UpstreamNamed(t.Upstream); u.MaxToolBytes > 0 && t.size > u.MaxToolBytes {
 			cat.Warnings = append(cat.Warnings, fmt.Sprintf("%s: tool %s is %d KiB, over the %d KiB budget even at its smallest", t.Upstream, t.Tool.Name, t.size>>10, u.MaxToolBytes>>10))
 		}
 	}
@@ -416,7 +421,7 @@ func (c *Catalog) fitBudget(cfg *Config) error {
 		errs := make([]error, len(c.Tools))
 		parallel(len(c.Tools), func(i int) {
 			if t := c.Tools[i]; t.size > capSize {
-				errs[i] = t.bind(cfg.upstream(t.Upstream), capSize)
+				errs[i] = t.bind(cfg.UpstreamNamed(t.Upstream), capSize)
 			}
 		})
 		for i, err := range errs {
@@ -665,7 +670,7 @@ func newClient(u *Upstream, base baseURL, budget *upstream.ResponseBudget) (*ups
 	if base.err != nil {
 		return nil, base.err
 	}
-	if !u.direct() {
+	if !u.Direct() {
 		opts.Transport = upstream.NewTransport() // net/http's, whatever the URL
 	}
 	return upstream.NewRemote(base.url, opts)

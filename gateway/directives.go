@@ -114,7 +114,7 @@ func parseDirectives(comment string, def any) (PlaybookInput, []string) {
 		case !hasValue && rest != "" && !strings.HasPrefix(rest, "#"):
 			problems = append(problems, fmt.Sprintf("%q: expected = or the end of the directive after ui:%s", "ui:"+text, name))
 		default:
-			if p := in.apply(name, value, hasValue, def); p != "" {
+			if p := applyDirective(&in, name, value, hasValue, def); p != "" {
 				problems = append(problems, fmt.Sprintf("%q: %s", "ui:"+text, p))
 			}
 		}
@@ -122,8 +122,8 @@ func parseDirectives(comment string, def any) (PlaybookInput, []string) {
 	return in, problems
 }
 
-// apply sets what one directive says, or returns why it cannot.
-func (in *PlaybookInput) apply(name, value string, hasValue bool, def any) string {
+// applyDirective sets in what one directive says, or returns why it cannot.
+func applyDirective(in *PlaybookInput, name, value string, hasValue bool, def any) string {
 	switch name {
 	case "secret":
 		if hasValue {

@@ -550,8 +550,9 @@ func TestFrontDoorSessionsPerCaller(t *testing.T) {
 		{Config{MaxSessionsPerCaller: 7, Auth: &auth.Config{Issuer: "https://idp.example.com", Audience: "https://gw.example.com/mcp"}}, 7},
 	} {
 		tt.cfg.Upstreams = []Upstream{{OpenAPI: "a"}}
-		if err := tt.cfg.Validate(); err != nil || tt.cfg.MaxSessionsPerCaller != tt.want {
-			t.Errorf("auth %v: max_sessions_per_caller %d, %v; want %d", tt.cfg.Auth != nil, tt.cfg.MaxSessionsPerCaller, err, tt.want)
+		r, err := tt.cfg.Resolve()
+		if err != nil || r.MaxSessionsPerCaller != tt.want {
+			t.Errorf("auth %v: max_sessions_per_caller %+v, %v; want %d", tt.cfg.Auth != nil, r, err, tt.want)
 		}
 	}
 }
@@ -675,7 +676,7 @@ func TestFrontDoorConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.Validate(); err != nil {
+	if cfg, err = cfg.Resolve(); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.MaxBodyBytes != 4<<20 || cfg.BodyTimeout != 10*time.Second || cfg.SessionTimeout != 10*time.Minute || cfg.MaxSessions != 1000 {
@@ -699,7 +700,7 @@ func TestFrontDoorConfig(t *testing.T) {
 		})
 	}
 	cfg = &Config{MaxBodyBytes: 100, BodyTimeout: time.Second, SessionTimeout: time.Hour, MaxSessions: 5, Upstreams: []Upstream{{OpenAPI: "a"}}}
-	if err := cfg.Validate(); err != nil || cfg.MaxBodyBytes != 100 || cfg.BodyTimeout != time.Second || cfg.SessionTimeout != time.Hour || cfg.MaxSessions != 5 {
+	if cfg, err = cfg.Resolve(); err != nil || cfg.MaxBodyBytes != 100 || cfg.BodyTimeout != time.Second || cfg.SessionTimeout != time.Hour || cfg.MaxSessions != 5 {
 		t.Errorf("set values not kept: %v %+v", err, cfg)
 	}
 }

@@ -84,7 +84,8 @@ type Gateway struct {
 // New validates cfg, loads every upstream's document and builds the catalog and
 // the MCP server.
 func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error) {
-	if err := cfg.Validate(); err != nil {
+	cfg, err = cfg.Resolve() // the copy served: the caller's cfg stays as written
+	if err != nil {
 		return nil, err
 	}
 	g := &Gateway{cfg: cfg, calls: &callContexts{}, validated: make(chan struct{})}

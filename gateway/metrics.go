@@ -17,10 +17,6 @@ import (
 	"github.com/mcpgate/mcpgate/upstream"
 )
 
-// DefaultMetricsPath is where the Prometheus metrics are served when
-// MetricsConfig.Path is empty.
-const DefaultMetricsPath = "/metrics"
-
 // callBuckets are the bounds of mcpgate_tool_call_duration_seconds: from 1 ms
 // (an in-process upstream, a cached answer) to 30 s (DefaultTimeout), about
 // 2.5× apart, so a p99 read off them is within one step. Calls over 30 s land

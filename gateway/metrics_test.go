@@ -376,7 +376,7 @@ func TestMetricsConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.Validate(); err != nil || cfg.Metrics.On() || cfg.Metrics.Path != "/m" {
+	if cfg, err = cfg.Resolve(); err != nil || cfg.Metrics.On() || cfg.Metrics.Path != "/m" {
 		t.Errorf("metrics: {enabled: false, path: /m} gave %+v, %v", cfg.Metrics, err)
 	}
 }

@@ -59,7 +59,11 @@ type playbookSet struct {
 // client of its own, without credentials.
 func (c *Catalog) buildPlaybooks(ctx context.Context, namer *tagging.Namer, u *Upstream, doc *upstream.Document) error {
 	p := u.Playbooks
-	routes, catalogRoute := p.routes, p.Catalog
+	routes, err := p.Routes()
+	if err != nil {
+		return err
+	}
+	catalogRoute := p.Catalog
 	if doc != nil {
 		marked := markedRoutes(doc.T)
 		for _, r := range []struct {
@@ -118,7 +122,7 @@ func (c *Catalog) buildPlaybooks(ctx context.Context, namer *tagging.Namer, u *U
 			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: playbook %s is served by an earlier upstream already; skipped", u.Name, it.Path))
 			continue
 		}
-		if !it.exposed() {
+		if !it.Exposed() {
 			c.playbooks.hidden[it.Path] = true
 			continue
 		}
@@ -140,7 +144,8 @@ func (c *Catalog) buildPlaybooks(ctx context.Context, namer *tagging.Namer, u *U
 // catalog would list them, secret defaults and all. The selection says why.
 func (c *Catalog) withoutPlaybookRoutes(u *Upstream, doc *upstream.Document, ops []tagging.Operation) []tagging.Operation {
 	routes := map[string]bool{}
-	for _, r := range []playbook.Route{u.Playbooks.routes.Execute, u.Playbooks.routes.Status, u.Playbooks.routes.Cancel} {
+	configured, _ := u.Playbooks.Routes() // checked by Config.Validate
+	for _, r := range []playbook.Route{configured.Execute, configured.Status, configured.Cancel} {
 		if !r.IsZero() {
 			routes[r.String()] = true
 		}
@@ -549,3 +554,5 @@ func upstreamCancel(out *playbook.Outcome) string {
 	}
 	return "none"
 }
+
+var errNoPlaybookRoutes = errors.New("no execute and status routes: set playbooks.execute and playbooks.status, or mark the engine's operations x-mcp-playbook: execute|status")

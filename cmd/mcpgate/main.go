@@ -202,13 +202,14 @@ func (c *common) loadConfig(o gateway.Overrides, allowDemo bool) (cfg *gateway.C
 	if demo { // after Apply, whose flags name the orchestrator
 		cfg.Upstreams = append(cfg.Upstreams, demoPlaybooks())
 	}
-	if err := cfg.Validate(); err != nil {
+	resolved, err := cfg.Resolve()
+	if err != nil {
 		if c.config != "" {
 			err = fmt.Errorf("--config %s: %v", c.config, err)
 		}
 		return nil, false, &exitError{2, err}
 	}
-	return cfg, demo, nil
+	return resolved, demo, nil
 }
 
 // loadError says which flag a catalog that cannot be built is about:

@@ -1,4 +1,4 @@
-package gateway
+package config
 
 import (
 	"bytes"
@@ -8,14 +8,14 @@ import (
 )
 
 // FuzzDecodeError feeds arbitrary bytes to configuration loading
-// (ParseConfig, then Validate): YAML, JSON, or neither. It must not panic,
+// (Parse, then Validate): YAML, JSON, or neither. It must not panic,
 // and an error must be what upstream.DecodeError promises a person reading
 // it: one line, not empty, in words rather than Go types. A Go type name is
 // only a finding when the input did not hold it itself (an error may quote
 // the value it refuses).
 func FuzzDecodeError(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := ParseConfig(data)
+		cfg, err := Parse(data)
 		if err == nil {
 			err = cfg.Validate()
 		}
@@ -48,7 +48,7 @@ var goTypeNames = []string{
 	"map[", "[]interface", "[]string", "interface {}", "struct {", "time.Duration", "!!", "Go struct", "Go value", "unmarshal",
 }
 
-// goQualified matches a package-qualified Go type ("*gateway.Config",
+// goQualified matches a package-qualified Go type ("*config.Config",
 // "upstream.Binding"), not a config key path (upstreams[0].auth.mode,
 // annotations.GetPet).
-var goQualified = regexp.MustCompile(`(^|[^.\w\]])(\*?(?:gateway|upstream|annotations|auth|playbook|tagging|openapi3|openapi2|yaml|json|time|reflect|http|url)\.[A-Z]\w*)`)
+var goQualified = regexp.MustCompile(`(^|[^.\w\]])(\*?(?:gateway|config|upstream|annotations|auth|playbook|tagging|openapi3|openapi2|yaml|json|time|reflect|http|url)\.[A-Z]\w*)`)

@@ -1,7 +1,6 @@
-package gateway
+package config
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -80,8 +79,6 @@ type Playbooks struct {
 	// Items are the playbooks: with a catalog, they refine or hide the
 	// engine's (matched by path); without one, they are all there is.
 	Items []PlaybookItem `yaml:"items"`
-
-	routes playbook.Routes // parsed by validate
 }
 
 // PlaybookItem is one playbook.
@@ -122,32 +119,42 @@ type PlaybookInput struct {
 	Enum []any `yaml:"enum"`
 }
 
-// exposed reports whether the item is a tool.
-func (p *PlaybookItem) exposed() bool { return p.ExposesAsMCP == nil || *p.ExposesAsMCP }
+// Exposed reports whether the item is a tool.
+func (p *PlaybookItem) Exposed() bool { return p.ExposesAsMCP == nil || *p.ExposesAsMCP }
 
 var strictToolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-// validate checks the block and parses its routes; a missing route may still
-// come from the document (see resolveRoutes).
-func (p *Playbooks) validate() error {
+// Routes parses the routes set here (execute, status, cancel). A route
+// left out is zero: it may still come from the engine's document, where
+// the gateway looks for operations marked x-mcp-playbook.
+func (p *Playbooks) Routes() (playbook.Routes, error) {
+	var routes playbook.Routes
 	for _, r := range []struct {
 		key  string
 		text string
 		to   *playbook.Route
-	}{{"execute", p.Execute, &p.routes.Execute}, {"status", p.Status, &p.routes.Status}, {"cancel", p.Cancel, &p.routes.Cancel}} {
+	}{{"execute", p.Execute, &routes.Execute}, {"status", p.Status, &routes.Status}, {"cancel", p.Cancel, &routes.Cancel}} {
 		if r.text == "" {
 			continue
 		}
 		rt, err := playbook.ParseRoute(r.text)
 		if err != nil {
-			return fmt.Errorf("playbooks.%s: %v", r.key, err)
+			return playbook.Routes{}, fmt.Errorf("playbooks.%s: %v", r.key, err)
 		}
 		*r.to = rt
 	}
-	for _, r := range []playbook.Route{p.routes.Status, p.routes.Cancel} {
+	for _, r := range []playbook.Route{routes.Status, routes.Cancel} {
 		if !r.IsZero() && !strings.Contains(r.Path, "{id}") {
-			return fmt.Errorf("playbooks: route %s has no {id}", r)
+			return playbook.Routes{}, fmt.Errorf("playbooks: route %s has no {id}", r)
 		}
+	}
+	return routes, nil
+}
+
+// validate checks the block.
+func (p *Playbooks) validate() error {
+	if _, err := p.Routes(); err != nil {
+		return err
 	}
 	if p.Catalog != "" {
 		rt, err := playbook.ParseRoute(p.Catalog)
@@ -269,5 +276,3 @@ func checkStrictBools(n *yaml.Node, path string) error {
 	}
 	return nil
 }
-
-var errNoPlaybookRoutes = errors.New("no execute and status routes: set playbooks.execute and playbooks.status, or mark the engine's operations x-mcp-playbook: execute|status")
