@@ -81,8 +81,8 @@ type Gateway struct {
 	unverifiedOnce sync.Once // see warnUnverified
 }
 
-// New validates cfg, loads every upstream's document and builds the catalog and
-// the MCP server.
+// New resolves cfg (a copy: see [Config.Resolve]), loads every upstream's
+// document and builds the catalog and the MCP server.
 func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error) {
 	cfg, err = cfg.Resolve() // the copy served: the caller's cfg stays as written
 	if err != nil {
