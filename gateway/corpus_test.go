@@ -208,30 +208,3 @@ func TestCatalogSameOnEveryStart(t *testing.T) {
 		})
 	}
 }
-
-// TestToolSize: toolSize, which the size budgets use, is json.Marshal's size
-// for every tool of the corpus's big catalogs.
-func TestToolSize(t *testing.T) {
-	for _, name := range []string{"github-api-2020.json", "stripe-spec3-2022.json", "kubernetes-swagger-2.0.json", "asana-3.0.yaml"} {
-		path := filepath.Join(corpusDir, name)
-		t.Run(name, func(t *testing.T) {
-			if _, err := os.Stat(path); err != nil {
-				t.Skipf("no %s: the shared corpus is not beside this clone", path)
-			}
-			cfg := &Config{Upstreams: []Upstream{{OpenAPI: path, ExposeAll: true, BaseURL: "http://127.0.0.1:1"}}}
-			if err := cfg.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			cat, err := BuildCatalog(context.Background(), cfg, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, tool := range cat.Tools {
-				raw, _ := json.Marshal(tool.Tool)
-				if got := toolSize(tool.Tool); got != len(raw) {
-					t.Errorf("%s: toolSize %d, json.Marshal %d", tool.Tool.Name, got, len(raw))
-				}
-			}
-		})
-	}
-}

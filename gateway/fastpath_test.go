@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
 )
 
 // fastDoc is the API behind the fast-path tests: answers of every kind a tool

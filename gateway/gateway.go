@@ -22,6 +22,7 @@ import (
 	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/gateway/internal/httpbound"
+	"github.com/mcpgate/mcpgate/gateway/internal/parallel"
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/mcpgate/mcpgate/upstream/playbook"
 )
@@ -137,7 +138,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	if g.opts.Lock != nil {
 		g.drift = annotations.Compare(g.opts.Lock, cat.Facts())
 	}
-	cat.dropDocuments()
+	cat.DropDocuments()
 	var served []*Tool
 	for _, t := range cat.Tools {
 		if !g.drift.Drifted(t.Tool.Name) {
@@ -148,7 +149,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	// them back (Kubernetes': 0.15 s on one core). It takes the server's
 	// lock only to add the checked tool, and lists tools by name whatever
 	// the order they were added in: check them on every core.
-	parallel(len(served), func(i int) {
+	parallel.Do(len(served), func(i int) {
 		if t := served[i]; t.IsPlaybook() {
 			// A playbook tool runs the runner (and may report progress),
 			// so the fast path hands its calls to go-sdk; it lists it.
@@ -175,7 +176,8 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 
 // startClients makes the serving state from the catalog: one client per
 // upstream (an upstream without a base URL can be listed and audited, not
-// served) and one playbook runner per playbook engine, handed to its tools.
+// served) and one playbook runner per playbook engine, which runs its tools
+// (g.runners, by the tools' Upstream).
 func (g *Gateway) startClients() error {
 	budget := upstream.NewResponseBudget(g.cfg.MaxResponseMemory)
 	g.budget = budget
@@ -183,22 +185,17 @@ func (g *Gateway) startClients() error {
 	g.runners = map[string]*playbook.Runner{}
 	for i := range g.cfg.Upstreams {
 		u := &g.cfg.Upstreams[i]
-		c, err := newClient(u, g.catalog.bases[u.Name], budget)
+		c, err := g.catalog.Client(u, budget)
 		if err != nil {
 			return fmt.Errorf("upstream %s: %v", u.Name, err)
 		}
 		g.clients[u.Name] = c
-		if opts := g.catalog.engines[u.Name]; opts != nil {
+		if opts := g.catalog.Engine(u.Name); opts != nil {
 			r, err := playbook.New(c, opts)
 			if err != nil {
 				return fmt.Errorf("upstream %s: playbooks: %v", u.Name, err)
 			}
 			g.runners[u.Name] = r
-		}
-	}
-	for _, t := range g.catalog.Tools {
-		if t.playbook != nil {
-			t.playbook.runner = g.runners[t.Upstream]
 		}
 	}
 	return nil

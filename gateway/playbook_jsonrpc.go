@@ -143,7 +143,7 @@ func (g *Gateway) servePlaybookRPC(w http.ResponseWriter, r *http.Request) {
 		writeRPC(w, nil, nil, &noetlError{Code: -32600, Message: `invalid request: "id" must be a string or a number`})
 		return
 	}
-	t := g.catalog.playbooks.tools[path]
+	t := g.catalog.Playbook(path)
 	if t == nil || g.drift.Drifted(t.Tool.Name) {
 		writeRPC(w, msg.ID, nil, &noetlError{Code: codeAccessDenied, Message: fmt.Sprintf("no playbook %q is exposed over MCP", path),
 			Data: map[string]any{"http_status": http.StatusNotFound}})
@@ -217,10 +217,10 @@ func (g *Gateway) playbookRPCCall(w http.ResponseWriter, r *http.Request, id, ra
 		writeRPC(w, id, noetlResult{res}, nil)
 		return
 	}
-	pb := t.playbook
+	pb := t.Playbook
 	// r.Context ends when the client hangs up: the run is then left, and
 	// cancelled upstream after the runner's linger.
-	out := pb.runner.Run(r.Context(), playbook.Request{Tool: t.Tool.Name, Path: pb.path, Workload: pb.workload(args), Cred: cred, Caller: g.callerID(callReq)})
+	out := g.runners[t.Upstream].Run(r.Context(), playbook.Request{Tool: t.Tool.Name, Path: pb.Path, Workload: pb.Workload(args), Cred: cred, Caller: g.callerID(callReq)})
 	g.logRun(r.Context(), t, out)
 	switch out.State {
 	case playbook.TimedOut:

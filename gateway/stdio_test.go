@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mcpgate/mcpgate/gateway/stdio"
 	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/gateway/stdio"
 )
 
 // The lines a stdio client sends to start a session.

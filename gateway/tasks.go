@@ -164,7 +164,7 @@ func newTaskDoor(g *Gateway, served []*Tool) (*taskDoor, error) {
 	for _, t := range served {
 		d.byName[t.Tool.Name] = t
 		if t.IsPlaybook() {
-			d.byPath[t.playbook.path] = t
+			d.byPath[t.Playbook.Path] = t
 		}
 	}
 	if len(d.byPath) == 0 {
@@ -319,9 +319,9 @@ func (d *taskDoor) create(r *http.Request, p *taskParams) (any, *jsonrpc.Error) 
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
 			Message: fmt.Sprintf("tool %q does not support task-augmented calls (no execution.taskSupport); call it without params.task", p.Name)}
 	}
-	runner := t.playbook.runner
+	runner := d.g.runners[t.Upstream]
 	now := d.now()
-	c := &taskClaims{Upstream: t.Upstream, Path: t.playbook.path, Caller: callerHash(r), Created: now.UnixMilli(), // the run's start, once known
+	c := &taskClaims{Upstream: t.Upstream, Path: t.Playbook.Path, Caller: callerHash(r), Created: now.UnixMilli(), // the run's start, once known
 		TTL: d.grantTTL(p.Task.TTL, runner.Options().Timeout).Milliseconds()}
 	ctx := r.Context()
 	req := callRequest(r, p.Name, p.Arguments)
@@ -329,7 +329,7 @@ func (d *taskDoor) create(r *http.Request, p *taskParams) (any, *jsonrpc.Error) 
 	if args, cred, err := d.g.startPlaybookCall(ctx, t, req, p.Arguments); err != nil {
 		c.Error = cutText(err.Error())
 	} else {
-		run := playbook.Request{Tool: t.Tool.Name, Path: t.playbook.path, Workload: t.playbook.workload(args), Cred: cred, Caller: d.g.callerID(req)}
+		run := playbook.Request{Tool: t.Tool.Name, Path: t.Playbook.Path, Workload: t.Playbook.Workload(args), Cred: cred, Caller: d.g.callerID(req)}
 		var begun time.Time
 		c.Execution, begun, out = runner.Start(ctx, run)
 		if !begun.IsZero() {
@@ -413,7 +413,7 @@ func (d *taskDoor) check(r *http.Request, c *taskClaims, t *Tool) (*playbook.Sna
 	if rerr != nil {
 		return nil, rerr
 	}
-	s, err := t.playbook.runner.Check(r.Context(), c.Execution, c.Path, cred)
+	s, err := d.g.runners[t.Upstream].Check(r.Context(), c.Execution, c.Path, cred)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 			Message: fmt.Sprintf("the status of playbook %s (execution %s) could not be read: %v", c.Path, c.Execution, err)}
@@ -430,7 +430,7 @@ func (d *taskDoor) get(r *http.Request, id string) (any, *jsonrpc.Error) {
 	if rerr != nil {
 		return nil, rerr
 	}
-	runner := t.playbook.runner
+	runner := d.g.runners[t.Upstream]
 	switch {
 	case c.Error != "":
 		return d.wire(id, c, runner, playbook.Failed, c.Error), nil
@@ -463,7 +463,7 @@ func (d *taskDoor) result(r *http.Request, id string) (any, *jsonrpc.Error) {
 		if rerr != nil {
 			return nil, rerr
 		}
-		runner := t.playbook.runner
+		runner := d.g.runners[t.Upstream]
 		out, err := runner.Await(r.Context(), c.Execution, c.Path, cred, deadline(c, runner))
 		if err != nil {
 			// The client went away: nobody reads this.
@@ -502,7 +502,7 @@ func (d *taskDoor) cancel(r *http.Request, id string) (any, *jsonrpc.Error) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 			Message: fmt.Sprintf("cannot cancel task: it is already %s", taskStatus(s.State))}
 	}
-	runner := t.playbook.runner
+	runner := d.g.runners[t.Upstream]
 	cred, rerr := d.credential(r, t)
 	if rerr != nil {
 		return nil, rerr

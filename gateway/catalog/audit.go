@@ -1,4 +1,4 @@
-package gateway
+package catalog
 
 import (
 	"maps"
@@ -17,7 +17,7 @@ func operationPointer(op tagging.Operation) string {
 // Facts describes every tool for the audit: its operation, hints and their
 // provenance, security, hashes of its input schema, description and title,
 // where the operation stands in its document, and, in a catalog built with
-// CatalogOptions.AuditTexts, its texts with where each comes from.
+// Options.AuditTexts, its texts with where each comes from.
 func (c *Catalog) Facts() []annotations.ToolFacts {
 	out := make([]annotations.ToolFacts, 0, len(c.Tools))
 	for _, t := range c.Tools {

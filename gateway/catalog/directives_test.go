@@ -1,4 +1,4 @@
-package gateway
+package catalog
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
+	"github.com/mcpgate/mcpgate/gateway/config"
 )
 
 func TestParseDirectives(t *testing.T) {
@@ -16,41 +17,41 @@ func TestParseDirectives(t *testing.T) {
 		name    string
 		comment string
 		def     any
-		want    PlaybookInput
+		want    config.PlaybookInput
 		problem string // a substring of the one problem expected; "" for none
 	}{
-		{"none", "", "x", PlaybookInput{}, ""},
-		{"plain comment", "# the region we deploy to", "x", PlaybookInput{}, ""},
-		{"secret", "# ui:secret", "s3cr3t", PlaybookInput{Secret: true}, ""},
-		{"secret, then a plain comment", "# ui:secret # rotate monthly", "s3cr3t", PlaybookInput{Secret: true}, ""},
-		{"no space after #", "#ui:secret", "s", PlaybookInput{Secret: true}, ""},
-		{"description", "# ui:description=Whom to greet.", "world", PlaybookInput{Description: "Whom to greet."}, ""},
-		{"description quoted, with a #", `# ui:description="Issue #12, fixed"`, "x", PlaybookInput{Description: "Issue #12, fixed"}, ""},
-		{"string enum", "# ui:enum=[eu-west, us-east]", "eu-west", PlaybookInput{Enum: []any{"eu-west", "us-east"}}, ""},
-		{"string enum keeps text", `# ui:enum=['1.0', 2.0, yes]`, "1.0", PlaybookInput{Enum: []any{"1.0", "2.0", "yes"}}, ""},
-		{"integer enum", "# ui:enum=[1, 3, 5]", 3, PlaybookInput{Enum: []any{1, 3, 5}}, ""},
-		{"number default takes integers", "# ui:enum=[0.5, 1]", 0.5, PlaybookInput{Enum: []any{0.5, 1}}, ""},
-		{"enum with an empty default", "# ui:enum=[read, write]", "", PlaybookInput{Enum: []any{"read", "write"}}, ""},
-		{"enum with a null default is typed as YAML", "# ui:enum=[1, two]", nil, PlaybookInput{Enum: []any{1, "two"}}, ""},
-		{"enum, then a plain comment", "# ui:enum=[a, b] # see docs", "a", PlaybookInput{Enum: []any{"a", "b"}}, ""},
+		{"none", "", "x", config.PlaybookInput{}, ""},
+		{"plain comment", "# the region we deploy to", "x", config.PlaybookInput{}, ""},
+		{"secret", "# ui:secret", "s3cr3t", config.PlaybookInput{Secret: true}, ""},
+		{"secret, then a plain comment", "# ui:secret # rotate monthly", "s3cr3t", config.PlaybookInput{Secret: true}, ""},
+		{"no space after #", "#ui:secret", "s", config.PlaybookInput{Secret: true}, ""},
+		{"description", "# ui:description=Whom to greet.", "world", config.PlaybookInput{Description: "Whom to greet."}, ""},
+		{"description quoted, with a #", `# ui:description="Issue #12, fixed"`, "x", config.PlaybookInput{Description: "Issue #12, fixed"}, ""},
+		{"string enum", "# ui:enum=[eu-west, us-east]", "eu-west", config.PlaybookInput{Enum: []any{"eu-west", "us-east"}}, ""},
+		{"string enum keeps text", `# ui:enum=['1.0', 2.0, yes]`, "1.0", config.PlaybookInput{Enum: []any{"1.0", "2.0", "yes"}}, ""},
+		{"integer enum", "# ui:enum=[1, 3, 5]", 3, config.PlaybookInput{Enum: []any{1, 3, 5}}, ""},
+		{"number default takes integers", "# ui:enum=[0.5, 1]", 0.5, config.PlaybookInput{Enum: []any{0.5, 1}}, ""},
+		{"enum with an empty default", "# ui:enum=[read, write]", "", config.PlaybookInput{Enum: []any{"read", "write"}}, ""},
+		{"enum with a null default is typed as YAML", "# ui:enum=[1, two]", nil, config.PlaybookInput{Enum: []any{1, "two"}}, ""},
+		{"enum, then a plain comment", "# ui:enum=[a, b] # see docs", "a", config.PlaybookInput{Enum: []any{"a", "b"}}, ""},
 		{"three at once", "# ui:secret # ui:enum=[a,b] # ui:description=The key", "a",
-			PlaybookInput{Secret: true, Enum: []any{"a", "b"}, Description: "The key"}, ""},
-		{"credential is NoETL's, ignored quietly", "# ui:credential=pg_*", "x", PlaybookInput{}, ""},
+			config.PlaybookInput{Secret: true, Enum: []any{"a", "b"}, Description: "The key"}, ""},
+		{"credential is NoETL's, ignored quietly", "# ui:credential=pg_*", "x", config.PlaybookInput{}, ""},
 
-		{"unknown directive", "# ui:hidden", "x", PlaybookInput{}, "unknown directive ui:hidden"},
-		{"secret with a value", "# ui:secret=false", "x", PlaybookInput{}, "ui:secret takes no value"},
-		{"enum without brackets", "# ui:enum=a,b", "a", PlaybookInput{}, "needs a list in brackets"},
-		{"enum unclosed", "# ui:enum=[a,b", "a", PlaybookInput{}, "needs a list in brackets"},
-		{"enum with junk after", "# ui:enum=[a,b] c", "a", PlaybookInput{}, "needs a list in brackets"},
-		{"enum empty item", "# ui:enum=[a,,b]", "a", PlaybookInput{}, "empty item"},
-		{"enum empty", "# ui:enum=[]", "a", PlaybookInput{}, "empty item"},
-		{"enum type mismatch", "# ui:enum=[1, two]", 1, PlaybookInput{}, "item two is a string, the default a integer"},
-		{"enum without the default", "# ui:enum=[a, b]", "c", PlaybookInput{}, "the default c is not among the ui:enum values"},
-		{"enum without a value", "# ui:enum", "a", PlaybookInput{}, "needs a list in brackets"},
-		{"empty description", "# ui:description=", "a", PlaybookInput{}, "ui:description needs text"},
-		{"no name", "# ui:=x", "a", PlaybookInput{}, "is not a directive"},
-		{"junk after a name", "# ui:secret please", "a", PlaybookInput{}, "expected = or the end"},
-		{"a bad one spares the good", "# ui:enum=[x] # ui:secret", "a", PlaybookInput{Secret: true}, "not among"},
+		{"unknown directive", "# ui:hidden", "x", config.PlaybookInput{}, "unknown directive ui:hidden"},
+		{"secret with a value", "# ui:secret=false", "x", config.PlaybookInput{}, "ui:secret takes no value"},
+		{"enum without brackets", "# ui:enum=a,b", "a", config.PlaybookInput{}, "needs a list in brackets"},
+		{"enum unclosed", "# ui:enum=[a,b", "a", config.PlaybookInput{}, "needs a list in brackets"},
+		{"enum with junk after", "# ui:enum=[a,b] c", "a", config.PlaybookInput{}, "needs a list in brackets"},
+		{"enum empty item", "# ui:enum=[a,,b]", "a", config.PlaybookInput{}, "empty item"},
+		{"enum empty", "# ui:enum=[]", "a", config.PlaybookInput{}, "empty item"},
+		{"enum type mismatch", "# ui:enum=[1, two]", 1, config.PlaybookInput{}, "item two is a string, the default a integer"},
+		{"enum without the default", "# ui:enum=[a, b]", "c", config.PlaybookInput{}, "the default c is not among the ui:enum values"},
+		{"enum without a value", "# ui:enum", "a", config.PlaybookInput{}, "needs a list in brackets"},
+		{"empty description", "# ui:description=", "a", config.PlaybookInput{}, "ui:description needs text"},
+		{"no name", "# ui:=x", "a", config.PlaybookInput{}, "is not a directive"},
+		{"junk after a name", "# ui:secret please", "a", config.PlaybookInput{}, "expected = or the end"},
+		{"a bad one spares the good", "# ui:enum=[x] # ui:secret", "a", config.PlaybookInput{Secret: true}, "not among"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, problems := parseDirectives(tt.comment, tt.def)
@@ -84,7 +85,7 @@ workflow: []
 	if !reflect.DeepEqual(defaults, wantDefaults) {
 		t.Errorf("defaults %v, want %v", defaults, wantDefaults)
 	}
-	wantInputs := map[string]PlaybookInput{
+	wantInputs := map[string]config.PlaybookInput{
 		"api_key": {Secret: true},
 		"region":  {Enum: []any{"eu-west", "us-east"}},
 		"target":  {Description: "Where it goes."},
@@ -128,12 +129,12 @@ workflow: []
 // (internal/tool exposed by config here, to see its schema), the config's
 // inputs win over them, and a secret's default appears nowhere.
 func TestCatalogDirectives(t *testing.T) {
-	g, _, _ := playbookGateway(t, nil, &Playbooks{Items: []PlaybookItem{
+	cat := engineCatalog(t, &config.Playbooks{Items: []config.PlaybookItem{
 		{Path: "internal/tool", ExposesAsMCP: new(true)},
-		{Path: "demo/fail", Inputs: map[string]PlaybookInput{"reason": {Description: "From the config."}}},
+		{Path: "demo/fail", Inputs: map[string]config.PlaybookInput{"reason": {Description: "From the config."}}},
 	}})
 	schemas := map[string]string{}
-	for _, tl := range g.Catalog().Tools {
+	for _, tl := range cat.Tools {
 		raw, _ := json.Marshal(tl.Tool.InputSchema)
 		schemas[tl.Tool.Name] = string(raw)
 	}
@@ -155,7 +156,7 @@ func TestCatalogDirectives(t *testing.T) {
 			t.Errorf("%s shows the secret default: %s", name, s)
 		}
 	}
-	for _, w := range g.Catalog().Warnings {
+	for _, w := range cat.Warnings {
 		if strings.Contains(w, "ui:") {
 			t.Errorf("warning about the engine's own directives: %s", w)
 		}
@@ -172,22 +173,22 @@ func TestCatalogDirectiveWarnings(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, catalog)
 	})
-	cfg := &Config{Upstreams: []Upstream{{Name: "eng", BaseURL: "http://127.0.0.1:1", Handler: h, Playbooks: &Playbooks{
+	cfg := &config.Config{Upstreams: []config.Upstream{{Name: "eng", BaseURL: "http://127.0.0.1:1", Handler: h, Playbooks: &config.Playbooks{
 		Execute: "POST /api/execute", Status: "GET /api/executions/{id}/status", Catalog: "GET /api/catalog"}}}}
-	g, err := New(t.Context(), cfg, nil)
+	cat, err := Build(t.Context(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var warned bool
-	for _, w := range g.Catalog().Warnings {
+	for _, w := range cat.Warnings {
 		if strings.Contains(w, `eng: playbook catalog GET /api/catalog: playbook ops/deploy: workload key region: "ui:enum=eu-west": ui:enum needs a list in brackets`) {
 			warned = true
 		}
 	}
 	if !warned {
-		t.Errorf("no warning for the malformed directive among %q", g.Catalog().Warnings)
+		t.Errorf("no warning for the malformed directive among %q", cat.Warnings)
 	}
-	tools := g.Catalog().Tools
+	tools := cat.Tools
 	if len(tools) != 1 {
 		t.Fatalf("%d tools, want ops_deploy", len(tools))
 	}
@@ -195,4 +196,16 @@ func TestCatalogDirectiveWarnings(t *testing.T) {
 	if want := `{"properties":{"region":{"default":"eu-west","type":"string"},"token":{"description":"(secret: its default is configured and not shown)","type":"string"}},"type":"object"}`; string(raw) != want {
 		t.Errorf("schema %s\nwant %s", raw, want)
 	}
+}
+
+// engineCatalog builds the catalog of the example engine, served in-process
+// (its document's x-mcp-playbook routes and catalog), with pb's settings.
+func engineCatalog(t *testing.T, pb *config.Playbooks) *Catalog {
+	t.Helper()
+	cfg := &config.Config{Upstreams: []config.Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: engine.New(nil).Handler(), Playbooks: pb}}}
+	cat, err := Build(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
 }

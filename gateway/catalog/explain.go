@@ -1,4 +1,4 @@
-package gateway
+package catalog
 
 import (
 	"encoding/json"

@@ -1,10 +1,11 @@
-package gateway
+package catalog
 
 import (
 	"fmt"
 	"regexp"
 	"strings"
 
+	"github.com/mcpgate/mcpgate/gateway/config"
 	"gopkg.in/yaml.v3"
 )
 
@@ -46,7 +47,7 @@ var directiveName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*`)
 // sourceWorkload reads a playbook's YAML source: the defaults of its
 // workload mapping (nil when it has none) and what the directives on its
 // keys say. Warnings name the playbook (path) and the key.
-func sourceWorkload(path, src string) (map[string]any, map[string]PlaybookInput, []string) {
+func sourceWorkload(path, src string) (map[string]any, map[string]config.PlaybookInput, []string) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
 		return nil, nil, []string{fmt.Sprintf("playbook %s: its source is not YAML (%v); its directives are ignored", path, err)}
@@ -68,7 +69,7 @@ func sourceWorkload(path, src string) (map[string]any, map[string]PlaybookInput,
 		return nil, nil, []string{fmt.Sprintf("playbook %s: its source's workload is not a mapping; its directives are ignored", path)}
 	}
 	defaults := map[string]any{}
-	inputs := map[string]PlaybookInput{}
+	inputs := map[string]config.PlaybookInput{}
 	var warnings []string
 	for i := 0; i+1 < len(wl.Content); i += 2 {
 		k, v := wl.Content[i], wl.Content[i+1]
@@ -94,8 +95,8 @@ func sourceWorkload(path, src string) (map[string]any, map[string]PlaybookInput,
 // parseDirectives reads the ui: directives of one key's comment; def is the
 // key's default, which an enum must agree with. It returns what the
 // well-formed directives say and why each other one was ignored.
-func parseDirectives(comment string, def any) (PlaybookInput, []string) {
-	var in PlaybookInput
+func parseDirectives(comment string, def any) (config.PlaybookInput, []string) {
+	var in config.PlaybookInput
 	var problems []string
 	starts := directiveStart.FindAllStringIndex(comment, -1)
 	for i, s := range starts {
@@ -123,7 +124,7 @@ func parseDirectives(comment string, def any) (PlaybookInput, []string) {
 }
 
 // applyDirective sets in what one directive says, or returns why it cannot.
-func applyDirective(in *PlaybookInput, name, value string, hasValue bool, def any) string {
+func applyDirective(in *config.PlaybookInput, name, value string, hasValue bool, def any) string {
 	switch name {
 	case "secret":
 		if hasValue {
@@ -229,14 +230,14 @@ func unquote(s string) string {
 // applySource lays what a catalog entry's YAML source says under it: its
 // workload when the entry gives none, and its directives wherever the
 // entry's own inputs (its secrets list) say nothing more.
-func applySource(it *PlaybookItem, src string) []string {
+func applySource(it *config.PlaybookItem, src string) []string {
 	defaults, inputs, warnings := sourceWorkload(it.Path, src)
 	if it.Workload == nil {
 		it.Workload = defaults
 	}
 	for k, d := range inputs {
 		if it.Inputs == nil {
-			it.Inputs = map[string]PlaybookInput{}
+			it.Inputs = map[string]config.PlaybookInput{}
 		}
 		in := it.Inputs[k]
 		in.Secret = in.Secret || d.Secret
