@@ -151,124 +151,253 @@ func stampRequestID(w http.ResponseWriter, r *http.Request) string {
 // sessionIDHeader is the Streamable HTTP session header (MCP 2025-03-26 on).
 const sessionIDHeader = "Mcp-Session-Id"
 
+// exchange is one request's passage through the front door: what its
+// stages read and write. A stage may wrap w, replace r's context or body,
+// and leave in the fields below what must be undone once the answer is
+// written; finish undoes it, in the reverse order.
+type exchange struct {
+	w       http.ResponseWriter
+	r       *http.Request
+	body    []byte
+	hasBody bool
+	// rpc: a POST with a JSON body, so a JSON-RPC message.
+	rpc bool
+	// ctx is the calls' context: cancelled when the client hangs up (or a
+	// stateless notifications/cancelled names the call), and holding the
+	// answer's share of the response budget.
+	ctx       context.Context
+	requestID string
+	peek      rpcPeek // read only when stateless, for notifications/cancelled
+	decoded   *message
+
+	untrack    func()               // out of the stateless in-flight registry
+	hold       *upstream.AnswerHold // the answer's budget share
+	session    *sessionWriter       // binds or frees the session reservation
+	unwatch    func()               // the cancel watch on the answer
+	unregister func()               // out of callContexts
+	errs       *rpcErrors           // rewrites go-sdk's error answers
+}
+
+// msg is the POSTed message, decoded once, when a stage first needs it
+// (the cancel registry, the step-up check, the fast path), and shared, so
+// that no stage reads another message than go-sdk dispatches.
+func (x *exchange) msg() *message {
+	if x.decoded == nil {
+		x.decoded = readMessage(x.body)
+	}
+	return x.decoded
+}
+
+// finish undoes what the stages set up, last first.
+func (x *exchange) finish() {
+	if x.errs != nil {
+		x.errs.finish()
+	}
+	if x.unregister != nil {
+		x.unregister()
+	}
+	if x.unwatch != nil {
+		x.unwatch()
+	}
+	if x.session != nil {
+		x.session.finish()
+	}
+	if x.hold != nil {
+		x.hold.Release()
+	}
+	if x.untrack != nil {
+		x.untrack()
+	}
+}
+
+// A stage does one thing to a request on its way to go-sdk. It returns
+// false when it has answered, and the request goes no further.
+type stage struct {
+	name string
+	run  func(*frontDoor, *exchange) bool
+}
+
+// stages are the front door, in order. Each one does nothing where its
+// part is off (no sessions when stateless, no fast path when stateful, no
+// step-up without a policy…); what passes them all goes to go-sdk.
+var stages = [...]stage{
+	{"read body", (*frontDoor).readRequest},
+	{"admit call", (*frontDoor).admitCall},
+	{"check message", (*frontDoor).checkRPC},
+	{"step-up", (*frontDoor).stepUp},
+	{"stateless task", (*frontDoor).statelessTask},
+	{"fast path", (*frontDoor).fastPath},
+	{"check id", (*frontDoor).checkRPCID},
+	{"check initialize", (*frontDoor).checkInitialize},
+	{"session", (*frontDoor).session},
+	{"watch cancel", (*frontDoor).watchCancel},
+	{"register call", (*frontDoor).registerCall},
+	{"restore body", (*frontDoor).restoreBody},
+}
+
 func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r.Header.Del(requestIDHeader)
-	f.metrics.httpRequest(r.Method)
-	var body []byte
-	hasBody := r.Body != nil && r.Body != http.NoBody
-	if hasBody {
+	x := exchange{w: w, r: r, ctx: r.Context()}
+	defer x.finish()
+	for i := range stages {
+		if !stages[i].run(f, &x) {
+			return
+		}
+	}
+	f.next.ServeHTTP(x.w, x.r)
+}
+
+// readRequest strips an inbound request id, counts the request and reads
+// its body whole (see readBody).
+func (f *frontDoor) readRequest(x *exchange) bool {
+	x.r.Header.Del(requestIDHeader)
+	f.metrics.httpRequest(x.r.Method)
+	x.hasBody = x.r.Body != nil && x.r.Body != http.NoBody
+	if x.hasBody {
 		var ok bool
-		if body, ok = f.readBody(w, r); !ok {
-			return
+		if x.body, ok = f.readBody(x.w, x.r); !ok {
+			return false
 		}
 	}
-	rpc := r.Method == http.MethodPost && sdkwire.IsJSON(r.Header.Get("Content-Type"))
-	// The message is decoded once, when something here needs it (the
-	// cancel registry, the step-up check, the fast path), and shared.
-	var decoded *message
-	msgOf := func() *message {
-		if decoded == nil {
-			decoded = readMessage(body)
-		}
-		return decoded
+	x.rpc = x.r.Method == http.MethodPost && sdkwire.IsJSON(x.r.Header.Get("Content-Type"))
+	if x.rpc && f.inflight != nil {
+		x.peek = x.msg().peek()
 	}
-	var msg rpcPeek // read only when stateless, for notifications/cancelled
-	if rpc && f.inflight != nil {
-		msg = msgOf().peek()
-	}
-	var requestID string
-	ctx := r.Context()
-	if r.Method == http.MethodPost {
-		if f.inflight != nil {
-			var untrack func()
-			ctx, untrack = f.inflight.track(ctx, r, msg)
-			defer untrack()
-		}
-		// The calls this POST carries keep their share of the response
-		// budget until their answers are written, or their writes have
-		// failed (httpbound.Writes): until this function returns. go-sdk's tool
-		// handlers find the hold through callContexts.join. The share counts
-		// go-sdk's encodings of the answer (sdkAnswerCost) unless the fast
-		// path, which writes it from the result, serves the call.
-		hold := &upstream.AnswerHold{Cost: &sdkAnswerCost}
-		defer hold.Release()
-		ctx = upstream.WithAnswerHold(ctx, hold)
-		requestID = stampRequestID(w, r)
-	}
-	if rpc {
-		if e := checkMessage(body); e != nil {
-			f.metrics.refuseMessage(body, e)
-			writeRPCError(w, http.StatusBadRequest, e)
-			return
-		}
-		if f.authorize != nil {
-			method, tool, ok := peekCall(msgOf())
-			if !ok {
-				writeRPCError(w, http.StatusBadRequest, &jsonrpc.Error{
-					Code:    jsonrpc.CodeInvalidRequest,
-					Message: "invalid request: the method, or a tools/call's params, is not of the type JSON-RPC and MCP give it",
-				})
-				return
-			}
-			if status, challenge, ok := f.authorize(r, method, tool); !ok {
-				refuseCall(w, status, challenge)
-				return
-			}
-		}
-		// Task requests go-sdk cannot read (it drops params.task): a
-		// stateless gateway answers them here; a stateful one once the
-		// session is checked, below.
-		if f.sessions == nil && f.tasks.serve(w, r, body, msgOf) {
-			return
-		}
-		// The fast path serves r under the call's context: cancellable,
-		// holding the answer's budget share.
-		if f.fast != nil && f.fast.serve(w, r.WithContext(ctx), msgOf()) {
-			return
-		}
-		if e := checkID(msgOf()); e != nil {
-			f.metrics.refuse(refusedBadID)
-			writeRPCError(w, http.StatusBadRequest, e)
-			return
-		}
-		if answerBadInitialize(w, r, msgOf()) {
-			return
-		}
-	}
-	if f.sessions != nil {
-		sw, ok := f.guardSession(w, r)
-		if !ok {
-			return
-		}
-		if sw != nil {
-			defer sw.finish()
-			w = sw
-		}
-		if rpc && r.Header.Get(sessionIDHeader) != "" && f.tasks.serve(w, r, body, msgOf) {
-			return
-		}
+	return true
+}
+
+// admitCall gives a POST what its calls run under: a place in the
+// stateless in-flight registry, the answer's share of the response budget
+// and the request id. The calls keep their share until their answers are
+// written, or their writes have failed (httpbound.Writes): until the
+// exchange finishes. go-sdk's tool handlers find the hold through
+// callContexts.join. The share counts go-sdk's encodings of the answer
+// (sdkAnswerCost) unless the fast path, which writes it from the result,
+// serves the call.
+func (f *frontDoor) admitCall(x *exchange) bool {
+	if x.r.Method != http.MethodPost {
+		return true
 	}
 	if f.inflight != nil {
-		var finish func()
-		w, finish = f.inflight.onCancelled(w, r, msg)
-		defer finish()
+		x.ctx, x.untrack = f.inflight.track(x.ctx, x.r, x.peek)
 	}
-	if r.Method == http.MethodPost {
-		// go-sdk's tool handlers find the POST's context by its id (see
-		// callContexts.join); what the front door answered itself, the fast
-		// path included, never needed it.
-		done := f.calls.add(requestID, ctx)
-		defer done()
-		ew := &rpcErrors{ResponseWriter: w, body: body, msg: msgOf}
-		defer ew.finish()
-		w = ew
+	x.hold = &upstream.AnswerHold{Cost: &sdkAnswerCost}
+	x.ctx = upstream.WithAnswerHold(x.ctx, x.hold)
+	x.requestID = stampRequestID(x.w, x.r)
+	return true
+}
+
+// checkRPC refuses a message go-sdk would mishandle (see checkMessage).
+func (f *frontDoor) checkRPC(x *exchange) bool {
+	if !x.rpc {
+		return true
 	}
-	if hasBody {
-		// go-sdk reads the body again; what the front door answered
-		// itself never needed it.
-		r.Body = io.NopCloser(bytes.NewReader(body))
+	if e := checkMessage(x.body); e != nil {
+		f.metrics.refuseMessage(x.body, e)
+		writeRPCError(x.w, http.StatusBadRequest, e)
+		return false
 	}
-	f.next.ServeHTTP(w, r)
+	return true
+}
+
+// stepUp asks the step-up policy (f.authorize) about the message before
+// anything is dispatched.
+func (f *frontDoor) stepUp(x *exchange) bool {
+	if !x.rpc || f.authorize == nil {
+		return true
+	}
+	method, tool, ok := peekCall(x.msg())
+	if !ok {
+		writeRPCError(x.w, http.StatusBadRequest, &jsonrpc.Error{
+			Code:    jsonrpc.CodeInvalidRequest,
+			Message: "invalid request: the method, or a tools/call's params, is not of the type JSON-RPC and MCP give it",
+		})
+		return false
+	}
+	if status, challenge, ok := f.authorize(x.r, method, tool); !ok {
+		refuseCall(x.w, status, challenge)
+		return false
+	}
+	return true
+}
+
+// statelessTask answers the task requests go-sdk cannot read (it drops
+// params.task) for a stateless gateway; a stateful one answers them once
+// the session is checked (see session).
+func (f *frontDoor) statelessTask(x *exchange) bool {
+	return !(x.rpc && f.sessions == nil && f.tasks.serve(x.w, x.r, x.body, x.msg))
+}
+
+// fastPath lets the fast path answer, under the calls' context:
+// cancellable, holding the answer's budget share.
+func (f *frontDoor) fastPath(x *exchange) bool {
+	return !(x.rpc && f.fast != nil && f.fast.serve(x.w, x.r.WithContext(x.ctx), x.msg()))
+}
+
+// checkRPCID refuses an id go-sdk would answer as another (see checkID).
+func (f *frontDoor) checkRPCID(x *exchange) bool {
+	if !x.rpc {
+		return true
+	}
+	if e := checkID(x.msg()); e != nil {
+		f.metrics.refuse(refusedBadID)
+		writeRPCError(x.w, http.StatusBadRequest, e)
+		return false
+	}
+	return true
+}
+
+// checkInitialize answers an initialize go-sdk would mishandle (see
+// answerBadInitialize).
+func (f *frontDoor) checkInitialize(x *exchange) bool {
+	return !(x.rpc && answerBadInitialize(x.w, x.r, x.msg()))
+}
+
+// session, in stateful mode, bounds and guards the sessions (see
+// guardSession) and answers a session's task requests.
+func (f *frontDoor) session(x *exchange) bool {
+	if f.sessions == nil {
+		return true
+	}
+	sw, ok := f.guardSession(x.w, x.r)
+	if !ok {
+		return false
+	}
+	if sw != nil {
+		x.session = sw
+		x.w = sw
+	}
+	return !(x.rpc && x.r.Header.Get(sessionIDHeader) != "" && f.tasks.serve(x.w, x.r, x.body, x.msg))
+}
+
+// watchCancel, when stateless, answers a notifications/cancelled after it
+// has reached the call it names (see inflight.onCancelled).
+func (f *frontDoor) watchCancel(x *exchange) bool {
+	if f.inflight != nil {
+		x.w, x.unwatch = f.inflight.onCancelled(x.w, x.r, x.peek)
+	}
+	return true
+}
+
+// registerCall lets go-sdk's tool handlers find the POST's context by its
+// request id (see callContexts.join), and puts go-sdk's error answers in
+// the gateway's words (see rpcErrors). What the front door answered
+// itself, the fast path included, never needed either.
+func (f *frontDoor) registerCall(x *exchange) bool {
+	if x.r.Method != http.MethodPost {
+		return true
+	}
+	x.unregister = f.calls.add(x.requestID, x.ctx)
+	x.errs = &rpcErrors{ResponseWriter: x.w, body: x.body, msg: x.msg}
+	x.w = x.errs
+	return true
+}
+
+// restoreBody gives go-sdk the body to read again.
+func (f *frontDoor) restoreBody(x *exchange) bool {
+	if x.hasBody {
+		x.r.Body = io.NopCloser(bytes.NewReader(x.body))
+	}
+	return true
 }
 
 // readBody reads the whole body, at most f.maxBody bytes, within

@@ -7,6 +7,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -384,9 +385,7 @@ func (c *Config) clone() *Config {
 
 // resolve is Resolve on the copy it owns.
 func (c *Config) resolve() error {
-	if c.Listen == "" {
-		c.Listen = DefaultListen
-	}
+	c.Listen = cmp.Or(c.Listen, DefaultListen)
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("listen: %q is not HOST:PORT", c.Listen)
 	}
@@ -397,15 +396,11 @@ func (c *Config) resolve() error {
 	default:
 		return fmt.Errorf("name_style: %q is not strict or spec", c.NameStyle)
 	}
-	if c.MaxCatalogBytes == 0 {
-		c.MaxCatalogBytes = DefaultMaxCatalogBytes
-	}
+	c.MaxCatalogBytes = cmp.Or(c.MaxCatalogBytes, DefaultMaxCatalogBytes)
 	if c.MaxResponseMemory < 0 {
 		return errors.New("max_response_memory: must not be negative")
 	}
-	if c.MaxResponseMemory == 0 {
-		c.MaxResponseMemory = upstream.DefaultMaxResponseMemory
-	}
+	c.MaxResponseMemory = cmp.Or(c.MaxResponseMemory, upstream.DefaultMaxResponseMemory)
 	if err := c.applyFrontDoorDefaults(); err != nil {
 		return err
 	}
@@ -445,27 +440,19 @@ func (c *Config) resolve() error {
 		if u.Timeout < 0 {
 			return fmt.Errorf("upstreams[%d] (%s): timeout must not be negative", i, u.Name)
 		}
-		if u.Timeout == 0 {
-			u.Timeout = DefaultTimeout
-		}
-		if u.MaxToolBytes == 0 {
-			u.MaxToolBytes = DefaultMaxToolBytes
-		}
+		u.Timeout = cmp.Or(u.Timeout, DefaultTimeout)
+		u.MaxToolBytes = cmp.Or(u.MaxToolBytes, DefaultMaxToolBytes)
 		if u.LargeResultBytes <= 0 {
 			u.LargeResultBytes = DefaultLargeResultBytes
 		}
 		if u.MaxConcurrent < 0 {
 			return fmt.Errorf("upstreams[%d] (%s): max_concurrent must not be negative", i, u.Name)
 		}
-		if u.MaxConcurrent == 0 {
-			u.MaxConcurrent = upstream.DefaultMaxConcurrent
-		}
+		u.MaxConcurrent = cmp.Or(u.MaxConcurrent, upstream.DefaultMaxConcurrent)
 		if u.QueueTimeout < 0 {
 			return fmt.Errorf("upstreams[%d] (%s): queue_timeout must not be negative", i, u.Name)
 		}
-		if u.QueueTimeout == 0 {
-			u.QueueTimeout = upstream.DefaultQueueTimeout
-		}
+		u.QueueTimeout = cmp.Or(u.QueueTimeout, upstream.DefaultQueueTimeout)
 		if u.ExposeAll && len(u.ExposeTags) > 0 {
 			return fmt.Errorf("upstreams[%d] (%s): expose_all and expose_tags exclude each other", i, u.Name)
 		}
@@ -559,21 +546,11 @@ func (c *Config) applyFrontDoorDefaults() error {
 	case c.MaxSessionsPerCaller < 0:
 		return fmt.Errorf("max_sessions_per_caller: %d must not be negative", c.MaxSessionsPerCaller)
 	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if c.BodyTimeout == 0 {
-		c.BodyTimeout = DefaultBodyTimeout
-	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = DefaultWriteTimeout
-	}
-	if c.SessionTimeout == 0 {
-		c.SessionTimeout = DefaultSessionTimeout
-	}
-	if c.MaxSessions == 0 {
-		c.MaxSessions = DefaultMaxSessions
-	}
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
+	c.BodyTimeout = cmp.Or(c.BodyTimeout, DefaultBodyTimeout)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultWriteTimeout)
+	c.SessionTimeout = cmp.Or(c.SessionTimeout, DefaultSessionTimeout)
+	c.MaxSessions = cmp.Or(c.MaxSessions, DefaultMaxSessions)
 	if c.MaxSessionsPerCaller == 0 && c.Auth != nil {
 		c.MaxSessionsPerCaller = DefaultMaxSessionsPerCaller
 	}
@@ -647,9 +624,7 @@ func (c *Config) Apply(o Overrides) error {
 // validate checks the metrics settings and fills in the default path; listen
 // is the main listener's address.
 func (m *MetricsConfig) validate(listen string) error {
-	if m.Path == "" {
-		m.Path = DefaultMetricsPath
-	}
+	m.Path = cmp.Or(m.Path, DefaultMetricsPath)
 	if m.Listen != "" {
 		_, port, err := net.SplitHostPort(m.Listen)
 		switch {
