@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -43,9 +45,8 @@ type call struct {
 	relay       *Relay          // never nil
 	callerToken any             // the caller's progress token; nil: none
 	token       string          // ours, sent upstream; "": none
+	ended       atomic.Bool     // the result arrived
 }
-
-type callKey struct{}
 
 func (u *Upstream) newCall(r *Relay) *call {
 	if r == nil {
@@ -83,13 +84,17 @@ func (u *Upstream) prepareMeta(meta mcp.Meta, c *call) mcp.Meta {
 	return m
 }
 
+// release forgets c's progress token after the grace period: go-sdk may
+// hand over progress notifications after the result that followed them.
 func (u *Upstream) release(c *call) {
 	if c.token == "" {
 		return
 	}
-	u.mu.Lock()
-	delete(u.progress, c.token)
-	u.mu.Unlock()
+	time.AfterFunc(u.grace, func() {
+		u.mu.Lock()
+		delete(u.progress, c.token)
+		u.mu.Unlock()
+	})
 }
 
 // do runs send on a session of cred, under the call timeout. A session the
@@ -105,7 +110,6 @@ func (u *Upstream) do(ctx context.Context, cred Credential, method string, idemp
 		c = u.newCall(nil)
 	}
 	c.ctx = ctx
-	ctx = context.WithValue(ctx, callKey{}, c)
 	s := u.slotFor(cred)
 	for attempt := 0; ; attempt++ {
 		cs, err := s.session(ctx)
@@ -160,9 +164,18 @@ func (u *Upstream) CallTool(ctx context.Context, cred Credential, p *mcp.CallToo
 	defer u.release(c)
 	var res *mcp.CallToolResult
 	err := u.do(ctx, cred, "tools/call", idempotent, c, func(ctx context.Context, cs *mcp.ClientSession) error {
-		var err error
-		res, err = cs.CallTool(ctx, &q)
-		return err
+		r := q // each attempt starts without the last one's input responses
+		for round := 1; ; round++ {
+			var err error
+			res, err = cs.CallTool(ctx, &r)
+			if err != nil || res == nil || !res.NeedsInput() {
+				return err
+			}
+			if r.InputResponses, err = u.fulfil(ctx, c, round, res.InputRequests); err != nil {
+				return err
+			}
+			r.RequestState = res.RequestState
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -176,10 +189,20 @@ func (u *Upstream) CallTool(ctx context.Context, cred Credential, p *mcp.CallToo
 // ReadResource reads a resource on cred's session.
 func (u *Upstream) ReadResource(ctx context.Context, cred Credential, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
 	var res *mcp.ReadResourceResult
-	err := u.do(ctx, cred, "resources/read", true, nil, func(ctx context.Context, cs *mcp.ClientSession) error {
-		var err error
-		res, err = cs.ReadResource(ctx, p)
-		return err
+	c := u.newCall(nil)
+	err := u.do(ctx, cred, "resources/read", true, c, func(ctx context.Context, cs *mcp.ClientSession) error {
+		r := *p
+		for round := 1; ; round++ {
+			var err error
+			res, err = cs.ReadResource(ctx, &r)
+			if err != nil || res == nil || !res.NeedsInput() {
+				return err
+			}
+			if r.InputResponses, err = u.fulfil(ctx, c, round, res.InputRequests); err != nil {
+				return err
+			}
+			r.RequestState = res.RequestState
+		}
 	})
 	if err == nil && res == nil {
 		err = fmt.Errorf("federation: upstream %q: resources/read: no result", u.name)
@@ -190,10 +213,20 @@ func (u *Upstream) ReadResource(ctx context.Context, cred Credential, p *mcp.Rea
 // GetPrompt gets a prompt on cred's session.
 func (u *Upstream) GetPrompt(ctx context.Context, cred Credential, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
 	var res *mcp.GetPromptResult
-	err := u.do(ctx, cred, "prompts/get", true, nil, func(ctx context.Context, cs *mcp.ClientSession) error {
-		var err error
-		res, err = cs.GetPrompt(ctx, p)
-		return err
+	c := u.newCall(nil)
+	err := u.do(ctx, cred, "prompts/get", true, c, func(ctx context.Context, cs *mcp.ClientSession) error {
+		r := *p
+		for round := 1; ; round++ {
+			var err error
+			res, err = cs.GetPrompt(ctx, &r)
+			if err != nil || res == nil || !res.NeedsInput() {
+				return err
+			}
+			if r.InputResponses, err = u.fulfil(ctx, c, round, res.InputRequests); err != nil {
+				return err
+			}
+			r.RequestState = res.RequestState
+		}
 	})
 	if err == nil && res == nil {
 		err = fmt.Errorf("federation: upstream %q: prompts/get: no result", u.name)
@@ -232,20 +265,13 @@ func (u *Upstream) Unsubscribe(ctx context.Context, cred Credential, p *mcp.Unsu
 }
 
 // relayFor finds the call whose Relay should answer a request the
-// upstream sent on cs: the call whose own context the request runs under
-// (go-sdk's 2026-07-28 multi-round-trip path), else the most recent call
-// in flight on cs that can answer it. rctx ends when either the call or
-// the upstream's request ends; call done when finished.
+// upstream sent on cs, which names no call: the most recent call in flight
+// on cs that can answer it. rctx ends when either the call or the
+// upstream's request ends; call done when finished.
 func (u *Upstream) relayFor(ctx context.Context, cs *mcp.ClientSession, can func(*Relay) bool) (c *call, rctx context.Context, done func()) {
-	if c, ok := ctx.Value(callKey{}).(*call); ok {
-		if !can(c.relay) {
-			return nil, nil, nil
-		}
-		return c, ctx, func() {}
-	}
 	calls := u.inFlight(cs)
 	for i := len(calls) - 1; i >= 0; i-- {
-		if can(calls[i].relay) {
+		if !calls[i].ended.Load() && can(calls[i].relay) {
 			c = calls[i]
 			break
 		}
@@ -256,6 +282,107 @@ func (u *Upstream) relayFor(ctx context.Context, cs *mcp.ClientSession, can func
 	rctx, cancel := context.WithCancel(c.ctx)
 	stop := context.AfterFunc(ctx, cancel)
 	return c, rctx, func() { stop(); cancel() }
+}
+
+// maxInputRounds bounds the multi-round-trip exchanges of one call, as
+// go-sdk's own loop does.
+const maxInputRounds = 10
+
+// fulfil answers the input requests of a 2026-07-28 input-required result
+// (SEP-2322) with c's Relay: they belong to exactly this call.
+func (u *Upstream) fulfil(ctx context.Context, c *call, round int, reqs mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	if round >= maxInputRounds {
+		return nil, hostile("the upstream asked for input %d times", round)
+	}
+	if len(reqs) == 0 {
+		return nil, hostile("the upstream is busy (input required, nothing asked)")
+	}
+	out := make(mcp.InputResponseMap, len(reqs))
+	for id, ir := range reqs {
+		var (
+			resp   mcp.InputResponse
+			err    error
+			method string
+		)
+		switch p := ir.(type) {
+		case *mcp.ElicitParams:
+			method = "elicitation/create"
+			if c.relay.Elicit != nil && u.can(func(k *mcp.ClientCapabilities) bool { return k.Elicitation != nil }) {
+				resp, err = c.relay.Elicit(ctx, p)
+			}
+		case *mcp.CreateMessageParams:
+			method = "sampling/createMessage"
+			if c.relay.CreateMessage != nil && u.can(func(k *mcp.ClientCapabilities) bool { return k.Sampling != nil }) {
+				resp, err = c.relay.CreateMessage(ctx, p)
+			}
+		case *mcp.CreateMessageWithToolsParams:
+			// go-sdk decodes every sampling input request as this type.
+			method = "sampling/createMessage"
+			if c.relay.CreateMessage != nil && u.can(func(k *mcp.ClientCapabilities) bool { return k.Sampling != nil }) {
+				var base *mcp.CreateMessageParams
+				if base, err = samplingBase(p); err == nil {
+					resp, err = c.relay.CreateMessage(ctx, base)
+				}
+			}
+		case *mcp.ListRootsParams:
+			method = "roots/list"
+			if c.relay.ListRoots != nil && u.can(func(k *mcp.ClientCapabilities) bool { return k.RootsV2 != nil }) {
+				resp, err = c.relay.ListRoots(ctx, p)
+			}
+		default:
+			return nil, hostile("input request %q: %T cannot be relayed", id, ir)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("input request %q (%s): %w", id, method, err)
+		}
+		if resp == nil || isNilResponse(resp) {
+			return nil, hostile("input request %q (%s): no call in flight can answer it", id, method)
+		}
+		out[id] = resp
+	}
+	return out, nil
+}
+
+// samplingBase is p as the sampling request of 2025-06-18, which is what
+// a Relay answers: tools and multi-block messages are refused.
+func samplingBase(p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageParams, error) {
+	if len(p.Tools) > 0 || p.ToolChoice != nil {
+		return nil, hostile("sampling with tools cannot be relayed")
+	}
+	msgs := make([]*mcp.SamplingMessage, 0, len(p.Messages))
+	for i, m := range p.Messages {
+		if m == nil || len(m.Content) != 1 {
+			return nil, hostile("sampling message %d: one content block is needed", i)
+		}
+		msgs = append(msgs, &mcp.SamplingMessage{Content: m.Content[0], Role: m.Role})
+	}
+	return &mcp.CreateMessageParams{
+		Meta:             p.Meta,
+		IncludeContext:   p.IncludeContext,
+		MaxTokens:        p.MaxTokens,
+		Messages:         msgs,
+		Metadata:         p.Metadata,
+		ModelPreferences: p.ModelPreferences,
+		StopSequences:    p.StopSequences,
+		SystemPrompt:     p.SystemPrompt,
+		Temperature:      p.Temperature,
+	}, nil
+}
+
+func isNilResponse(r mcp.InputResponse) bool {
+	switch r := r.(type) {
+	case *mcp.ElicitResult:
+		return r == nil
+	case *mcp.CreateMessageResult:
+		return r == nil
+	case *mcp.ListRootsResult:
+		return r == nil
+	}
+	return false
+}
+
+func (u *Upstream) can(has func(*mcp.ClientCapabilities) bool) bool {
+	return u.opts.Capabilities != nil && has(u.opts.Capabilities)
 }
 
 func (u *Upstream) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {

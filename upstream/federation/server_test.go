@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -184,30 +186,59 @@ func newMCPServer(ts *testServer, o serverOpts) *mcp.Server {
 			return &mcp.CallToolResult{}, nil
 		}
 	})
-	s.AddTool(&mcp.Tool{Name: "sample", InputSchema: objectSchema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})
-		if err != nil {
-			return nil, err
+	// sample, elicit and roots ask the client: directly before 2026-07-28,
+	// by an input-required result (SEP-2322) from then on.
+	ask := func(name string, ir mcp.InputRequest, direct func(context.Context, *mcp.ServerSession) (mcp.InputResponse, error), show func(mcp.InputResponse) string) {
+		s.AddTool(&mcp.Tool{Name: name, InputSchema: objectSchema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var resp mcp.InputResponse
+			if req.ProtocolVersion() >= "2026-07-28" {
+				if len(req.Params.InputResponses) == 0 {
+					return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"q": ir}}, nil
+				}
+				resp = req.Params.InputResponses["q"]
+			} else {
+				var err error
+				if resp, err = direct(ctx, req.Session); err != nil {
+					return nil, err
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: show(resp)}}}, nil
+		})
+	}
+	sampling := &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}}
+	ask("sample", sampling, func(ctx context.Context, ss *mcp.ServerSession) (mcp.InputResponse, error) {
+		return ss.CreateMessage(ctx, sampling)
+	}, func(r mcp.InputResponse) string {
+		switch res := r.(type) {
+		case *mcp.CreateMessageResult:
+			return res.Content.(*mcp.TextContent).Text
+		case *mcp.CreateMessageWithToolsResult: // how go-sdk decodes an input response
+			return res.Content[0].(*mcp.TextContent).Text
 		}
-		return &mcp.CallToolResult{Content: []mcp.Content{res.Content}}, nil
+		return fmt.Sprintf("%T", r)
 	})
-	s.AddTool(&mcp.Tool{Name: "elicit", InputSchema: objectSchema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
-		if err != nil {
-			return nil, err
+	elicit := &mcp.ElicitParams{Message: "name?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}
+	ask("elicit", elicit, func(ctx context.Context, ss *mcp.ServerSession) (mcp.InputResponse, error) {
+		return ss.Elicit(ctx, elicit)
+	}, func(r mcp.InputResponse) string {
+		res, ok := r.(*mcp.ElicitResult)
+		if !ok {
+			return fmt.Sprintf("%T", r)
 		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Action + ":" + res.Content["name"].(string)}}}, nil
+		return res.Action + ":" + fmt.Sprint(res.Content["name"])
 	})
-	s.AddTool(&mcp.Tool{Name: "roots", InputSchema: objectSchema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		res, err := req.Session.ListRoots(ctx, nil)
-		if err != nil {
-			return nil, err
+	ask("roots", &mcp.ListRootsParams{}, func(ctx context.Context, ss *mcp.ServerSession) (mcp.InputResponse, error) {
+		return ss.ListRoots(ctx, nil)
+	}, func(r mcp.InputResponse) string {
+		res, ok := r.(*mcp.ListRootsResult)
+		if !ok {
+			return fmt.Sprintf("%T", r)
 		}
-		var c []mcp.Content
-		for _, r := range res.Roots {
-			c = append(c, &mcp.TextContent{Text: r.URI})
+		var uris []string
+		for _, root := range res.Roots {
+			uris = append(uris, root.URI)
 		}
-		return &mcp.CallToolResult{Content: c}, nil
+		return strings.Join(uris, ",")
 	})
 	s.AddTool(&mcp.Tool{Name: "grow", InputSchema: objectSchema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		s.AddTool(&mcp.Tool{Name: "grown", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -50,16 +50,17 @@ type slot struct {
 	u    *Upstream
 	cred Credential
 
-	mu       sync.Mutex
-	cs       *mcp.ClientSession
+	mu         sync.Mutex
+	cs         *mcp.ClientSession
 	connecting *attempt // the connect under way; nil: none
-	calls    []*call // in flight, oldest first
-	lastUse  time.Time
-	retired  bool // out of the pool: close when the last call ends
-	child    *child
-	closing  bool
-	backoff  time.Duration // a stdio child's next restart delay
-	notUntil time.Time     // a stdio child is not restarted before this
+	calls      []*call  // in flight or just ended (see grace), oldest first
+	active     int      // calls in flight
+	lastUse    time.Time
+	retired    bool // out of the pool: close when the last call ends
+	child      *child
+	closing    bool
+	backoff    time.Duration // a stdio child's next restart delay
+	notUntil   time.Time     // a stdio child is not restarted before this
 }
 
 func newSlot(u *Upstream, cred Credential) *slot {
@@ -69,7 +70,7 @@ func newSlot(u *Upstream, cred Credential) *slot {
 func (s *slot) busy() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.calls) > 0
+	return s.active > 0
 }
 
 func (s *slot) used() time.Time {
@@ -180,6 +181,14 @@ func (s *slot) connect(a *attempt) {
 		if ch != nil {
 			ch.started()
 		}
+		res := cs.InitializeResult()
+		u.log.Debug("upstream session started", "protocol", res.ProtocolVersion)
+		if lvl := u.opts.LogLevel; lvl != "" && res.Capabilities != nil && res.Capabilities.Logging != nil && res.ProtocolVersion < "2026-07-28" {
+			// From 2026-07-28 on the level travels in each request's _meta.
+			if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: lvl}); err != nil {
+				u.log.Debug("upstream refused logging/setLevel", "error", err)
+			}
+		}
 		return nil
 	}()
 
@@ -211,16 +220,6 @@ func (s *slot) connect(a *attempt) {
 			}
 		}
 		return
-	}
-	res := cs.InitializeResult()
-	u.log.Debug("upstream session started", "protocol", res.ProtocolVersion)
-	if lvl := u.opts.LogLevel; lvl != "" && res.Capabilities != nil && res.Capabilities.Logging != nil && res.ProtocolVersion < "2026-07-28" {
-		// From 2026-07-28 on the level travels in each request's _meta.
-		ctx, cancel := context.WithTimeout(u.ctx, u.cfg.Timeout)
-		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: lvl}); err != nil {
-			u.log.Debug("upstream refused logging/setLevel", "error", err)
-		}
-		cancel()
 	}
 	go func() {
 		s.watch(cs)
@@ -318,7 +317,7 @@ func (s *slot) closeSession(cs *mcp.ClientSession) {
 func (s *slot) retire() {
 	s.mu.Lock()
 	s.retired = true
-	idle := len(s.calls) == 0
+	idle := s.active == 0
 	s.mu.Unlock()
 	if idle {
 		go s.close()
@@ -347,20 +346,31 @@ func (s *slot) close() {
 	}
 }
 
-// begin registers c as in flight on cs.
+// begin registers c as in flight.
 func (s *slot) begin(c *call) {
 	s.mu.Lock()
+	c.ended.Store(false)
 	s.calls = append(s.calls, c)
+	s.active++
 	s.lastUse = time.Now()
 	s.mu.Unlock()
 }
 
+// end notes that c ended. It stays listed for the grace period, for the
+// notifications that go-sdk hands over after the call's result: it queues
+// them for a handler goroutine but delivers results at once.
 func (s *slot) end(c *call) {
 	s.mu.Lock()
-	s.calls = slices.DeleteFunc(s.calls, func(x *call) bool { return x == c })
+	s.active--
 	s.lastUse = time.Now()
-	last := s.retired && len(s.calls) == 0
+	last := s.retired && s.active == 0
 	s.mu.Unlock()
+	c.ended.Store(true)
+	time.AfterFunc(s.u.grace, func() {
+		s.mu.Lock()
+		s.calls = slices.DeleteFunc(s.calls, func(x *call) bool { return x == c })
+		s.mu.Unlock()
+	})
 	if last {
 		go s.close()
 	}
@@ -534,6 +544,11 @@ func (u *Upstream) newClient() *mcp.Client {
 	opts := &mcp.ClientOptions{
 		Logger:       u.log,
 		Capabilities: caps,
+		// The multi-round-trip requests of 2026-07-28 are fulfilled by
+		// the call that received them (see fulfil): go-sdk's own loop
+		// answers roots/list from the client's root list, not the
+		// caller's.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			u.listChanged(u.debounce)
 		},

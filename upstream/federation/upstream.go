@@ -104,6 +104,7 @@ type Upstream struct {
 	healthyReset time.Duration // a child up this long restarts at backoffMin again
 	debounce     time.Duration // list_changed coalescing
 	terminate    time.Duration // a stdio child's grace after stdin closes
+	grace        time.Duration // notifications still relayed after a call's result
 
 	ctx    context.Context // cancelled by Close; background work only
 	cancel context.CancelFunc
@@ -186,6 +187,7 @@ func New(cfg Config, opts *Options) (*Upstream, error) {
 	u.healthyReset = time.Minute
 	u.debounce = 250 * time.Millisecond
 	u.terminate = 2 * time.Second
+	u.grace = time.Second
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	u.bySession = make(map[*mcp.ClientSession]*slot)
 	u.progress = make(map[string]*call)
