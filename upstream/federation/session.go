@@ -222,20 +222,19 @@ func (s *slot) connect(a *attempt) {
 		return
 	}
 	go func() {
-		s.watch(cs)
+		s.watch(cs, ch)
 		release()
 	}()
 }
 
-// watch waits for cs to end and forgets it; a stdio child that ended is
-// started again after a backoff.
-func (s *slot) watch(cs *mcp.ClientSession) {
+// watch waits for cs to end and forgets it; a stdio child (ch) that ended,
+// or was killed because its session failed, is started again after a
+// backoff.
+func (s *slot) watch(cs *mcp.ClientSession, ch *child) {
 	_ = cs.Wait()
 	u := s.u
 	s.mu.Lock()
-	ch := s.child
-	current := s.cs == cs
-	if current {
+	if s.cs == cs {
 		s.cs = nil
 		s.child = nil
 	}
@@ -244,7 +243,7 @@ func (s *slot) watch(cs *mcp.ClientSession) {
 	u.mu.Lock()
 	delete(u.bySession, cs)
 	u.mu.Unlock()
-	if ch == nil || !current {
+	if ch == nil {
 		return
 	}
 	ch.kill()

@@ -19,6 +19,7 @@ type child struct {
 	since time.Time
 	begun chan struct{} // closed once started or given up
 	once  sync.Once
+	kills sync.Once
 }
 
 // command builds the transport that starts the stdio child: its own
@@ -87,7 +88,9 @@ func (c *child) ran() time.Duration {
 // helpers must not leave them behind.
 func (c *child) kill() {
 	c.signal()
-	if p := c.cmd.Process; p != nil {
-		killGroup(p)
-	}
+	c.kills.Do(func() {
+		if p := c.cmd.Process; p != nil {
+			killGroup(p)
+		}
+	})
 }

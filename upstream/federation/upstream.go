@@ -282,8 +282,7 @@ func (u *Upstream) run(ctx context.Context) {
 // probe pings the upstream on the shared session, connecting it first if
 // need be, and records the outcome.
 func (u *Upstream) probe(ctx context.Context) {
-	timeout := min(u.cfg.Timeout, u.pingEvery)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, min(u.cfg.Timeout, 10*time.Second))
 	defer cancel()
 	s := u.shared
 	cs, err := s.session(ctx)
