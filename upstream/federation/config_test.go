@@ -1,6 +1,8 @@
 package federation
 
 import (
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -115,7 +117,13 @@ func TestCredentialKey(t *testing.T) {
 	if Credential("").key() != "" || Credential("Bearer a").key() == Credential("Bearer b").key() {
 		t.Error("keys")
 	}
-	if k := Credential("Bearer secret").key(); strings.Contains(k, "secret") {
-		t.Error("the key shows the credential")
+	c := Credential("Bearer secret")
+	if strings.Contains(c.key(), "secret") || strings.Contains(fmt.Sprint(c), "secret") {
+		t.Error("the credential shows")
+	}
+	var b strings.Builder
+	slog.New(slog.NewTextHandler(&b, nil)).Info("x", "cred", c)
+	if strings.Contains(b.String(), "secret") {
+		t.Errorf("logged: %s", b.String())
 	}
 }

@@ -185,3 +185,44 @@ func TestHostileLists(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionPool: sessions beyond MaxSessions, or idle past IdleTimeout,
+// are closed; the next call with that credential starts another.
+func TestSessionPool(t *testing.T) {
+	ts := newTestServer(t, serverOpts{})
+	u := newUpstream(t, Config{URL: ts.URL}, &Options{MaxSessions: 2, IdleTimeout: time.Hour})
+	ctx := t.Context()
+	call := func(cred Credential) {
+		t.Helper()
+		if _, err := u.CallTool(ctx, cred, &mcp.CallToolParams{Name: "echo"}, false, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call("Bearer a")
+	call("Bearer b")
+	call("Bearer a")
+	call("Bearer c") // evicts b, the least recently used
+	if got := ts.inits.Load(); got != 6 {
+		t.Fatalf("handshakes: %d, want 6", got)
+	}
+	call("Bearer a")
+	if got := ts.inits.Load(); got != 6 {
+		t.Fatalf("a was evicted: %d handshakes", got)
+	}
+	call("Bearer b")
+	if got := ts.inits.Load(); got != 8 {
+		t.Fatalf("b was kept: %d handshakes", got)
+	}
+	u.sweep(time.Now().Add(2 * time.Hour))
+	u.mu.Lock()
+	n := u.pool.Len()
+	u.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d sessions left after an idle sweep", n)
+	}
+	eventually(t, "sessions closed", func() bool {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		return len(u.bySession) == 0
+	})
+}

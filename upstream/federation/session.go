@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -25,7 +26,11 @@ import (
 type Credential string
 
 // LogValue keeps a credential out of logs.
-func (Credential) LogValue() string { return "REDACTED" }
+func (Credential) LogValue() slog.Value { return slog.StringValue("REDACTED") }
+
+// String keeps a credential out of error texts and debug prints; convert
+// it with string(c) to use it.
+func (Credential) String() string { return "REDACTED" }
 
 // key is the pool key of a credential: a hash, so the pool holds no token
 // in a form a heap dump or a debug print would show.
@@ -367,7 +372,9 @@ func (s *slot) end(c *call) {
 	c.ended.Store(true)
 	time.AfterFunc(s.u.grace, func() {
 		s.mu.Lock()
-		s.calls = slices.DeleteFunc(s.calls, func(x *call) bool { return x == c })
+		if c.ended.Load() { // not sent again meanwhile
+			s.calls = slices.DeleteFunc(s.calls, func(x *call) bool { return x == c })
+		}
 		s.mu.Unlock()
 	})
 	if last {
