@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,23 +57,13 @@ func TestStdioEnv(t *testing.T) {
 			want = append(want, k)
 		}
 	}
-	slicesSort(want)
+	slices.Sort(want)
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("child environment: %v, want %v", names, want)
 	}
 	eventually(t, "the child's stderr in the log", func() bool {
 		return strings.Contains(logs.String(), `msg="upstream stderr" upstream=kid line="child serving"`)
 	})
-}
-
-func slicesSort(s []string) {
-	for i := range s {
-		for j := i + 1; j < len(s); j++ {
-			if s[j] < s[i] {
-				s[i], s[j] = s[j], s[i]
-			}
-		}
-	}
 }
 
 func pidOf(t *testing.T, u *Upstream) int {
