@@ -1,0 +1,94 @@
+package federation
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// BenchmarkCallTool compares a tools/call through an Upstream with the
+// same call on a go-sdk client session, both to a stateless JSON go-sdk
+// server: the federation client's own cost. "parallel" runs 8 callers
+// (SetParallelism on GOMAXPROCS). p50-µs is the median latency.
+func BenchmarkCallTool(b *testing.B) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: objectSchema}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
+	})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
+	defer srv.Close()
+	args := map[string]any{"q": "hello"}
+
+	direct := func(b *testing.B) func(context.Context) error {
+		c := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, nil)
+		cs, err := c.Connect(b.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: newHTTPTransport()}}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cs.Close() })
+		return func(ctx context.Context) error {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: args})
+			return err
+		}
+	}
+	federated := func(b *testing.B) func(context.Context) error {
+		u, err := New(Config{URL: srv.URL}, &Options{Name: "bench"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { u.Close() })
+		return func(ctx context.Context) error {
+			_, err := u.CallTool(ctx, "Bearer t", &mcp.CallToolParams{Name: "echo", Arguments: args}, false, nil)
+			return err
+		}
+	}
+	for _, m := range []struct {
+		name string
+		mk   func(*testing.B) func(context.Context) error
+	}{{"direct", direct}, {"federated", federated}} {
+		b.Run(m.name+"/c=1", func(b *testing.B) {
+			call := m.mk(b)
+			if err := call(b.Context()); err != nil { // connect outside the timing
+				b.Fatal(err)
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				start := time.Now()
+				if err := call(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+		})
+		b.Run(m.name+"/parallel", func(b *testing.B) {
+			call := m.mk(b)
+			if err := call(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.SetParallelism(max(1, 8/testingProcs()))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := call(context.Background()); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+func testingProcs() int { return runtime.GOMAXPROCS(0) }

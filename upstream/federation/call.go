@@ -1,0 +1,441 @@
+package federation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Relay says where the upstream's notifications and requests for one call
+// go: to the gateway's caller. A nil field drops the notification, or
+// answers the request with "method not found". Its functions may be called
+// concurrently, and only while the call is in flight.
+//
+// Attribution: progress notifications carry the call's own progress token,
+// so they reach exactly their call. Log notifications and server→client
+// requests (sampling, elicitation, roots) name no call in protocol versions
+// before 2026-07-28: a log message goes to every call in flight on the
+// session it arrived on, a request to the most recent call in flight on
+// that session whose Relay can answer it. From 2026-07-28 on, go-sdk
+// fulfils sampling and elicitation within the call that asked, and they
+// reach exactly that call.
+type Relay struct {
+	// Progress receives the call's progress, with the caller's progress
+	// token put back.
+	Progress func(ctx context.Context, p *mcp.ProgressNotificationParams)
+	// Log receives the upstream's log messages (see [Options.LogLevel]).
+	Log func(ctx context.Context, p *mcp.LoggingMessageParams)
+	// CreateMessage answers sampling/createMessage.
+	CreateMessage func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+	// Elicit answers elicitation/create.
+	Elicit func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	// ListRoots answers roots/list.
+	ListRoots func(ctx context.Context, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error)
+}
+
+// call is one gateway call in flight to the upstream.
+type call struct {
+	ctx         context.Context // the caller's, with the call timeout
+	relay       *Relay          // never nil
+	callerToken any             // the caller's progress token; nil: none
+	token       string          // ours, sent upstream; "": none
+	ended       atomic.Bool     // the result arrived
+}
+
+func (u *Upstream) newCall(r *Relay) *call {
+	if r == nil {
+		r = &Relay{}
+	}
+	return &call{relay: r}
+}
+
+// prepareMeta returns the _meta to send for a call whose caller sent meta:
+// the caller's progress token replaced by one of ours (unique: two callers
+// may use the same token, and the upstream sees them all on one session),
+// or removed when there is nowhere to relay progress to.
+func (u *Upstream) prepareMeta(meta mcp.Meta, c *call) mcp.Meta {
+	m := maps.Clone(meta)
+	delete(m, "progressToken")
+	if tok, ok := meta["progressToken"]; ok && tok != nil && c.relay.Progress != nil {
+		c.callerToken = tok
+		c.token = u.tokenPrefix + strconv.FormatUint(u.seq.Add(1), 10)
+		if m == nil {
+			m = mcp.Meta{}
+		}
+		m["progressToken"] = c.token
+		u.mu.Lock()
+		u.progress[c.token] = c
+		u.mu.Unlock()
+	}
+	if lvl := u.opts.LogLevel; lvl != "" && c.relay.Log != nil {
+		if m == nil {
+			m = mcp.Meta{}
+		}
+		if _, ok := m[mcp.MetaKeyLogLevel]; !ok {
+			m[mcp.MetaKeyLogLevel] = lvl // read from 2026-07-28 on
+		}
+	}
+	return m
+}
+
+// release forgets c's progress token after the grace period: go-sdk may
+// hand over progress notifications after the result that followed them.
+func (u *Upstream) release(c *call) {
+	if c.token == "" {
+		return
+	}
+	time.AfterFunc(u.grace, func() {
+		u.mu.Lock()
+		delete(u.progress, c.token)
+		u.mu.Unlock()
+	})
+}
+
+// do runs send on a session of cred, under the call timeout. A session the
+// upstream lost is replaced once; the call is sent again only when it did
+// not reach the upstream, or when idempotent.
+func (u *Upstream) do(ctx context.Context, cred Credential, method string, idempotent bool, c *call, send func(context.Context, *mcp.ClientSession) error) error {
+	if err := u.downErr(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
+	defer cancel()
+	if c == nil {
+		c = u.newCall(nil)
+	}
+	c.ctx = ctx
+	s := u.slotFor(cred)
+	for attempt := 0; ; attempt++ {
+		cs, err := s.session(ctx)
+		if err != nil {
+			return u.callErr(ctx, method, fmt.Errorf("connecting: %w", err))
+		}
+		s.begin(c)
+		err = send(ctx, cs)
+		s.end(c)
+		switch {
+		case err == nil:
+			u.answeredNow()
+			return nil
+		case ctx.Err() != nil:
+			return u.callErr(ctx, method, err)
+		case answered(err):
+			u.answeredNow()
+			return u.callErr(ctx, method, err)
+		}
+		s.drop(cs)
+		if attempt == 0 && (notSent(err) || idempotent) {
+			u.log.Debug("upstream session lost; starting another", "method", method, "error", err)
+			continue
+		}
+		if !notSent(err) {
+			err = fmt.Errorf("the session was lost, the call may have run: %w", err)
+		}
+		return u.callErr(ctx, method, err)
+	}
+}
+
+func (u *Upstream) callErr(ctx context.Context, method string, err error) error {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && errors.Is(context.Cause(ctx), context.DeadlineExceeded):
+		return fmt.Errorf("federation: upstream %q: %s: no answer within %v: %w", u.name, method, u.cfg.Timeout, context.DeadlineExceeded)
+	case errors.Is(ctx.Err(), context.Canceled):
+		return fmt.Errorf("federation: upstream %q: %s: cancelled by the caller: %w", u.name, method, context.Canceled)
+	}
+	return fmt.Errorf("federation: upstream %q: %s: %w", u.name, method, err)
+}
+
+// CallTool calls a tool of the upstream on cred's session. p is not
+// changed. idempotent allows sending the call again on a new session
+// when the old one was lost while the call was in flight. r may be nil.
+func (u *Upstream) CallTool(ctx context.Context, cred Credential, p *mcp.CallToolParams, idempotent bool, r *Relay) (*mcp.CallToolResult, error) {
+	if p == nil {
+		return nil, fmt.Errorf("federation: upstream %q: tools/call: no params", u.name)
+	}
+	c := u.newCall(r)
+	q := *p
+	q.Meta = u.prepareMeta(p.Meta, c)
+	defer u.release(c)
+	var res *mcp.CallToolResult
+	err := u.do(ctx, cred, "tools/call", idempotent, c, func(ctx context.Context, cs *mcp.ClientSession) error {
+		r := q // each attempt starts without the last one's input responses
+		for round := 1; ; round++ {
+			var err error
+			res, err = cs.CallTool(ctx, &r)
+			if err != nil || res == nil || !res.NeedsInput() {
+				return err
+			}
+			if r.InputResponses, err = u.fulfil(ctx, c, round, res.InputRequests); err != nil {
+				return err
+			}
+			r.RequestState = res.RequestState
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		return nil, fmt.Errorf("federation: upstream %q: tools/call: no result", u.name)
+	}
+	return res, nil
+}
+
+// ReadResource reads a resource on cred's session.
+func (u *Upstream) ReadResource(ctx context.Context, cred Credential, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+	var res *mcp.ReadResourceResult
+	c := u.newCall(nil)
+	err := u.do(ctx, cred, "resources/read", true, c, func(ctx context.Context, cs *mcp.ClientSession) error {
+		r := *p
+		for round := 1; ; round++ {
+			var err error
+			res, err = cs.ReadResource(ctx, &r)
+			if err != nil || res == nil || !res.NeedsInput() {
+				return err
+			}
+			if r.InputResponses, err = u.fulfil(ctx, c, round, res.InputRequests); err != nil {
+				return err
+			}
+			r.RequestState = res.RequestState
+		}
+	})
+	if err == nil && res == nil {
+		err = fmt.Errorf("federation: upstream %q: resources/read: no result", u.name)
+	}
+	return res, err
+}
+
+// GetPrompt gets a prompt on cred's session.
+func (u *Upstream) GetPrompt(ctx context.Context, cred Credential, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	var res *mcp.GetPromptResult
+	c := u.newCall(nil)
+	err := u.do(ctx, cred, "prompts/get", true, c, func(ctx context.Context, cs *mcp.ClientSession) error {
+		r := *p
+		for round := 1; ; round++ {
+			var err error
+			res, err = cs.GetPrompt(ctx, &r)
+			if err != nil || res == nil || !res.NeedsInput() {
+				return err
+			}
+			if r.InputResponses, err = u.fulfil(ctx, c, round, res.InputRequests); err != nil {
+				return err
+			}
+			r.RequestState = res.RequestState
+		}
+	})
+	if err == nil && res == nil {
+		err = fmt.Errorf("federation: upstream %q: prompts/get: no result", u.name)
+	}
+	return res, err
+}
+
+// Complete asks for argument completions on cred's session.
+func (u *Upstream) Complete(ctx context.Context, cred Credential, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	var res *mcp.CompleteResult
+	err := u.do(ctx, cred, "completion/complete", true, nil, func(ctx context.Context, cs *mcp.ClientSession) error {
+		var err error
+		res, err = cs.Complete(ctx, p)
+		return err
+	})
+	if err == nil && res == nil {
+		err = fmt.Errorf("federation: upstream %q: completion/complete: no result", u.name)
+	}
+	return res, err
+}
+
+// Subscribe subscribes cred's session to a resource's updates. The
+// subscription lives as long as that session: a session the upstream
+// forgot, or one closed when idle, takes it along.
+func (u *Upstream) Subscribe(ctx context.Context, cred Credential, p *mcp.SubscribeParams) error {
+	return u.do(ctx, cred, "resources/subscribe", true, nil, func(ctx context.Context, cs *mcp.ClientSession) error {
+		return cs.Subscribe(ctx, p)
+	})
+}
+
+// Unsubscribe ends a subscription made by [Upstream.Subscribe].
+func (u *Upstream) Unsubscribe(ctx context.Context, cred Credential, p *mcp.UnsubscribeParams) error {
+	return u.do(ctx, cred, "resources/unsubscribe", true, nil, func(ctx context.Context, cs *mcp.ClientSession) error {
+		return cs.Unsubscribe(ctx, p)
+	})
+}
+
+// relayFor finds the call whose Relay should answer a request the
+// upstream sent on cs, which names no call: the most recent call in flight
+// on cs that can answer it. rctx ends when either the call or the
+// upstream's request ends; call done when finished.
+func (u *Upstream) relayFor(ctx context.Context, cs *mcp.ClientSession, can func(*Relay) bool) (c *call, rctx context.Context, done func()) {
+	calls := u.inFlight(cs)
+	for i := len(calls) - 1; i >= 0; i-- {
+		if !calls[i].ended.Load() && can(calls[i].relay) {
+			c = calls[i]
+			break
+		}
+	}
+	if c == nil {
+		return nil, nil, nil
+	}
+	rctx, cancel := context.WithCancel(c.ctx)
+	stop := context.AfterFunc(ctx, cancel)
+	return c, rctx, func() { stop(); cancel() }
+}
+
+// maxInputRounds bounds the multi-round-trip exchanges of one call, as
+// go-sdk's own loop does.
+const maxInputRounds = 10
+
+// fulfil answers the input requests of a 2026-07-28 input-required result
+// (SEP-2322) with c's Relay: they belong to exactly this call.
+func (u *Upstream) fulfil(ctx context.Context, c *call, round int, reqs mcp.InputRequestMap) (mcp.InputResponseMap, error) {
+	if round >= maxInputRounds {
+		return nil, hostile("the upstream asked for input %d times", round)
+	}
+	if len(reqs) == 0 {
+		return nil, hostile("the upstream is busy (input required, nothing asked)")
+	}
+	out := make(mcp.InputResponseMap, len(reqs))
+	for id, ir := range reqs {
+		var (
+			resp   mcp.InputResponse
+			err    error
+			method string
+		)
+		switch p := ir.(type) {
+		case *mcp.ElicitParams:
+			method = "elicitation/create"
+			if c.relay.Elicit != nil && u.can(func(k *mcp.ClientCapabilities) bool { return k.Elicitation != nil }) {
+				resp, err = c.relay.Elicit(ctx, p)
+			}
+		case *mcp.CreateMessageParams:
+			method = "sampling/createMessage"
+			if c.relay.CreateMessage != nil && u.can(func(k *mcp.ClientCapabilities) bool { return k.Sampling != nil }) {
+				resp, err = c.relay.CreateMessage(ctx, p)
+			}
+		case *mcp.CreateMessageWithToolsParams:
+			// go-sdk decodes every sampling input request as this type.
+			method = "sampling/createMessage"
+			if c.relay.CreateMessage != nil && u.can(func(k *mcp.ClientCapabilities) bool { return k.Sampling != nil }) {
+				var base *mcp.CreateMessageParams
+				if base, err = samplingBase(p); err == nil {
+					resp, err = c.relay.CreateMessage(ctx, base)
+				}
+			}
+		case *mcp.ListRootsParams:
+			method = "roots/list"
+			if c.relay.ListRoots != nil && u.can(func(k *mcp.ClientCapabilities) bool { return k.RootsV2 != nil }) {
+				resp, err = c.relay.ListRoots(ctx, p)
+			}
+		default:
+			return nil, hostile("input request %q: %T cannot be relayed", id, ir)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("input request %q (%s): %w", id, method, err)
+		}
+		if resp == nil || isNilResponse(resp) {
+			return nil, hostile("input request %q (%s): no call in flight can answer it", id, method)
+		}
+		out[id] = resp
+	}
+	return out, nil
+}
+
+// samplingBase is p as the sampling request of 2025-06-18, which is what
+// a Relay answers: tools and multi-block messages are refused.
+func samplingBase(p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageParams, error) {
+	if len(p.Tools) > 0 || p.ToolChoice != nil {
+		return nil, hostile("sampling with tools cannot be relayed")
+	}
+	msgs := make([]*mcp.SamplingMessage, 0, len(p.Messages))
+	for i, m := range p.Messages {
+		if m == nil || len(m.Content) != 1 {
+			return nil, hostile("sampling message %d: one content block is needed", i)
+		}
+		msgs = append(msgs, &mcp.SamplingMessage{Content: m.Content[0], Role: m.Role})
+	}
+	return &mcp.CreateMessageParams{
+		Meta:             p.Meta,
+		IncludeContext:   p.IncludeContext,
+		MaxTokens:        p.MaxTokens,
+		Messages:         msgs,
+		Metadata:         p.Metadata,
+		ModelPreferences: p.ModelPreferences,
+		StopSequences:    p.StopSequences,
+		SystemPrompt:     p.SystemPrompt,
+		Temperature:      p.Temperature,
+	}, nil
+}
+
+func isNilResponse(r mcp.InputResponse) bool {
+	switch r := r.(type) {
+	case *mcp.ElicitResult:
+		return r == nil
+	case *mcp.CreateMessageResult:
+		return r == nil
+	case *mcp.ListRootsResult:
+		return r == nil
+	}
+	return false
+}
+
+func (u *Upstream) can(has func(*mcp.ClientCapabilities) bool) bool {
+	return u.opts.Capabilities != nil && has(u.opts.Capabilities)
+}
+
+func (u *Upstream) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	p := req.Params
+	if p == nil {
+		return
+	}
+	tok, ok := p.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	u.mu.Lock()
+	c := u.progress[tok]
+	u.mu.Unlock()
+	if c == nil || c.relay.Progress == nil {
+		return // a call that ended, or a token that is not ours
+	}
+	q := *p
+	q.Meta = maps.Clone(p.Meta)
+	q.ProgressToken = c.callerToken
+	c.relay.Progress(c.ctx, &q)
+}
+
+func (u *Upstream) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
+	if req.Params == nil {
+		return
+	}
+	sent := false
+	for _, c := range u.inFlight(req.Session) {
+		if c.relay.Log != nil {
+			c.relay.Log(c.ctx, req.Params)
+			sent = true
+		}
+	}
+	if !sent {
+		u.log.Debug("upstream log message with no call to relay it to", "level", req.Params.Level, "logger", req.Params.Logger)
+	}
+}
+
+func (u *Upstream) onCreateMessage(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	c, rctx, done := u.relayFor(ctx, req.Session, func(r *Relay) bool { return r.CreateMessage != nil })
+	if c == nil {
+		return nil, noRelay("sampling/createMessage")
+	}
+	defer done()
+	return c.relay.CreateMessage(rctx, req.Params)
+}
+
+func (u *Upstream) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	c, rctx, done := u.relayFor(ctx, req.Session, func(r *Relay) bool { return r.Elicit != nil })
+	if c == nil {
+		return nil, noRelay("elicitation/create")
+	}
+	defer done()
+	return c.relay.Elicit(rctx, req.Params)
+}

@@ -1,0 +1,445 @@
+package federation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options configures an [Upstream]. The zero value is usable; [New]
+// copies it.
+type Options struct {
+	// Name is the upstream's name, in logs and error texts.
+	Name string
+	// Logger receives the upstream's logs; nil: discard. Tokens,
+	// Authorization values and claims are never logged.
+	Logger *slog.Logger
+	// HTTPClient sends the HTTP requests of url and server upstreams; nil:
+	// a client with one tuned transport for this upstream. Its Transport
+	// is wrapped to add each session's credential; its Timeout should be
+	// zero, since a session holds a long-lived SSE stream.
+	HTTPClient *http.Client
+	// Getenv reads the gateway's environment (a Server slug's endpoint, a
+	// stdio child's PATH and HOME); nil: os.Getenv.
+	Getenv func(string) string
+	// OnListChanged is called when the upstream's tools, prompts or
+	// resources may have changed: a list_changed notification (debounced)
+	// or a refresh that found a difference. It runs on its own goroutine,
+	// never two at once.
+	OnListChanged func()
+	// MaxSessions bounds the sessions kept, one per credential, least
+	// recently used closed first; default 256.
+	MaxSessions int
+	// IdleTimeout closes a session unused for that long; default 5m.
+	IdleTimeout time.Duration
+	// Capabilities are the client capabilities offered to the upstream:
+	// what the gateway's callers can answer through a [Relay] (sampling,
+	// elicitation, roots). nil: none, so the upstream does not ask.
+	Capabilities *mcp.ClientCapabilities
+	// LogLevel, if set, asks the upstream for log notifications at that
+	// level or above, relayed to [Relay.Log]; "": none are asked for.
+	LogLevel mcp.LoggingLevel
+}
+
+// Health is an upstream's state, as health pings see it.
+type Health struct {
+	// Up: the upstream answered a ping or a call, and fewer than three
+	// pings in a row have failed since.
+	Up bool
+	// LastAnswered is when the upstream last answered; zero: never.
+	LastAnswered time.Time
+	// LastError is the last ping's failure; "" after a success.
+	LastError string
+}
+
+// ErrDown is wrapped by the errors of calls made while the upstream is
+// down (its last three pings failed): such calls fail at once and send
+// nothing.
+var ErrDown = errors.New("upstream is down")
+
+type downError struct {
+	name     string
+	failures int
+	last     time.Time
+}
+
+func (e *downError) Error() string {
+	last := "never answered"
+	if !e.last.IsZero() {
+		last = "last answered " + e.last.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("federation: upstream %q is down (%d pings failed; %s)", e.name, e.failures, last)
+}
+
+func (e *downError) Is(target error) bool { return target == ErrDown }
+
+// Upstream is the gateway's client to one upstream MCP server: a pool of
+// sessions, one per credential (one in all for a stdio child), health
+// pings and list refreshes. Its methods are safe for concurrent use.
+type Upstream struct {
+	name     string
+	cfg      Config // defaults applied
+	endpoint string // "" for a stdio child
+	opts     Options
+	log      *slog.Logger
+	client   *mcp.Client
+	http     *http.Client
+	getenv   func(string) string
+
+	// Knobs, unexported so tests can shorten them.
+	pingEvery    time.Duration // health ping period
+	downAfter    int           // pings failed in a row before down
+	backoffMin   time.Duration // first restart delay of a stdio child
+	backoffMax   time.Duration
+	healthyReset time.Duration // a child up this long restarts at backoffMin again
+	debounce     time.Duration // list_changed coalescing
+	terminate    time.Duration // a stdio child's grace after stdin closes
+	grace        time.Duration // notifications still relayed after a call's result
+
+	ctx    context.Context // cancelled by Close; background work only
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	shared    *slot // the credential-less session (the only one for stdio)
+	pool      *simplelru.LRU[string, *slot]
+	bySession map[*mcp.ClientSession]*slot
+	progress  map[string]*call // our progress token → the call that owns it
+	closed    bool
+
+	seq         atomic.Uint64
+	tokenPrefix string
+
+	hmu          sync.Mutex
+	up           bool
+	failures     int
+	lastAnswered time.Time
+	lastError    string
+	listDigest   string
+
+	lcMu    sync.Mutex
+	lcTimer *time.Timer
+	lcRun   sync.Mutex // one OnListChanged at a time
+
+	startOnce sync.Once
+	wg        sync.WaitGroup
+}
+
+// New returns an upstream for cfg. It validates cfg and resolves a Server
+// slug's endpoint, but connects nothing: [Upstream.Start] or the first
+// call does.
+func New(cfg Config, opts *Options) (*Upstream, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("federation: %w", err)
+	}
+	u := &Upstream{cfg: cfg.WithDefaults()}
+	if opts != nil {
+		u.opts = *opts
+	}
+	u.name = u.opts.Name
+	u.log = u.opts.Logger
+	if u.log == nil {
+		u.log = slog.New(slog.DiscardHandler)
+	}
+	u.log = u.log.With("upstream", u.name)
+	u.getenv = u.opts.Getenv
+	if u.getenv == nil {
+		u.getenv = os.Getenv
+	}
+	if u.opts.MaxSessions <= 0 {
+		u.opts.MaxSessions = 256
+	}
+	if u.opts.IdleTimeout <= 0 {
+		u.opts.IdleTimeout = 5 * time.Minute
+	}
+	switch {
+	case cfg.URL != "":
+		u.endpoint = cfg.URL
+	case cfg.Server != "":
+		ep, err := ServerEndpoint(cfg.Server, u.getenv)
+		if err != nil {
+			return nil, fmt.Errorf("federation: mcp.%w", err)
+		}
+		if err := checkURL(ep); err != nil {
+			return nil, fmt.Errorf("federation: mcp.server %q: %w", cfg.Server, err)
+		}
+		u.endpoint = ep
+	}
+	if u.endpoint != "" {
+		u.http = u.opts.HTTPClient
+		if u.http == nil {
+			u.http = &http.Client{Transport: newHTTPTransport()}
+		}
+	}
+	u.pingEvery = 15 * time.Second
+	u.downAfter = 3
+	u.backoffMin = time.Second
+	u.backoffMax = 30 * time.Second
+	u.healthyReset = time.Minute
+	u.debounce = 250 * time.Millisecond
+	u.terminate = 2 * time.Second
+	u.grace = time.Second
+	u.ctx, u.cancel = context.WithCancel(context.Background())
+	u.bySession = make(map[*mcp.ClientSession]*slot)
+	u.progress = make(map[string]*call)
+	u.tokenPrefix = fmt.Sprintf("mcpgate-%x-", randUint64())
+	pool, err := simplelru.NewLRU(u.opts.MaxSessions, func(_ string, s *slot) { s.retire() })
+	if err != nil {
+		return nil, fmt.Errorf("federation: %w", err)
+	}
+	u.pool = pool
+	u.shared = newSlot(u, "")
+	u.client = u.newClient()
+	return u, nil
+}
+
+// newHTTPTransport is one transport per upstream with explicit timeouts
+// and an idle pool (cf. caddy's httptransport.go).
+func newHTTPTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          64,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 0, // an SSE answer may take as long as the call
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// Name is the upstream's name from [Options].
+func (u *Upstream) Name() string { return u.name }
+
+// Config is the upstream's configuration, defaults applied.
+func (u *Upstream) Config() Config { return u.cfg }
+
+// Start begins the background work: the first connection, health pings
+// every 15s and list refreshes. It does not block; an upstream that cannot
+// be reached is tried again at the next ping. Calling it again does
+// nothing. Work ends at [Upstream.Close].
+func (u *Upstream) Start(ctx context.Context) {
+	u.startOnce.Do(func() {
+		u.mu.Lock()
+		closed := u.closed
+		if !closed {
+			u.wg.Add(1)
+		}
+		u.mu.Unlock()
+		if closed {
+			return
+		}
+		go func() {
+			defer u.wg.Done()
+			u.run(ctx)
+		}()
+	})
+}
+
+func (u *Upstream) run(ctx context.Context) {
+	stop := u.ctx
+	if ctx != nil {
+		var cancel context.CancelFunc
+		stop, cancel = context.WithCancel(u.ctx)
+		defer context.AfterFunc(ctx, cancel)()
+		defer cancel()
+	}
+	u.probe(stop)
+	if u.upNow() {
+		u.refresh(stop)
+	}
+	ping := time.NewTicker(u.pingEvery)
+	defer ping.Stop()
+	var refresh <-chan time.Time
+	if u.cfg.Refresh > 0 {
+		t := time.NewTicker(u.cfg.Refresh)
+		defer t.Stop()
+		refresh = t.C
+	}
+	for {
+		select {
+		case <-stop.Done():
+			return
+		case <-ping.C:
+			u.probe(stop)
+			u.sweep(time.Now())
+		case <-refresh:
+			u.refresh(stop)
+		}
+	}
+}
+
+// probe pings the upstream on the shared session, connecting it first if
+// need be, and records the outcome.
+func (u *Upstream) probe(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, min(u.cfg.Timeout, 10*time.Second))
+	defer cancel()
+	s := u.shared
+	cs, err := s.session(ctx)
+	if err == nil {
+		err = cs.Ping(ctx, nil)
+		if err != nil && !answered(err) {
+			s.drop(cs) // the next probe starts a new session
+		} else {
+			err = nil // a JSON-RPC error is an answer: the upstream is alive
+		}
+	}
+	if u.ctx.Err() != nil {
+		return
+	}
+	u.record(err)
+}
+
+func (u *Upstream) record(err error) {
+	u.hmu.Lock()
+	defer u.hmu.Unlock()
+	if err == nil {
+		if !u.up && u.failures >= u.downAfter {
+			u.log.Info("upstream is up again")
+		}
+		u.up = true
+		u.failures = 0
+		u.lastAnswered = time.Now()
+		u.lastError = ""
+		return
+	}
+	u.failures++
+	u.lastError = err.Error()
+	if u.failures == u.downAfter {
+		u.log.Warn("upstream is down", "failures", u.failures, "error", err)
+	} else {
+		u.log.Debug("upstream ping failed", "failures", u.failures, "error", err)
+	}
+	if u.failures >= u.downAfter {
+		u.up = false
+	}
+}
+
+// answeredNow notes a successful call.
+func (u *Upstream) answeredNow() {
+	u.hmu.Lock()
+	u.lastAnswered = time.Now()
+	if u.failures < u.downAfter {
+		u.up = true
+	}
+	u.hmu.Unlock()
+}
+
+func (u *Upstream) upNow() bool {
+	u.hmu.Lock()
+	defer u.hmu.Unlock()
+	return u.up
+}
+
+// downErr is non-nil while calls must fail fast.
+func (u *Upstream) downErr() error {
+	u.hmu.Lock()
+	defer u.hmu.Unlock()
+	if u.failures < u.downAfter {
+		return nil
+	}
+	return &downError{name: u.name, failures: u.failures, last: u.lastAnswered}
+}
+
+// Status is the upstream's health, for /metrics and readiness.
+func (u *Upstream) Status() Health {
+	u.hmu.Lock()
+	defer u.hmu.Unlock()
+	return Health{Up: u.up, LastAnswered: u.lastAnswered, LastError: u.lastError}
+}
+
+// refresh lists the upstream again and calls OnListChanged when the
+// listing differs from the last one seen.
+func (u *Upstream) refresh(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
+	defer cancel()
+	l, err := u.List(ctx)
+	if err != nil {
+		u.log.Debug("upstream refresh failed", "error", err)
+		return
+	}
+	d := l.digest()
+	u.hmu.Lock()
+	prev := u.listDigest
+	u.listDigest = d
+	u.hmu.Unlock()
+	if prev != "" && prev != d {
+		u.log.Info("upstream lists changed")
+		u.listChanged(0)
+	}
+}
+
+// listChanged calls OnListChanged after delay, coalescing the calls that
+// arrive meanwhile.
+func (u *Upstream) listChanged(delay time.Duration) {
+	if u.opts.OnListChanged == nil {
+		return
+	}
+	u.lcMu.Lock()
+	defer u.lcMu.Unlock()
+	if u.lcTimer != nil {
+		return // one is pending: it will see this change too
+	}
+	u.lcTimer = time.AfterFunc(delay, func() {
+		u.lcMu.Lock()
+		u.lcTimer = nil
+		u.lcMu.Unlock()
+		if u.ctx.Err() != nil {
+			return
+		}
+		u.lcRun.Lock()
+		defer u.lcRun.Unlock()
+		u.opts.OnListChanged()
+	})
+}
+
+// Close closes every session, kills stdio children (their whole process
+// group) and stops the background work. Calls in flight fail.
+func (u *Upstream) Close() error {
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return nil
+	}
+	u.closed = true
+	slots := append([]*slot{u.shared}, u.pool.Values()...)
+	u.pool.Purge() // retires each: nothing more to do for them below
+	u.mu.Unlock()
+	u.cancel()
+	u.lcMu.Lock()
+	if u.lcTimer != nil {
+		u.lcTimer.Stop()
+		u.lcTimer = nil
+	}
+	u.lcMu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range slots {
+		wg.Go(s.close)
+	}
+	wg.Wait()
+	u.wg.Wait()
+	return nil
+}
+
+// sweep closes the sessions idle longer than IdleTimeout.
+func (u *Upstream) sweep(now time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for {
+		k, s, ok := u.pool.GetOldest()
+		if !ok || s.busy() || now.Sub(s.used()) < u.opts.IdleTimeout {
+			return
+		}
+		u.pool.Remove(k) // retires s
+	}
+}
