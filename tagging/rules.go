@@ -116,6 +116,11 @@ func (r Rule) Match(op Operation) bool {
 	return false
 }
 
+// Glob reports whether name matches pattern as an operationId rule's glob
+// does: * matches any run of bytes, every other byte only itself. An MCP
+// upstream's include and exclude lists match tool names with it.
+func Glob(pattern, name string) bool { return glob(pattern, name) }
+
 // glob reports whether name matches pattern, in which * matches any run of
 // bytes ("/" included, none included) and every other byte only itself.
 //

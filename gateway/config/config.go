@@ -27,6 +27,7 @@ import (
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/tagging"
 	"github.com/mcpgate/mcpgate/upstream"
+	"github.com/mcpgate/mcpgate/upstream/federation"
 )
 
 // Defaults applied by [Config.Resolve].
@@ -276,6 +277,18 @@ type Upstream struct {
 	// Playbooks, when set, makes the workflow engine's playbooks tools (see
 	// Playbooks). Without openapi, base_url and the routes are required.
 	Playbooks *Playbooks `yaml:"playbooks"`
+	// MCP, when set, makes this upstream an MCP server (a stdio child, a
+	// Streamable HTTP or legacy SSE URL, or a server slug resolved from
+	// the environment; see federation.Config): its tools, prompts and
+	// resources are served under ToolPrefix (default "<name>_"). Include
+	// and Exclude are then tool-name globs ("read_*"), Rename and
+	// Annotations key on the upstream's own tool names. Not with openapi,
+	// base_url, playbooks, expose_tags or expose_all.
+	MCP *federation.Config `yaml:"mcp"`
+	// ToolPrefixSet says ToolPrefix was given, "" included: Parse sets it
+	// when the file has the key. An MCP upstream whose ToolPrefix is not
+	// set gets "<name>_"; code that means no prefix sets this true.
+	ToolPrefixSet bool `yaml:"-"`
 
 	// Handler, when set, serves this upstream's calls in-process instead of
 	// over the network. Code only; not settable from YAML.
@@ -341,8 +354,33 @@ func Parse(data []byte) (*Config, error) {
 		if err := checkStrictBools(&root, ""); err != nil {
 			return nil, err
 		}
+		markToolPrefixes(&root, &cfg)
 	}
 	return &cfg, nil
+}
+
+// markToolPrefixes sets ToolPrefixSet on each upstream whose mapping in
+// the file has a tool_prefix key: `tool_prefix: ""` means no prefix, which
+// the decoded string alone cannot tell from no key at all.
+func markToolPrefixes(root *yaml.Node, cfg *Config) {
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if root.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value != "upstreams" || root.Content[i+1].Kind != yaml.SequenceNode {
+			continue
+		}
+		for j, u := range root.Content[i+1].Content {
+			for k := 0; u.Kind == yaml.MappingNode && k+1 < len(u.Content); k += 2 {
+				if u.Content[k].Value == "tool_prefix" && j < len(cfg.Upstreams) {
+					cfg.Upstreams[j].ToolPrefixSet = true
+				}
+			}
+		}
+	}
 }
 
 // Validate checks the configuration and names the first problem it finds.
@@ -374,6 +412,10 @@ func (c *Config) clone() *Config {
 		if p := r.Upstreams[i].Playbooks; p != nil {
 			cp := *p
 			r.Upstreams[i].Playbooks = &cp
+		}
+		if m := r.Upstreams[i].MCP; m != nil {
+			cp := *m
+			r.Upstreams[i].MCP = &cp
 		}
 	}
 	if c.Auth != nil {
@@ -431,8 +473,12 @@ func (c *Config) resolve() error {
 			// labels: a line break there would forge a line.
 			return fmt.Errorf("upstreams[%d]: name %q has a control character", i, u.Name)
 		}
-		if u.OpenAPI == "" && u.Document == nil && u.Playbooks == nil {
-			return fmt.Errorf("upstreams[%d] (%s): openapi is required", i, u.Name)
+		if u.MCP != nil {
+			if err := resolveMCP(u); err != nil {
+				return fmt.Errorf("upstreams[%d] (%s): %v", i, u.Name, err)
+			}
+		} else if u.OpenAPI == "" && u.Document == nil && u.Playbooks == nil {
+			return fmt.Errorf("upstreams[%d] (%s): openapi is required (or playbooks, or mcp)", i, u.Name)
 		}
 		if err := validateUpstreamPlaybooks(i, u, c.Auth != nil); err != nil {
 			return err
@@ -461,12 +507,61 @@ func (c *Config) resolve() error {
 				return fmt.Errorf("upstreams[%d] (%s): expose_tags has an empty tag", i, u.Name)
 			}
 		}
+		if u.MCP != nil {
+			continue // include and exclude are tool-name globs (resolveMCP)
+		}
 		if _, err := u.Selection(); err != nil {
 			return fmt.Errorf("upstreams[%d] (%s): %v", i, u.Name, err)
 		}
 	}
 	return c.validateAuth()
 }
+
+// resolveMCP checks an MCP upstream and applies its defaults: the keys of
+// an OpenAPI upstream are refused by name, include and exclude must be
+// tool-name globs, and a stdio child gets no credential.
+func resolveMCP(u *Upstream) error {
+	for _, k := range []struct {
+		key string
+		set bool
+	}{
+		{"openapi", u.OpenAPI != "" || u.Document != nil}, {"base_url", u.BaseURL != ""}, {"playbooks", u.Playbooks != nil},
+		{"expose_tags", len(u.ExposeTags) > 0}, {"expose_all", u.ExposeAll}, {"handler", u.Handler != nil},
+	} {
+		if k.set {
+			return fmt.Errorf("mcp and %s exclude each other: an upstream is an OpenAPI API, a playbook engine or an MCP server", k.key)
+		}
+	}
+	if err := u.MCP.Validate(); err != nil {
+		return err
+	}
+	*u.MCP = u.MCP.WithDefaults()
+	for _, list := range []struct {
+		name  string
+		globs []string
+	}{{"include", u.Include}, {"exclude", u.Exclude}} {
+		for j, g := range list.globs {
+			if strings.TrimSpace(g) == "" || strings.ContainsFunc(g, unicode.IsControl) {
+				return fmt.Errorf("%s[%d]: %q is not a tool-name glob", list.name, j, g)
+			}
+		}
+	}
+	if len(u.MCP.Command) > 0 && u.Auth.Mode != "" && u.Auth.Mode != auth.ModeNone {
+		return fmt.Errorf("auth.mode: a stdio child gets no credential (%s); give it what it needs in mcp.env", u.Auth.Mode)
+	}
+	if len(u.MCP.Command) > 0 {
+		u.Auth.Mode = auth.ModeNone
+	}
+	if !u.ToolPrefixSet {
+		u.ToolPrefix = u.Name + "_"
+		u.ToolPrefixSet = true
+	}
+	return nil
+}
+
+// IsMCPChild reports whether u is an MCP server the gateway runs as a stdio
+// child: it is not reached over the network, so it gets no token.
+func (u *Upstream) IsMCPChild() bool { return u.MCP != nil && len(u.MCP.Command) > 0 }
 
 // validateAuth checks the auth section and each upstream's credential mode.
 // With more than one remote upstream every one must state its mode: the
@@ -481,7 +576,7 @@ func (c *Config) validateAuth() error {
 	}
 	remote := 0
 	for i := range c.Upstreams {
-		if c.Upstreams[i].Handler == nil {
+		if c.Upstreams[i].Handler == nil && !c.Upstreams[i].IsMCPChild() {
 			remote++
 		}
 	}

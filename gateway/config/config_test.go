@@ -197,3 +197,54 @@ func TestExampleConfigs(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPUpstream: an upstream with mcp is an MCP server: its prefix
+// defaults to "<name>_" unless tool_prefix is given ("" included), a stdio
+// child gets no credential, and the keys of an OpenAPI upstream are
+// refused by name.
+func TestMCPUpstream(t *testing.T) {
+	cfg, err := Parse([]byte(`
+upstreams:
+  - name: fs
+    mcp: {command: [npx, server-filesystem, /data], env: {ROOT: /data}}
+    include: ["read_*", list_directory]
+    annotations: {move_file: {destructive: true}}
+  - name: conf
+    mcp: {url: "http://127.0.0.1:3001/mcp", trust_hints: true}
+    tool_prefix: ""
+    auth: {mode: none}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := cfg.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, conf := r.Upstreams[0], r.Upstreams[1]
+	if fs.ToolPrefix != "fs_" || fs.Auth.Mode != "none" || fs.MCP.Timeout != 30*time.Second || !fs.IsMCPChild() {
+		t.Errorf("fs resolved to prefix %q, auth %q, timeout %s", fs.ToolPrefix, fs.Auth.Mode, fs.MCP.Timeout)
+	}
+	if conf.ToolPrefix != "" || !conf.ToolPrefixSet || !conf.MCP.TrustHints || conf.IsMCPChild() {
+		t.Errorf("conf resolved to prefix %q (set %v)", conf.ToolPrefix, conf.ToolPrefixSet)
+	}
+	if cfg.Upstreams[0].ToolPrefix != "" || cfg.Upstreams[0].MCP.Timeout != 0 {
+		t.Error("Resolve changed the written config")
+	}
+	for _, tt := range []struct{ yaml, want string }{
+		{"  - {name: x, mcp: {url: \"http://h/mcp\"}, openapi: a.json}", "upstreams[0] (x): mcp and openapi exclude each other"},
+		{"  - {name: x, mcp: {url: \"http://h/mcp\"}, expose_all: true}", "upstreams[0] (x): mcp and expose_all exclude each other"},
+		{"  - {name: x, mcp: {}}", "upstreams[0] (x): mcp: "},
+		{"  - {name: x, mcp: {command: [srv]}, auth: {mode: forward}}", "upstreams[0] (x): auth.mode: a stdio child gets no credential (forward); give it what it needs in mcp.env"},
+		{"  - {name: x, mcp: {url: \"http://h/mcp\"}, include: [\"\"]}", `upstreams[0] (x): include[0]: "" is not a tool-name glob`},
+		{"  - {name: x, mcp: {url: \"http://h/mcp\"}, tool_prefix: a}\n  - {name: y, mcp: {url: \"http://i/mcp\"}}", "upstreams[0] (x): auth.mode is required when 2 remote upstreams are served"},
+	} {
+		cfg, err := Parse([]byte("upstreams:\n" + tt.yaml + "\n"))
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("%s:\n got %v\nwant %s…", tt.yaml, err, tt.want)
+		}
+	}
+}
