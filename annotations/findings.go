@@ -179,7 +179,11 @@ var LintRules = []Rule{
 	{ID: "MCPG006", Name: "no-description", Severity: SeverityWarning,
 		Description: "An exposed operation has neither a description nor a summary: the model must guess what it does.",
 		check: func(t *ToolFacts) string {
-			if strings.TrimSpace(t.Description) == "" {
+			switch {
+			case strings.TrimSpace(t.Description) != "":
+			case t.Method == "": // a federated tool
+				return fmt.Sprintf("tool %s of upstream %s has no description", t.SourceName, t.Upstream)
+			default:
 				return fmt.Sprintf("%s %s has no description or summary", t.Method, t.Path)
 			}
 			return ""
@@ -270,6 +274,17 @@ var LintRules = []Rule{
 		check: func(t *ToolFacts) string {
 			if t.NameTakenBy != "" {
 				return fmt.Sprintf("name %q is taken by %s: this tool is served as %q", t.SourceName, t.NameTakenBy, t.Name)
+			}
+			return ""
+		}},
+	{ID: "MCPG020", Name: "destructive-name-read-only", Severity: SeverityError,
+		Description: "A federated MCP server's tool whose name says it deletes, removes or drops something claims to be read-only: a client that auto-approves read-only calls would run it without asking.",
+		check: func(t *ToolFacts) string {
+			if t.Method != "" || !t.Annotations.ReadOnlyHint {
+				return ""
+			}
+			if m := destructiveWords.FindStringSubmatch(splitWords(t.SourceName) + " " + splitWords(t.Name)); m != nil {
+				return fmt.Sprintf("%q suggests it is destructive, but readOnlyHint is true (from %s)", strings.ToLower(m[2]), t.Provenance.ReadOnly)
 			}
 			return ""
 		}},

@@ -78,6 +78,17 @@ func (op Operation) NameSource(rename string) string {
 	return strings.ToLower(op.Method) + "_" + op.Path
 }
 
+// Reserve takes name as it is, for a tool the Namer did not name (a
+// federated MCP server's), so that no operation is given it later. It
+// reports false, and takes nothing, when name is given already.
+func (n *Namer) Reserve(name string) bool {
+	if n.taken[name] {
+		return false
+	}
+	n.taken[name] = true
+	return true
+}
+
 // Clean returns the name src becomes before uniqueness: what Name gives
 // when no earlier operation holds it. A name Name returned that differs
 // from Clean(source) was taken by another operation first.

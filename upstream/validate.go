@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
@@ -74,18 +75,51 @@ var printer = message.NewPrinter(language.English)
 
 // Validate checks decoded arguments against the input schema.
 func (b *Binding) Validate(args map[string]any) error {
+	return validateArguments(b.Compile(), b.validator, b.InputSchema, args)
+}
+
+// validateArguments checks args against schema, compiled to v (or not: err).
+func validateArguments(err error, v *jsonschema.Schema, schema jsonSchema, args map[string]any) error {
 	if args == nil {
 		args = map[string]any{}
 	}
-	if err := b.Compile(); err != nil {
+	if err != nil {
 		// Not the caller's fault, and nothing was sent.
 		return fmt.Errorf("the gateway cannot check this tool's arguments, so the call was not sent: %v", err)
 	}
-	err := b.validator.Validate(any(args))
-	if err == nil {
+	if err = v.Validate(any(args)); err == nil {
 		return nil
 	}
-	return &ArgumentError{Problems: schemaProblems(err, b.InputSchema, args, "(arguments)", 10)}
+	return &ArgumentError{Problems: schemaProblems(err, schema, args, "(arguments)", 10)}
+}
+
+// An ArgumentSchema checks a tool's arguments against an input schema that
+// no Binding made: a federated MCP server's tool's, as the server declares
+// it, so that what the gateway forwards was checked as a REST call's
+// arguments are, with the same wording. It compiles once, on first use;
+// it is safe for concurrent use.
+type ArgumentSchema struct {
+	schema    jsonSchema
+	once      sync.Once
+	validator *jsonschema.Schema
+	err       error
+}
+
+// NewArgumentSchema returns the checker of schema, which it does not copy:
+// the caller must not change it after.
+func NewArgumentSchema(schema map[string]any) *ArgumentSchema {
+	return &ArgumentSchema{schema: schema}
+}
+
+// Compile compiles the schema, once; an error says it does not compile.
+func (a *ArgumentSchema) Compile() error {
+	a.once.Do(func() { a.validator, a.err = compileTool(a.schema, "input") })
+	return a.err
+}
+
+// Validate checks decoded arguments against the schema.
+func (a *ArgumentSchema) Validate(args map[string]any) error {
+	return validateArguments(a.Compile(), a.validator, a.schema, args)
 }
 
 // DecodeArguments decodes raw tool arguments, keeping numbers exact.

@@ -36,15 +36,17 @@ func (c *Catalog) Facts() []annotations.ToolFacts {
 			Provenance:         t.Derived.Provenance,
 			Large:              t.Derived.Large,
 			Security:           []annotations.SecurityAlternative{},
-			InputSchemaSHA256:  t.Binding.DeclaredInputSHA256(),
 			Source:             t.Source,
-			Location:           operationPointer(op),
-			RefusedHeaders:     t.Binding.RefusedHeaders,
 			NameTakenBy:        t.NameTakenBy,
 			DescriptionSHA256:  t.descriptionSHA,
 			TitleSHA256:        t.titleSHA,
 			OutputSchemaSHA256: t.outputSHA,
 			SanitizeText:       c.sanitized,
+		}
+		if b := t.Binding; b != nil {
+			f.InputSchemaSHA256, f.RefusedHeaders, f.Location = b.DeclaredInputSHA256(), b.RefusedHeaders, operationPointer(op)
+		} else if fd := t.Federated; fd != nil {
+			f.InputSchemaSHA256, f.Location = schemaSHA256(fd.declared), "tools/"+pointerEscape(fd.Name)
 		}
 		from, to := 0, 0
 		if o := op.Operation.Origin; o != nil && o.Key != nil {

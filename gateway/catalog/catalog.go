@@ -26,6 +26,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/internal/parallel"
 	"github.com/mcpgate/mcpgate/tagging"
 	"github.com/mcpgate/mcpgate/upstream"
+	"github.com/mcpgate/mcpgate/upstream/federation"
 	"github.com/mcpgate/mcpgate/upstream/playbook"
 )
 
@@ -62,6 +63,9 @@ type Tool struct {
 	// Playbook is set on playbook tools: what their calls run (see
 	// playbooks.go). The runner is the serving state's, by Upstream.
 	Playbook *Playbook
+	// Federated is set on an upstream MCP server's tools (see
+	// federated.go); they have no Binding.
+	Federated *Federated
 
 	baseDescription string // the description before binding notes
 	size            int    // bytes of the tool's JSON in tools/list
@@ -109,6 +113,9 @@ type Catalog struct {
 	// sanitized says the tools' texts are served sanitized
 	// (Config.SanitizeText).
 	sanitized bool
+	// MCP are the MCP upstreams listed, in configuration order: their
+	// prompts and resources, for serving.
+	MCP []*MCPServer
 }
 
 // UpstreamCount is how many of an upstream's operations became candidates.
@@ -124,6 +131,8 @@ type UpstreamCount struct {
 	// playbooks (its routes are never REST tools), so no REST tool is no
 	// surprise.
 	Playbooks bool
+	// MCP: the upstream is an MCP server; Operations counts its tools.
+	MCP bool
 }
 
 // Options configures Build. The zero value is Build's.
@@ -155,6 +164,15 @@ type Options struct {
 	// served does not validate and log. Nil starts validation as soon as
 	// the catalog is built.
 	ValidateAfter <-chan bool
+
+	// ListMCP lists an MCP upstream (config.Upstream.MCP) for the build;
+	// gateway.New passes its live upstreams', so that listing and calls
+	// share their sessions. An error from it is a warning: the upstream's
+	// tools are left out, to arrive when it answers. Nil: Build connects
+	// to each MCP upstream itself, lists it and disconnects, and an error
+	// is Build's (`tools` and `audit` must not pass over an upstream they
+	// could not read).
+	ListMCP func(ctx context.Context, u *config.Upstream) (*federation.Listing, error)
 }
 
 // Build loads every upstream's document and builds its tools: the
@@ -184,6 +202,22 @@ func Build(ctx context.Context, cfg *config.Config, opts *Options) (*Catalog, er
 	var startValidations []func()     // with o.Validated: started after the build
 	for i := range cfg.Upstreams {
 		u := &cfg.Upstreams[i]
+		if u.MCP != nil {
+			l, err := o.listMCP(ctx, u)
+			if err != nil && o.ListMCP == nil {
+				return nil, &DocumentError{Upstream: u.Name, Source: mcpSource(u), Err: err}
+			}
+			cat.Upstreams = append(cat.Upstreams, UpstreamCount{Name: u.Name, Source: mcpSource(u), MCP: true})
+			if err != nil {
+				cat.Warnings = append(cat.Warnings, fmt.Sprintf("%s: not listed: %v; its tools are served once it answers", u.Name, err))
+				continue
+			}
+			if err := cat.addFederated(namer, u, l); err != nil {
+				return nil, err
+			}
+			cat.Upstreams[len(cat.Upstreams)-1].Operations = len(l.Tools)
+			continue
+		}
 		if u.OpenAPI == "" && u.Document == nil {
 			// A playbook engine without a document (see Playbooks).
 			cat.bases[u.Name] = resolveBase(u, nil)
@@ -401,7 +435,8 @@ func (c *Catalog) fitBudget(cfg *config.Config) error {
 		capSize := waterLevel(sizes, limit)
 		errs := make([]error, len(c.Tools))
 		parallel.Do(len(c.Tools), func(i int) {
-			if t := c.Tools[i]; t.size > capSize {
+			// A federated tool's schemas are its server's: served whole.
+			if t := c.Tools[i]; t.size > capSize && t.Federated == nil {
 				errs[i] = t.bind(cfg.UpstreamNamed(t.Upstream), capSize)
 			}
 		})
@@ -603,7 +638,9 @@ func loadUpstreamDocument(ctx context.Context, u *config.Upstream, lo *upstream.
 // can no longer be rebuilt or re-bound afterwards.
 func (c *Catalog) DropDocuments() {
 	for _, t := range c.Tools {
-		t.Binding.ForgetDeclared()
+		if t.Binding != nil {
+			t.Binding.ForgetDeclared()
+		}
 		op := t.Operation.Operation
 		if op == nil {
 			continue
@@ -746,6 +783,9 @@ func (c *Catalog) findNameClashes(namer *tagging.Namer) {
 func describeOp(t *Tool) string {
 	if t.Playbook != nil {
 		return "playbook " + t.Playbook.Path
+	}
+	if t.Federated != nil {
+		return "tool " + t.Federated.Name
 	}
 	return t.Operation.Method + " " + t.Operation.Path
 }

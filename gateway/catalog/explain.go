@@ -34,6 +34,15 @@ type Selection struct {
 	Reason string `json:"reason"`
 }
 
+// operation names what s is about: "METHOD /path", or "MCP name" for a
+// federated server's tool.
+func (s Selection) operation() string {
+	if s.Method == "" && s.Path == "" {
+		return "MCP " + s.OperationID
+	}
+	return s.Method + " " + s.Path
+}
+
 // explain records the decisions about upstream's operations and returns the
 // selected ones.
 func (c *Catalog) explain(upstream string, ds []tagging.Decision) []tagging.Operation {
@@ -73,8 +82,9 @@ func (c *Catalog) nameSelection() {
 		names[[3]string{t.Upstream, t.Operation.Method, t.Operation.Path}] = t.Tool.Name
 	}
 	for i := range c.Selection {
-		s := &c.Selection[i]
-		s.Tool = names[[3]string{s.Upstream, s.Method, s.Path}]
+		if s := &c.Selection[i]; s.Method != "" || s.Path != "" { // a federated tool's is named already
+			s.Tool = names[[3]string{s.Upstream, s.Method, s.Path}]
+		}
 	}
 }
 
@@ -106,7 +116,7 @@ func writeSelection(w io.Writer, sel []Selection, warnings int) error {
 		} else {
 			served++
 		}
-		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\n", s.Upstream, s.Method, s.Path, tool, s.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Upstream, s.operation(), tool, s.Reason)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -153,7 +163,7 @@ func (r *ExplainedReport) Write(w io.Writer, format string) error {
 			if s.Tool != "" {
 				tool = "`" + s.Tool + "`"
 			}
-			fmt.Fprintf(w, "| `%s %s` (%s) | %s | %s |\n", s.Method, s.Path, s.Upstream, tool, mdCell(s.Reason))
+			fmt.Fprintf(w, "| `%s` (%s) | %s | %s |\n", s.operation(), s.Upstream, tool, mdCell(s.Reason))
 		}
 		return nil
 	}

@@ -34,11 +34,13 @@ type ListedTool struct {
 	Large        bool                   `json:"large,omitempty"`
 }
 
-// ListedUpstream says where a tool's calls go.
+// ListedUpstream says where a tool's calls go: an operation (Method,
+// Path), or an MCP server's tool (Tool, its name there).
 type ListedUpstream struct {
 	Name   string `json:"name"`
 	Method string `json:"method"`
 	Path   string `json:"path"`
+	Tool   string `json:"tool,omitempty"`
 }
 
 // Listing returns the catalog in printable form.
@@ -60,6 +62,9 @@ func (c *Catalog) Listing() *Listing {
 		}
 		if t.Tool.OutputSchema != nil {
 			lt.OutputSchema = t.Tool.OutputSchema
+		}
+		if t.Federated != nil {
+			lt.Upstream.Tool = t.Federated.Name
 		}
 		l.Tools = append(l.Tools, lt)
 	}
@@ -84,7 +89,11 @@ func (l *Listing) WriteTable(w io.Writer) error {
 	fmt.Fprintln(tw, "NAME\tMETHOD\tPATH\tREAD-ONLY\tDESTRUCTIVE\tIDEMPOTENT\tOPEN-WORLD")
 	for _, t := range l.Tools {
 		a := t.Annotations
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Upstream.Method, t.Upstream.Path,
+		method, path := t.Upstream.Method, t.Upstream.Path
+		if t.Upstream.Tool != "" {
+			method, path = "MCP", t.Upstream.Tool
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, method, path,
 			yn(a.ReadOnlyHint), yn(deref(a.DestructiveHint, true)), yn(a.IdempotentHint), yn(deref(a.OpenWorldHint, true)))
 	}
 	if err := tw.Flush(); err != nil {

@@ -90,13 +90,24 @@ func (t *Tool) sanitize() {
 	if in, ok := tool.InputSchema.(map[string]any); ok {
 		if c, ok := upstream.CleanSchema(in, clean, false); ok {
 			tool.InputSchema, changed = c, true
-			t.Binding.InputSchema = c // before any call: the binding is not in use yet
+			if t.Binding != nil {
+				t.Binding.InputSchema = c // before any call: the binding is not in use yet
+			}
 		}
 	}
 	if out, ok := tool.OutputSchema.(map[string]any); ok {
 		if c, ok := upstream.CleanSchema(out, clean, true); ok {
 			tool.OutputSchema, changed = c, true
-			t.Binding.OutputSchema = c
+			if t.Binding != nil {
+				t.Binding.OutputSchema = c
+			}
+		}
+	}
+	if f := t.Federated; f != nil && f.declared != nil {
+		// Calls carry cleaned values: check them against the declared
+		// schema cleaned the same way.
+		if c, ok := upstream.CleanSchema(f.declared, clean, false); ok {
+			f.declared, f.Arguments = c, upstream.NewArgumentSchema(c)
 		}
 	}
 	if changed {
