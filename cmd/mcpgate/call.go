@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -224,7 +225,7 @@ func (r *callRequest) resolveEndpoint(fs *flag.FlagSet, endpoint, config, upstre
 				return &exitError{2, fmt.Errorf("--config %s: upstream %s: %v", config, upstream, err)}
 			}
 		} else {
-			source = "--config " + config
+			source = fmt.Sprintf("--config %s: upstream %s: mcp.url", config, upstream)
 		}
 	case endpoint == "":
 		var err error
@@ -468,15 +469,15 @@ func exchange(ctx context.Context, client *http.Client, rt *callTransport, r *ca
 	if err != nil {
 		return fmt.Errorf("initialize: %v", err)
 	}
-	init, err := s.call(ctx, "initialize", r.requestID+1, initParams)
+	initResult, err := s.call(ctx, "initialize", r.requestID+1, initParams)
 	if err != nil {
 		return err
 	}
-	out.Initialize = init
+	out.Initialize = initResult
 	var negotiated struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
-	if err := json.Unmarshal(init, &negotiated); err != nil || negotiated.ProtocolVersion == "" {
+	if err := json.Unmarshal(initResult, &negotiated); err != nil || negotiated.ProtocolVersion == "" {
 		return errors.New("initialize: the result has no protocolVersion")
 	}
 	// Later requests carry the negotiated version (MCP 2025-06-18,
@@ -741,9 +742,13 @@ func resultText(result json.RawMessage) string {
 	return b.String()
 }
 
+// clip cuts s to at most n bytes, on a character's boundary.
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

@@ -199,20 +199,45 @@ func TestResultShaping(t *testing.T) {
 }
 
 // sdkServer is a go-sdk MCP server behind httptest: /mcp and /healthz. It
-// records the headers of every request to /mcp.
+// records every POST to /mcp: its headers and its answer's content type.
 type sdkServer struct {
 	*httptest.Server
-	mu      sync.Mutex
-	headers []http.Header
+	mu    sync.Mutex
+	posts []seenPost
 }
 
-func (s *sdkServer) seen() []http.Header {
+type seenPost struct {
+	header      http.Header
+	contentType string // of the answer
+}
+
+func (s *sdkServer) seen() []seenPost {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]http.Header(nil), s.headers...)
+	return append([]seenPost(nil), s.posts...)
 }
 
-func newSDKServer(t *testing.T, stateless bool) *sdkServer {
+// headerHook calls hook with the header as it is sent. go-sdk flushes SSE
+// through http.ResponseController, which finds Flush through Unwrap.
+type headerHook struct {
+	http.ResponseWriter
+	once sync.Once
+	hook func(http.Header)
+}
+
+func (w *headerHook) WriteHeader(code int) {
+	w.once.Do(func() { w.hook(w.Header()) })
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *headerHook) Write(b []byte) (int, error) {
+	w.once.Do(func() { w.hook(w.Header()) })
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *headerHook) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func newSDKServer(t *testing.T, opts *mcp.StreamableHTTPOptions) *sdkServer {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "call-test", Version: "1.0.0"}, &mcp.ServerOptions{PageSize: 2})
 	// go-sdk does not cancel a handler when its client hangs up: slow
@@ -252,12 +277,22 @@ func newSDKServer(t *testing.T, stateless bool) *sdkServer {
 		return &mcp.GetPromptResult{}, nil
 	})
 	s := &sdkServer{}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: stateless})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.headers = append(s.headers, r.Header.Clone())
-		s.mu.Unlock()
+		if r.Method == http.MethodPost {
+			// Recorded as the answer starts, before the client can read
+			// it: the handler may still run after the client is done.
+			s.mu.Lock()
+			i := len(s.posts)
+			s.posts = append(s.posts, seenPost{header: r.Header.Clone()})
+			s.mu.Unlock()
+			w = &headerHook{ResponseWriter: w, hook: func(h http.Header) {
+				s.mu.Lock()
+				s.posts[i].contentType = h.Get("Content-Type")
+				s.mu.Unlock()
+			}}
+		}
 		if r.Header.Get("Authorization") != "Bearer good" {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			http.Error(w, "no", http.StatusUnauthorized)
@@ -279,9 +314,18 @@ func newSDKServer(t *testing.T, stateless bool) *sdkServer {
 }
 
 func TestCallGoSDKServer(t *testing.T) {
-	for _, stateless := range []bool{false, true} {
-		t.Run(fmt.Sprintf("stateless=%v", stateless), func(t *testing.T) {
-			s := newSDKServer(t, stateless)
+	for _, mode := range []struct {
+		name   string
+		opts   mcp.StreamableHTTPOptions
+		answer string // the content type of a call's answer
+	}{
+		{"stateful", mcp.StreamableHTTPOptions{}, "text/event-stream"},
+		{"stateless", mcp.StreamableHTTPOptions{Stateless: true}, "text/event-stream"},
+		{"stateless JSON", mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}, "application/json"},
+	} {
+		stateless := mode.opts.Stateless
+		t.Run(mode.name, func(t *testing.T) {
+			s := newSDKServer(t, &mode.opts)
 			ep := s.URL + "/mcp"
 			auth := []string{"--endpoint", ep, "--header", "Authorization: Bearer good"}
 
@@ -319,9 +363,13 @@ func TestCallGoSDKServer(t *testing.T) {
 				}
 				// Every request carried the headers; after initialize, the
 				// negotiated version and (stateful) the session id.
-				hs := s.seen()
-				hs = hs[len(hs)-3:] // initialize, notifications/initialized, tools/call
-				for i, h := range hs {
+				posts := s.seen()
+				posts = posts[len(posts)-3:] // initialize, notifications/initialized, tools/call
+				if ct := posts[2].contentType; ct != mode.answer {
+					t.Errorf("the call was answered as %q, want %q", ct, mode.answer)
+				}
+				for i, p := range posts {
+					h := p.header
 					if h.Get("X-Test") != "1" {
 						t.Errorf("request %d has no X-Test", i)
 					}
