@@ -81,25 +81,26 @@ type callOutput struct {
 	Error      string          `json:"error,omitempty"`
 }
 
-// call runs mcpgate call. Its exit status is 0 when the answer is ok, 1
-// when it is an error (the JSON on stdout says which), 2 on bad usage.
-func (m *cli) call(ctx context.Context, args []string) (int, error) {
+// call runs mcpgate call. Its exit status is 0 when the answer is ok; 1
+// when it is an error, which the JSON on stdout carries and stderr's one
+// line repeats; 2 on bad usage, with nothing on stdout.
+func (m *cli) call(ctx context.Context, args []string) error {
 	req, err := parseCall(args, os.Getenv)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	out := doCall(ctx, req, nil)
 	b, err := json.Marshal(out)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if _, err := m.stdout.Write(append(b, '\n')); err != nil {
-		return 0, err
+		return err
 	}
 	if out.Status != "ok" {
-		return 1, nil
+		return &exitError{1, errors.New(out.Error)}
 	}
-	return 0, nil
+	return nil
 }
 
 // parseCall resolves the command line and the environment (getenv) into a

@@ -34,8 +34,12 @@ func runCall(t *testing.T, args ...string) (int, *callOutput, string) {
 	if dec.More() {
 		t.Fatalf("stdout has more than one JSON value:\n%s", stdout)
 	}
-	if stderr != "" {
-		t.Errorf("stderr = %q, want nothing: the JSON says why", stderr)
+	want := "" // ok: nothing on stderr
+	if out.Status != "ok" {
+		want = "mcpgate: " + out.Error + "\n"
+	}
+	if stderr != want || (code == 0) != (out.Status == "ok") {
+		t.Errorf("exit %d, status %s, stderr %q; want stderr %q", code, out.Status, stderr, want)
 	}
 	return code, &out, stderr
 }

@@ -99,10 +99,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return code // the report says why, on stdout
 		}
 	case "call":
-		var code int
-		if code, err = m.call(ctx, args); err == nil && code != 0 {
-			return code // the JSON on stdout says why
-		}
+		err = m.call(ctx, args)
 	case "version", "--version", "-version":
 		err = version(stdout, args)
 	case "-h", "--help", "-help", "help":
