@@ -480,18 +480,6 @@ func TestCallConnectionRefused(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v", what, d)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // startChild starts cmd and kills it, by its PID, when the test ends. The
 // channel is closed when it has exited.
 func startChild(t *testing.T, cmd *exec.Cmd) <-chan struct{} {
