@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -83,6 +84,17 @@ func TestCallUsageErrors(t *testing.T) {
 				t.Fatalf("stderr quotes a secret: %q", stderr)
 			}
 		})
+	}
+}
+
+func TestCallHelp(t *testing.T) {
+	code, stdout, stderr := runCLI(t, context.Background(), "help", "call")
+	if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "Usage: mcpgate call [flags]\n\nSend one request to an MCP server") ||
+		!strings.Contains(stdout, "  --header 'Name: value'\n") {
+		t.Fatalf("exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
+	}
+	if _, stdout, _ := runCLI(t, context.Background(), "--help"); !strings.Contains(stdout, "\n  mcpgate call     send one request") {
+		t.Fatalf("mcpgate --help does not list call:\n%s", stdout)
 	}
 }
 
@@ -650,5 +662,85 @@ func TestCallConformanceServer(t *testing.T) {
 	code, out, _ = runCall(t, "--endpoint", ep, "--method", "health")
 	if code != 1 || out.Healthy == nil || *out.Healthy || !strings.HasPrefix(out.Error, "health: GET http://") || !strings.HasSuffix(out.Error, "/healthz: HTTP 405 Method Not Allowed") {
 		t.Fatalf("health: exit %d: %+v", code, out)
+	}
+}
+
+// TestCallFromEnvAndConfig runs call with its server and timeout from the
+// process's environment and from a configuration file, as a NoETL
+// deployment or a gateway's operator would.
+func TestCallFromEnvAndConfig(t *testing.T) {
+	s := newSDKServer(t, &mcp.StreamableHTTPOptions{Stateless: true})
+	ep := s.URL + "/mcp"
+	for _, v := range []string{"MCPGATE_MCP_URL", "NOETL_MCP_URL", "MCPGATE_MCP_MY_SDK_ENDPOINT", "MCPGATE_MCP_REQUEST_TIMEOUT_SECONDS"} {
+		t.Setenv(v, "")
+	}
+	t.Setenv("NOETL_MCP_MY_SDK_ENDPOINT", ep+"/")
+	t.Setenv("NOETL_MCP_REQUEST_TIMEOUT_SECONDS", "0.3")
+	auth := []string{"--header", "Authorization: Bearer good"}
+
+	code, out, _ := runCall(t, append(auth, "--server", "my-sdk", "--tool", "greet", "--arguments", `{"name":"env"}`)...)
+	if code != 0 || out.Server != "my-sdk" || out.Endpoint != ep || out.Text != "hello env\nbye" {
+		t.Fatalf("exit %d: %+v", code, out)
+	}
+	code, out, _ = runCall(t, append(auth, "--server", "my-sdk", "--tool", "slow")...)
+	if code != 1 || out.Error != "tools/call: timed out after 300ms" {
+		t.Fatalf("exit %d: %+v", code, out)
+	}
+
+	cfg := filepath.Join(t.TempDir(), "gw.yaml")
+	os.WriteFile(cfg, []byte("upstreams:\n  - name: sdk\n    mcp: {url: "+ep+"}\n  - name: slug\n    mcp: {server: my-sdk}\n"), 0o644)
+	for _, up := range []string{"sdk", "slug"} {
+		code, out, _ = runCall(t, append(auth, "--config", cfg, "--upstream", up, "--method", "ping")...)
+		if code != 0 || out.Server != up || out.Endpoint != ep {
+			t.Fatalf("--upstream %s: exit %d: %+v", up, code, out)
+		}
+	}
+}
+
+// TestCallGateway runs call against mcpgate serve's built-in demo: the
+// front door's own answers (its fast path for tools/list and tools/call)
+// and its /healthz.
+func TestCallGateway(t *testing.T) {
+	for name, mode := range map[string][]string{"stateless": nil, "stateful": {"--stateful"}} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			var out, errOut syncBuffer
+			done := make(chan int, 1)
+			go func() {
+				done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, mode...), strings.NewReader(""), &out, &errOut)
+			}()
+			t.Cleanup(func() {
+				cancel()
+				if code := <-done; code != 0 {
+					t.Errorf("serve: exit %d: %s", code, errOut.String())
+				}
+			})
+			listening := regexp.MustCompile(`listening on (http://\S+/mcp)`)
+			var ep string
+			for deadline := time.Now().Add(30 * time.Second); ep == ""; time.Sleep(20 * time.Millisecond) {
+				if m := listening.FindStringSubmatch(errOut.String()); m != nil {
+					ep = m[1]
+				} else if time.Now().After(deadline) {
+					t.Fatalf("serve did not say where it listens:\n%s", errOut.String())
+				}
+			}
+
+			code, res, _ := runCall(t, "--endpoint", ep, "--method", "tools/list")
+			if code != 0 || !strings.Contains(string(res.Result), `"name":"list_products"`) {
+				t.Fatalf("tools/list: exit %d: %+v", code, res)
+			}
+			code, res, _ = runCall(t, "--endpoint", ep, "--tool", "demo_fast")
+			if code != 0 || res.Text != "Hello, world!" {
+				t.Fatalf("tools/call: exit %d: %+v", code, res)
+			}
+			code, res, _ = runCall(t, "--endpoint", ep, "--tool", "demo_fail")
+			if code != 1 || !strings.HasPrefix(res.Error, `tools/call: tool "demo_fail" returned isError: playbook demo/fail failed`) {
+				t.Fatalf("tools/call isError: exit %d: %+v", code, res)
+			}
+			code, res, _ = runCall(t, "--endpoint", ep, "--method", "health")
+			if code != 0 || !*res.Healthy || !strings.Contains(res.Text, `"status":"ok"`) {
+				t.Fatalf("health: exit %d: %+v", code, res)
+			}
+		})
 	}
 }
