@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -89,7 +90,7 @@ func (m *cli) call(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	out := doCall(ctx, req, nil)
+	out := doCall(ctx, req)
 	b, err := json.Marshal(out)
 	if err != nil {
 		return err
@@ -349,10 +350,9 @@ func (d *durationOrSeconds) Set(s string) error {
 	return nil
 }
 
-// doCall runs the exchange and shapes its output. base is the HTTP
-// transport (nil: a clone of http.DefaultTransport). It never fails: every
+// doCall runs the exchange and shapes its output. It never fails: every
 // failure is an output with status error.
-func doCall(ctx context.Context, r *callRequest, base http.RoundTripper) *callOutput {
+func doCall(ctx context.Context, r *callRequest) *callOutput {
 	out := &callOutput{
 		Server:    r.server,
 		Endpoint:  redactURL(r.endpoint),
@@ -360,14 +360,14 @@ func doCall(ctx context.Context, r *callRequest, base http.RoundTripper) *callOu
 		Tool:      r.tool,
 		Arguments: r.arguments,
 	}
-	if base == nil {
-		base = http.DefaultTransport.(*http.Transport).Clone()
-	}
+	var conns connSet
+	defer conns.closeAll()
+	base := http.DefaultTransport.(*http.Transport).Clone() // its proxy from the environment, its timeouts
+	base.DialContext = conns.dial(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	rt := &callTransport{base: base, header: r.header, done: ctx.Done()}
 	client := &http.Client{Transport: rt}
-	defer client.CloseIdleConnections()
 
 	var err error
 	if r.method == "health" {
@@ -761,6 +761,44 @@ func redactURL(s string) string {
 		return s
 	}
 	return u.Redacted()
+}
+
+// connSet holds the connections a call opened, to close them all when it
+// ends. Closing the idle ones is not enough: go-sdk reads the end of an
+// answer's SSE stream in a goroutine of its own, which can hand the
+// connection back to the idle pool after the call is over, where it would
+// stay open (and a server's graceful shutdown wait for it) until the idle
+// timeout.
+type connSet struct {
+	mu     sync.Mutex
+	conns  []net.Conn
+	closed bool
+}
+
+func (s *connSet) dial(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.closed {
+			c.Close()
+			return nil, net.ErrClosed
+		}
+		s.conns = append(s.conns, c)
+		return c, nil
+	}
+}
+
+func (s *connSet) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for _, c := range s.conns {
+		c.Close()
+	}
 }
 
 // callTransport adds call's headers to every request, the negotiated

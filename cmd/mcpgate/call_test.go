@@ -20,6 +20,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// String shows an output in a test's failure as the JSON call prints.
+func (o *callOutput) String() string {
+	b, _ := json.Marshal(o)
+	return string(b)
+}
+
 // runCall runs mcpgate call in-process and decodes its one JSON object.
 func runCall(t *testing.T, args ...string) (int, *callOutput, string) {
 	t.Helper()
@@ -220,6 +226,13 @@ type sdkServer struct {
 	*httptest.Server
 	mu    sync.Mutex
 	posts []seenPost
+	conns map[net.Conn]bool // open
+}
+
+func (s *sdkServer) openConns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
 }
 
 type seenPost struct {
@@ -323,7 +336,18 @@ func newSDKServer(t *testing.T, opts *mcp.StreamableHTTPOptions) *sdkServer {
 		}
 		fmt.Fprint(w, "ok")
 	})
-	s.Server = httptest.NewServer(mux)
+	s.Server = httptest.NewUnstartedServer(mux)
+	s.conns = map[net.Conn]bool{}
+	s.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if st == http.StateClosed || st == http.StateHijacked {
+			delete(s.conns, c)
+		} else {
+			s.conns[c] = true
+		}
+	}
+	s.Start()
 	t.Cleanup(s.Close)
 	t.Cleanup(func() { close(release) }) // first: cleanups run last-in first-out
 	return s
@@ -456,6 +480,26 @@ func TestCallGoSDKServer(t *testing.T) {
 				b, _ := json.Marshal(out)
 				if strings.Contains(string(b)+stderr, "s3cr3t") {
 					t.Fatalf("the output quotes the token: %s", b)
+				}
+			})
+
+			t.Run("leaves no connection open", func(t *testing.T) {
+				// go-sdk drains a stream's end in a goroutine of its own,
+				// which could put the connection back in the idle pool
+				// after the call: call closes every connection it opened.
+				// (Before "timeout", whose handler holds its connection
+				// on a stateless server until the test ends.)
+				for range 5 {
+					if code, out, _ := runCall(t, append(auth, "--tool", "greet", "--arguments", `{"name":"x"}`)...); code != 0 {
+						t.Fatalf("exit %d: %+v", code, out)
+					}
+				}
+				deadline := time.Now().Add(5 * time.Second)
+				for s.openConns() > 0 {
+					if time.Now().After(deadline) {
+						t.Fatalf("%d connections still open", s.openConns())
+					}
+					time.Sleep(10 * time.Millisecond)
 				}
 			})
 
