@@ -8,6 +8,7 @@
 //	mcpgate tools  [--config F | --openapi SRC] [--all] [--expose-tag T] [--format json|table] [--explain]
 //	mcpgate audit  [--config F | --openapi SRC] [--format table|json|markdown|sarif]
 //	               [--write-lock FILE] [--lock FILE] [--fail-on error|warning|never] [--explain]
+//	mcpgate call   [--endpoint URL | --server SLUG | --config F --upstream NAME] [--method M] [--tool T] [--arguments JSON] …
 //
 // With neither --config nor --openapi, serve and stdio serve the built-in demo:
 // the orchestrator-style API of examples/orchestrator, in-process.
@@ -97,6 +98,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if code, err = m.audit(ctx, args); err == nil && code != 0 {
 			return code // the report says why, on stdout
 		}
+	case "call":
+		err = m.call(ctx, args)
 	case "version", "--version", "-version":
 		err = version(stdout, args)
 	case "-h", "--help", "-help", "help":

@@ -19,6 +19,7 @@ var commands = []struct{ name, summary string }{
 	{"stdio", "serve over stdin/stdout, for Claude Desktop-style clients"},
 	{"tools", "print the tool catalog and exit"},
 	{"audit", "hints with provenance, lint findings, lockfile drift"},
+	{"call", "send one request to an MCP server and print its answer as JSON"},
 	{"version", "print the version of mcpgate and of Go it was built with"},
 }
 
