@@ -34,10 +34,13 @@ type Lock struct {
 // a removal plus an addition when the path changed too; locks written
 // before it have none.
 type LockedTool struct {
-	Name              string `json:"name"`
-	Method            string `json:"method"`
-	Path              string `json:"path"`
-	OperationID       string `json:"operationId,omitempty"`
+	Name        string `json:"name"`
+	Method      string `json:"method"`
+	Path        string `json:"path"`
+	OperationID string `json:"operationId,omitempty"`
+	// Upstream is set for a federated MCP server's tool (no Method, no
+	// Path): the upstream it comes from, and OperationID is its name there.
+	Upstream          string `json:"upstream,omitempty"`
 	ReadOnly          bool   `json:"readOnlyHint"`
 	Destructive       bool   `json:"destructiveHint"`
 	Idempotent        bool   `json:"idempotentHint"`
@@ -56,13 +59,22 @@ type LockedTool struct {
 func lockedTool(t *ToolFacts) LockedTool {
 	a := t.Annotations
 	return LockedTool{
-		Name: t.Name, Method: t.Method, Path: t.Path, OperationID: t.OperationID,
+		Name: t.Name, Method: t.Method, Path: t.Path, OperationID: t.OperationID, Upstream: federatedFrom(t),
 		ReadOnly: a.ReadOnlyHint, Destructive: a.DestructiveHint == nil || *a.DestructiveHint,
 		Idempotent: a.IdempotentHint, OpenWorld: a.OpenWorldHint == nil || *a.OpenWorldHint,
 		InputSchemaSHA256: t.InputSchemaSHA256,
 		DescriptionSHA256: t.DescriptionSHA256, TitleSHA256: t.TitleSHA256,
 		OutputSchemaSHA256: t.OutputSchemaSHA256,
 	}
+}
+
+// federatedFrom is the upstream of a federated tool (one with no HTTP
+// operation), "" for any other.
+func federatedFrom(t *ToolFacts) string {
+	if t.Method == "" && t.Path == "" {
+		return t.Upstream
+	}
+	return ""
 }
 
 // NewLock records tools, sorted by name.
@@ -199,8 +211,10 @@ func Compare(l *Lock, tools []ToolFacts) *Drift {
 // no match: the drift is then reported as additions and removals.
 func renamedFrom(gone map[string]LockedTool, now LockedTool) (LockedTool, string, bool) {
 	for _, same := range []func(LockedTool) bool{
-		func(t LockedTool) bool { return t.Method == now.Method && t.Path == now.Path },
-		func(t LockedTool) bool { return now.OperationID != "" && t.OperationID == now.OperationID },
+		func(t LockedTool) bool { return now.Method != "" && t.Method == now.Method && t.Path == now.Path },
+		func(t LockedTool) bool {
+			return now.OperationID != "" && t.OperationID == now.OperationID && t.Upstream == now.Upstream
+		},
 	} {
 		var found []LockedTool
 		for _, t := range gone {
@@ -210,7 +224,10 @@ func renamedFrom(gone map[string]LockedTool, now LockedTool) (LockedTool, string
 		}
 		if len(found) == 1 {
 			by := now.Method + " " + now.Path
-			if found[0].Method != now.Method || found[0].Path != now.Path {
+			switch {
+			case now.Upstream != "":
+				by = "tool " + now.OperationID + " of upstream " + now.Upstream
+			case found[0].Method != now.Method || found[0].Path != now.Path:
 				by = "operationId " + now.OperationID
 			}
 			return found[0], by, true
@@ -225,8 +242,9 @@ func (d *Drift) compareTool(was, now LockedTool) {
 	add := func(field string, from, to any, critical bool) {
 		d.Changed = append(d.Changed, Change{Tool: now.Name, Field: field, From: fmt.Sprint(from), To: fmt.Sprint(to), Critical: critical})
 	}
-	if was.Method != now.Method || was.Path != now.Path {
-		add("operation", was.Method+" "+was.Path, now.Method+" "+now.Path, true)
+	if was.Method != now.Method || was.Path != now.Path || was.Upstream != now.Upstream ||
+		now.Upstream != "" && was.OperationID != now.OperationID {
+		add("operation", lockedOperation(was), lockedOperation(now), true)
 	}
 	if was.ReadOnly != now.ReadOnly {
 		add("readOnlyHint", was.ReadOnly, now.ReadOnly, was.ReadOnly)
@@ -257,6 +275,15 @@ func (d *Drift) compareTool(was, now LockedTool) {
 			add(text.field, short(text.was), short(text.now), true)
 		}
 	}
+}
+
+// lockedOperation names what a locked tool calls: "METHOD /path", or
+// "MCP upstream/name" for a federated tool.
+func lockedOperation(t LockedTool) string {
+	if t.Upstream != "" {
+		return "MCP " + t.Upstream + "/" + t.OperationID
+	}
+	return t.Method + " " + t.Path
 }
 
 func short(hash string) string {

@@ -46,7 +46,7 @@ func (g *Gateway) setUpAuth(ctx context.Context) error {
 		g.verifier, tokenURL = v, v.TokenURL()
 		g.require = make(map[string]auth.Requirement, len(g.catalog.Tools))
 		for _, t := range g.catalog.Tools {
-			g.require[t.Tool.Name] = a.Policy.Require(t.Tool.Annotations, t.OAuthScopes)
+			g.require[t.Tool.Name] = a.Policy.Require(g.policyHints(t), t.OAuthScopes)
 		}
 		g.logger.Info("auth: verifying bearer tokens", "issuer", a.Issuer, "audience", a.Audience)
 		if g.cfg.Metrics.On() && g.cfg.Metrics.Listen == "" {
@@ -64,6 +64,27 @@ func (g *Gateway) setUpAuth(ctx context.Context) error {
 		g.outbound[u.Name] = o
 	}
 	return nil
+}
+
+// policyHints are the hints the gateway's own policy (read-only tokens,
+// step-up) goes by: a tool's served hints, but for a federated tool whose
+// hints come from its server, which the gateway believes only when the
+// upstream has trust_hints or the reviewed lockfile holds the tool
+// unchanged; otherwise the tool counts as destructive.
+func (g *Gateway) policyHints(t *Tool) *mcp.ToolAnnotations {
+	f := t.Federated
+	if f == nil || f.TrustHints || g.opts.Lock != nil && !g.drift.Drifted(t.Tool.Name) {
+		return t.Tool.Annotations
+	}
+	a := *t.Tool.Annotations
+	p := t.Derived.Provenance
+	if p.ReadOnly != "config" {
+		a.ReadOnlyHint = false
+	}
+	if p.Destructive != "config" {
+		a.DestructiveHint = new(true)
+	}
+	return &a
 }
 
 // warnUnverified says, once, what an HTTP gateway without an auth section

@@ -275,8 +275,11 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 		sdkwire.WriteError(w, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown tool %q", p.Name))
 		return true
 	}
-	if t.IsPlaybook() {
-		return false // its runner polls and may report progress: go-sdk's session serves it
+	if t.IsPlaybook() || t.Federated != nil {
+		// A playbook's runner polls and may report progress; a federated
+		// call relays its server's notifications and requests: go-sdk's
+		// session serves both.
+		return false
 	}
 	// What go-sdk hands the tool handler of a POST: its header, and the
 	// token info an auth middleware put in its context. The front door's

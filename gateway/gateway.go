@@ -24,6 +24,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/internal/httpbound"
 	"github.com/mcpgate/mcpgate/gateway/internal/parallel"
 	"github.com/mcpgate/mcpgate/upstream"
+	"github.com/mcpgate/mcpgate/upstream/federation"
 	"github.com/mcpgate/mcpgate/upstream/playbook"
 )
 
@@ -66,7 +67,10 @@ type Gateway struct {
 	// response budget; the runner of each upstream that has playbooks.
 	clients map[string]*upstream.Client
 	runners map[string]*playbook.Runner
-	budget  *upstream.ResponseBudget // max_response_memory, shared by the clients
+	// federated are the clients of the MCP upstreams, by name (see
+	// federation.go).
+	federated map[string]*federation.Upstream
+	budget    *upstream.ResponseBudget // max_response_memory, shared by the clients
 
 	validated chan struct{} // closed when the documents' validation has ended
 	fast      *fastPath     // nil: every request goes to go-sdk
@@ -103,7 +107,15 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	validated := g.validated
 	built := make(chan bool, 1) // validation waits for the serving state
 	defer func() { built <- err == nil }()
-	cat, err := BuildCatalog(ctx, cfg, &CatalogOptions{ValidateAfter: built, Validated: func(ws []string) {
+	if err := g.startFederation(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			g.closeFederation()
+		}
+	}()
+	cat, err := BuildCatalog(ctx, cfg, &CatalogOptions{ValidateAfter: built, ListMCP: g.listFederated, Validated: func(ws []string) {
 		for _, w := range ws {
 			logger.Warn("openapi document", "warning", w)
 		}
@@ -113,6 +125,11 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		return nil, err
 	}
 	g.catalog = cat
+	if g.opts.Lock != nil {
+		// Before auth: a federated tool's hints are believed when the
+		// reviewed lock holds it unchanged.
+		g.drift = annotations.Compare(g.opts.Lock, cat.Facts())
+	}
 	if err := g.startClients(); err != nil {
 		return nil, err
 	}
@@ -135,9 +152,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		},
 	})
 	g.addListFilter() // auth.list: callable (auth.go)
-	if g.opts.Lock != nil {
-		g.drift = annotations.Compare(g.opts.Lock, cat.Facts())
-	}
+	g.addFederatedPrompts()
 	cat.DropDocuments()
 	var served []*Tool
 	for _, t := range cat.Tools {
@@ -150,11 +165,16 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	// lock only to add the checked tool, and lists tools by name whatever
 	// the order they were added in: check them on every core.
 	parallel.Do(len(served), func(i int) {
-		if t := served[i]; t.IsPlaybook() {
+		switch t := served[i]; {
+		case t.IsPlaybook():
 			// A playbook tool runs the runner (and may report progress),
 			// so the fast path hands its calls to go-sdk; it lists it.
 			g.server.AddTool(t.Tool, g.playbookHandler(t))
-		} else {
+		case t.Federated != nil:
+			// Relayed to its MCP server, with progress, logs and requests
+			// back: go-sdk's session serves it too.
+			g.server.AddTool(t.Tool, g.federatedHandler(t))
+		default:
 			g.server.AddTool(t.Tool, g.toolHandler(t))
 		}
 	})
@@ -185,6 +205,9 @@ func (g *Gateway) startClients() error {
 	g.runners = map[string]*playbook.Runner{}
 	for i := range g.cfg.Upstreams {
 		u := &g.cfg.Upstreams[i]
+		if u.MCP != nil {
+			continue // its client is federation's (startFederation)
+		}
 		c, err := g.catalog.Client(u, budget)
 		if err != nil {
 			return fmt.Errorf("upstream %s: %v", u.Name, err)

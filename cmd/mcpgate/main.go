@@ -290,10 +290,10 @@ func (c *common) newGateway(ctx context.Context, cfg *gateway.Config, opts *gate
 		return nil, c.loadError(err)
 	}
 	for _, w := range g.Catalog().Warnings {
-		opts.Logger.Warn("openapi document", "warning", w)
+		opts.Logger.Warn("catalog", "warning", w)
 	}
 	for _, u := range g.Catalog().Upstreams {
-		if u.Selected == 0 && !u.Playbooks {
+		if u.Selected == 0 && !u.Playbooks && !u.MCP {
 			opts.Logger.Warn("no operation passed the gate", "upstream", u.Name, "hint", noToolsHint(u))
 		}
 	}
@@ -359,6 +359,7 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer g.Close() // upstream MCP servers' sessions and children
 	if d := g.Drift(); !d.Empty() {
 		// The same lines as audit --lock, from the same function, in one
 		// write: the documents' validation logs to stderr meanwhile.
@@ -480,6 +481,7 @@ func (m *cli) stdio(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer g.Close()
 	// ServeStdio answers a bad line and goes on, and ends (nil) when stdin
 	// closes or a shutdown request comes, once the calls read are answered.
 	if err := g.ServeStdio(ctx, m.stdin, m.stdout); err != nil && ctx.Err() == nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -60,7 +61,7 @@ func (u *Upstream) newCall(r *Relay) *call {
 // may use the same token, and the upstream sees them all on one session),
 // or removed when there is nowhere to relay progress to.
 func (u *Upstream) prepareMeta(meta mcp.Meta, c *call) mcp.Meta {
-	m := maps.Clone(meta)
+	m := withoutHopMeta(meta)
 	delete(m, "progressToken")
 	if tok, ok := meta["progressToken"]; ok && tok != nil && c.relay.Progress != nil {
 		c.callerToken = tok
@@ -79,6 +80,29 @@ func (u *Upstream) prepareMeta(meta mcp.Meta, c *call) mcp.Meta {
 		}
 		if _, ok := m[mcp.MetaKeyLogLevel]; !ok {
 			m[mcp.MetaKeyLogLevel] = lvl // read from 2026-07-28 on
+		}
+	}
+	return m
+}
+
+// hopMetaPrefix marks the _meta keys the protocol reserves for itself
+// (protocol version, client and server info, capabilities, log level,
+// subscription id): they describe one hop, the caller's to the gateway or
+// the gateway's to the upstream, and are never carried across. A caller's
+// 2026-07-28 protocolVersion sent on to an upstream that negotiated
+// 2025-11-25 would have the upstream refuse the call.
+const hopMetaPrefix = "io.modelcontextprotocol/"
+
+// withoutHopMeta returns a copy of meta without the hop's own keys; nil
+// when nothing is left.
+func withoutHopMeta(meta mcp.Meta) mcp.Meta {
+	var m mcp.Meta
+	for k, v := range meta {
+		if !strings.HasPrefix(k, hopMetaPrefix) {
+			if m == nil {
+				m = mcp.Meta{}
+			}
+			m[k] = v
 		}
 	}
 	return m
@@ -183,8 +207,21 @@ func (u *Upstream) CallTool(ctx context.Context, cred Credential, p *mcp.CallToo
 	if res == nil {
 		return nil, fmt.Errorf("federation: upstream %q: tools/call: no result", u.name)
 	}
+	res.Meta = withoutHopMeta(res.Meta) // the upstream's serverInfo is not the gateway's
+	if c.token != "" {
+		// go-sdk queues a notification for its handler goroutine when it
+		// reads it, before the result that followed it on the wire, but
+		// the handler may run after the result is returned. A stateful
+		// caller's session drops progress that comes after the result, so
+		// give the queue a moment: only calls that asked for progress wait.
+		time.Sleep(progressSettle)
+	}
 	return res, nil
 }
+
+// progressSettle is how long a call that asked for progress waits after
+// its result for the progress notifications read before it to be relayed.
+const progressSettle = 10 * time.Millisecond
 
 // ReadResource reads a resource on cred's session.
 func (u *Upstream) ReadResource(ctx context.Context, cred Credential, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
