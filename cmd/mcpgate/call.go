@@ -22,7 +22,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/net/http/httpguts"
-	"gopkg.in/yaml.v3"
 
 	"github.com/mcpgate/mcpgate/gateway"
 	"github.com/mcpgate/mcpgate/upstream/federation"
@@ -245,29 +244,12 @@ func (r *callRequest) resolveEndpoint(fs *flag.FlagSet, endpoint, config, upstre
 	return nil
 }
 
-// callConfig is the part of a gateway configuration that call reads: the
-// upstreams' mcp blocks. The gateway's own Config has no mcp block yet;
-// when it has, call reads it through gateway.LoadConfig instead. Other
-// keys are ignored.
-type callConfig struct {
-	Upstreams []struct {
-		Name string `yaml:"name"`
-		MCP  *struct {
-			URL    string `yaml:"url"`
-			Server string `yaml:"server"`
-		} `yaml:"mcp"`
-	} `yaml:"upstreams"`
-}
-
 // readCallConfig returns the mcp block of the upstream named name in the
-// configuration file path: its url, else its server slug.
+// gateway configuration file path (read as serve reads it, unknown keys
+// refused): its url, else its server slug.
 func readCallConfig(path, name string) (mcpURL, slug string, err error) {
-	b, err := os.ReadFile(path)
+	c, err := gateway.LoadConfig(path)
 	if err != nil {
-		return "", "", err
-	}
-	var c callConfig
-	if err := yaml.Unmarshal(b, &c); err != nil {
 		return "", "", err
 	}
 	for _, u := range c.Upstreams {
@@ -277,6 +259,8 @@ func readCallConfig(path, name string) (mcpURL, slug string, err error) {
 		switch {
 		case u.MCP == nil:
 			return "", "", fmt.Errorf("upstream %s: not an MCP upstream (no mcp: block)", name)
+		case len(u.MCP.Command) > 0:
+			return "", "", fmt.Errorf("upstream %s: mcp.command: call speaks Streamable HTTP only; run the server with an HTTP transport and use --endpoint", name)
 		case u.MCP.URL != "" && u.MCP.Server != "":
 			return "", "", fmt.Errorf("upstream %s: mcp: url and server both set", name)
 		case u.MCP.URL == "" && u.MCP.Server == "":
