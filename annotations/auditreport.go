@@ -87,8 +87,12 @@ func row(t *ToolFacts) [7]string {
 	if t.Large {
 		large = "yes"
 	}
+	op := t.Method + " " + t.Path
+	if up := federatedFrom(t); up != "" {
+		op = "MCP " + up + "/" + t.OperationID
+	}
 	return [7]string{
-		t.Method + " " + t.Path,
+		op,
 		hint(a.ReadOnlyHint, p.ReadOnly),
 		hint(a.DestructiveHint == nil || *a.DestructiveHint, p.Destructive),
 		hint(a.IdempotentHint, p.Idempotent),

@@ -509,7 +509,7 @@ func (m *cli) tools(ctx context.Context, args []string) error {
 		return c.loadError(err)
 	}
 	for _, u := range cat.Upstreams {
-		if u.Selected == 0 && !u.Playbooks {
+		if u.Selected == 0 && !u.Playbooks && !u.MCP {
 			fmt.Fprintf(m.stderr, "mcpgate: upstream %s: no tools: %s\n", u.Name, noToolsHint(u))
 		}
 	}
