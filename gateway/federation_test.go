@@ -20,6 +20,7 @@ import (
 // upstream a federation test fronts. It counts the calls that reached it.
 type fedUpstream struct {
 	srv   *httptest.Server
+	h     atomic.Pointer[http.Handler] // swapped to restart the server
 	calls atomic.Int64
 	desc  atomic.Value // echo's description
 	auth  atomic.Value // the last Authorization seen
@@ -30,9 +31,16 @@ func newFedUpstream(t *testing.T) *fedUpstream {
 	f := &fedUpstream{}
 	f.desc.Store("Echoes its text.")
 	f.auth.Store("")
-	f.srv = httptest.NewServer(f.handler(false))
+	f.swap(false)
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*f.h.Load()).ServeHTTP(w, r) }))
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// swap restarts the server: a new go-sdk handler, stateful or not.
+func (f *fedUpstream) swap(stateful bool) {
+	h := f.handler(stateful)
+	f.h.Store(&h)
 }
 
 // handler is a new go-sdk HTTP handler: a restarted server, which knows
@@ -186,8 +194,8 @@ func TestFederation(t *testing.T) {
 // gateway restart.
 func TestFederationRestart(t *testing.T) {
 	up := newFedUpstream(t)
-	up.srv.Config.Handler = up.handler(true)
-	_, url := fedGateway(t, up, false, nil)
+	up.swap(true)
+	g, url := fedGateway(t, up, false, nil)
 	cs := connect(t, url, nil)
 	call := func(when string) {
 		t.Helper()
@@ -197,11 +205,24 @@ func TestFederationRestart(t *testing.T) {
 		}
 	}
 	call("before the restart")
-	up.srv.Config.Handler = up.handler(true) // every old session is unknown
+	up.swap(true) // every old session is unknown
 	up.srv.CloseClientConnections()
 	call("after the restart")
 	if n := up.calls.Load(); n != 2 {
 		t.Errorf("the upstream ran %d calls, want 2", n)
+	}
+	mfs, err := g.Metrics().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var upGauge float64 = -1
+	for _, mf := range mfs {
+		if mf.GetName() == "mcpgate_upstream_up" && mf.Metric[0].Label[0].GetValue() == "fs" {
+			upGauge = mf.Metric[0].GetGauge().GetValue()
+		}
+	}
+	if upGauge != 1 {
+		t.Errorf("mcpgate_upstream_up{upstream=fs} = %v, want 1", upGauge)
 	}
 }
 

@@ -134,7 +134,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		return nil, err
 	}
 	if cfg.Metrics.On() {
-		g.metrics = newMetrics(g.clients)
+		g.metrics = newMetrics(g.clients, g.federated)
 	}
 	if err := g.setUpAuth(ctx); err != nil {
 		return nil, err

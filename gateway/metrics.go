@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/mcpgate/mcpgate/upstream"
+	"github.com/mcpgate/mcpgate/upstream/federation"
 )
 
 // callBuckets are the bounds of mcpgate_tool_call_duration_seconds: from 1 ms
@@ -70,8 +71,8 @@ func counter(kept *sync.Map, vec *prometheus.CounterVec, label string) prometheu
 // newMetrics registers the gateway's collectors, with the Go runtime's and
 // the process's (go_goroutines, process_resident_memory_bytes, ...), on a new
 // registry. clients are the upstreams' clients by name, for the in-flight
-// gauges.
-func newMetrics(clients map[string]*upstream.Client) *metrics {
+// gauges; federated, the MCP upstreams', for mcpgate_upstream_up.
+func newMetrics(clients map[string]*upstream.Client, federated map[string]*federation.Upstream) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -124,6 +125,18 @@ func newMetrics(clients map[string]*upstream.Client) *metrics {
 			Help:        "Tool calls holding one of the upstream's max_concurrent slots: sent, or about to be, and not yet answered.",
 			ConstLabels: prometheus.Labels{"upstream": name},
 		}, func() float64 { return float64(c.InFlight()) }))
+	}
+	for name, up := range federated {
+		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "mcpgate_upstream_up",
+			Help:        "1 while the upstream MCP server answers its health pings (3 failed in a row: 0, and its calls fail fast until one succeeds).",
+			ConstLabels: prometheus.Labels{"upstream": name},
+		}, func() float64 {
+			if up.Status().Up {
+				return 1
+			}
+			return 0
+		}))
 	}
 	return m
 }
