@@ -44,10 +44,11 @@ func (g *Gateway) setUpAuth(ctx context.Context) error {
 			return err
 		}
 		g.verifier, tokenURL = v, v.TokenURL()
-		g.require = make(map[string]auth.Requirement, len(g.catalog.Tools))
+		require := make(map[string]auth.Requirement, len(g.catalog.Tools))
 		for _, t := range g.catalog.Tools {
-			g.require[t.Tool.Name] = a.Policy.Require(g.policyHints(t), t.OAuthScopes)
+			require[t.Tool.Name] = a.Policy.Require(g.policyHints(t), t.OAuthScopes)
 		}
+		g.require.Store(&require)
 		g.logger.Info("auth: verifying bearer tokens", "issuer", a.Issuer, "audience", a.Audience)
 		if g.cfg.Metrics.On() && g.cfg.Metrics.Listen == "" {
 			g.logger.Warn("auth: the metrics endpoint is not verified, and it is served beside /mcp; set metrics.listen to serve it on a listener of its own, or metrics.enabled: false",
@@ -118,6 +119,16 @@ func (g *Gateway) warnUnverified() {
 	})
 }
 
+// requirements are the step-up requirements of the tools served, by name
+// (nil without auth): replaced whole when an upstream MCP server's tools
+// are re-read (relist), never changed in place.
+func (g *Gateway) requirements() map[string]auth.Requirement {
+	if p := g.require.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // authorizeCall is the front door's step-up check (frontDoor.authorize).
 // Only tools/call of a known tool is decided here; go-sdk answers an
 // unknown tool itself.
@@ -125,7 +136,7 @@ func (g *Gateway) authorizeCall(r *http.Request, method, tool string) (status in
 	if method != "tools/call" {
 		return 0, "", true
 	}
-	req, found := g.require[tool]
+	req, found := g.requirements()[tool]
 	if !found {
 		return 0, "", true
 	}
@@ -141,7 +152,7 @@ func (g *Gateway) listCallable() bool {
 // listKey returns the function that names a caller's tools/list view: the
 // policy-relevant scopes its verified token holds (auth.ScopeSet.Held).
 func (g *Gateway) listKey() func(*mcpauth.TokenInfo) string {
-	return auth.ScopesNamed(g.require).Held
+	return auth.ScopesNamed(g.requirements()).Held
 }
 
 // callableBy returns the tools of served that a caller holding exactly the
@@ -152,7 +163,7 @@ func (g *Gateway) callableBy(key string, served []*Tool) []*Tool {
 	holder := auth.Holder(key)
 	out := make([]*Tool, 0, len(served))
 	for _, t := range served {
-		if req, ok := g.require[t.Tool.Name]; !ok || req.Allows(holder) {
+		if req, ok := g.requirements()[t.Tool.Name]; !ok || req.Allows(holder) {
 			out = append(out, t)
 		}
 	}
@@ -193,7 +204,7 @@ func (g *Gateway) addListFilter() {
 			out := *list
 			out.Tools = make([]*mcp.Tool, 0, len(list.Tools))
 			for _, t := range list.Tools {
-				if r, ok := g.require[t.Name]; !ok || r.Allows(holder) {
+				if r, ok := g.requirements()[t.Name]; !ok || r.Allows(holder) {
 					out.Tools = append(out.Tools, t)
 				}
 			}

@@ -55,6 +55,11 @@ type fastPath struct {
 	// that a burst of callers with one new key builds it once.
 	building sync.Mutex
 
+	// dynamic: the tools served may change (an upstream MCP server's, see
+	// Gateway.relist): tools/list is go-sdk's, and a tool not known here
+	// is go-sdk's to answer.
+	dynamic bool
+
 	onServe func() // tests: called for each request answered here
 }
 
@@ -118,7 +123,7 @@ func newFastPath(g *Gateway, served []*Tool) (*fastPath, error) {
 	if g.cfg.Stateful || g.opts.DisableFastPath || os.Getenv("MCPGODEBUG") != "" {
 		return nil, nil
 	}
-	f := &fastPath{g: g, served: served, tools: make(map[string]*Tool, len(served))}
+	f := &fastPath{g: g, served: served, tools: make(map[string]*Tool, len(served)), dynamic: len(g.federated) > 0}
 	for _, t := range served {
 		f.tools[t.Tool.Name] = t
 	}
@@ -211,6 +216,9 @@ func (f *fastPath) serve(w http.ResponseWriter, r *http.Request, msg *message) b
 	var served bool
 	switch msg.method {
 	case "tools/list":
+		if f.dynamic {
+			return false // go-sdk's list follows the upstream MCP servers' changes
+		}
 		served = f.serveList(w, r, id, msg.Params)
 	case "tools/call":
 		served = f.serveCall(w, r, id, msg.Params)
@@ -270,6 +278,9 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 		return false
 	}
 	t, ok := f.tools[p.Name]
+	if !ok && f.dynamic {
+		return false
+	}
 	if !ok {
 		// Server.callTool's words and code.
 		sdkwire.WriteError(w, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown tool %q", p.Name))

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/mcpgate/mcpgate/upstream/federation"
@@ -60,11 +64,13 @@ func (g *Gateway) startFederation() error {
 			caps.Elicitation = &mcp.ElicitationCapabilities{}
 			caps.RootsV2 = &mcp.RootCapabilities{}
 		}
+		name := u.Name
 		up, err := federation.New(*u.MCP, &federation.Options{
-			Name:         u.Name,
-			Logger:       g.logger,
-			Capabilities: caps,
-			LogLevel:     federatedLogLevel,
+			Name:          u.Name,
+			Logger:        g.logger,
+			Capabilities:  caps,
+			LogLevel:      federatedLogLevel,
+			OnListChanged: func() { g.relist(name) },
 		})
 		if err != nil {
 			g.closeFederation()
@@ -102,6 +108,105 @@ func (g *Gateway) closeFederation() {
 func (g *Gateway) Close() error {
 	g.closeFederation()
 	return nil
+}
+
+// liveTools is what relist keeps of the tools served: every tool, by name,
+// and the lock that serializes re-reads. Set once New has built the
+// server; until then a change is left to the next one.
+type liveTools struct {
+	mu    sync.Mutex
+	ready bool
+	tools map[string]*Tool
+}
+
+// relist applies what upstream name now offers to the tools served: it
+// lists the upstream again, builds its tools as the catalog would, and
+// adds, replaces and removes them on the go-sdk server (which tells
+// stateful clients: notifications/tools/list_changed). A new tool whose
+// name another upstream's tool holds is not served (a warning says so: a
+// served name never changes hands), nor, with Options.Lock, one that is
+// not in the lock unchanged. Prompts and resources are not re-read.
+func (g *Gateway) relist(name string) {
+	g.live.mu.Lock()
+	defer g.live.mu.Unlock()
+	if !g.live.ready {
+		return
+	}
+	u := g.cfg.UpstreamNamed(name)
+	l, err := g.listFederated(context.Background(), u)
+	if err != nil {
+		g.logger.Warn("federation: re-reading an upstream's tools failed; serving what it offered before", "upstream", name, "error", err)
+		return
+	}
+	tools, warnings := g.catalog.Relist(u, l, g.cfg.NameStyle, func(n string) bool {
+		t := g.live.tools[n]
+		return t != nil && t.Upstream != name
+	})
+	for _, w := range warnings {
+		g.logger.Warn("federation", "warning", w)
+	}
+	if g.opts.Lock != nil {
+		d := annotations.Compare(g.opts.Lock, (&Catalog{Tools: tools}).Facts())
+		kept := tools[:0]
+		for _, t := range tools {
+			if d.Drifted(t.Tool.Name) {
+				g.logger.Warn("federation: not serving a tool that is not in the lock unchanged", "upstream", name, "tool", t.Tool.Name)
+				continue
+			}
+			kept = append(kept, t)
+		}
+		tools = kept
+	}
+	fresh := make(map[string]*Tool, len(tools))
+	for _, t := range tools {
+		fresh[t.Tool.Name] = t
+	}
+	var gone []string
+	for n, t := range g.live.tools {
+		if t.Upstream == name && fresh[n] == nil {
+			gone = append(gone, n)
+			delete(g.live.tools, n)
+		}
+	}
+	added, changed := 0, 0
+	for _, t := range tools {
+		old := g.live.tools[t.Tool.Name]
+		switch {
+		case old == nil:
+			added++
+		case sameTool(old, t):
+			continue
+		default:
+			changed++
+		}
+		g.live.tools[t.Tool.Name] = t
+		g.server.AddTool(t.Tool, g.federatedHandler(t))
+	}
+	if len(gone) > 0 {
+		g.server.RemoveTools(gone...)
+	}
+	if a := g.cfg.Auth; a != nil && added+changed+len(gone) > 0 {
+		require := maps.Clone(g.requirements())
+		for _, n := range gone {
+			delete(require, n)
+		}
+		for _, t := range tools {
+			require[t.Tool.Name] = a.Policy.Require(g.policyHints(t), t.OAuthScopes)
+		}
+		g.require.Store(&require)
+	}
+	if added+changed+len(gone) > 0 {
+		g.logger.Info("federation: an upstream's tools changed", "upstream", name, "added", added, "changed", changed, "removed", len(gone))
+	}
+}
+
+// sameTool reports whether a re-read tool is the one served: same hints,
+// schemas and texts.
+func sameTool(a, b *Tool) bool {
+	fa, fb := (&Catalog{Tools: []*Tool{a}}).Facts()[0], (&Catalog{Tools: []*Tool{b}}).Facts()[0]
+	return fa.InputSchemaSHA256 == fb.InputSchemaSHA256 && fa.OutputSchemaSHA256 == fb.OutputSchemaSHA256 &&
+		fa.DescriptionSHA256 == fb.DescriptionSHA256 && fa.TitleSHA256 == fb.TitleSHA256 &&
+		reflect.DeepEqual(a.Tool.Annotations, b.Tool.Annotations) && a.Federated.Name == b.Federated.Name
 }
 
 // federatedHandler relays a tools/call to t's upstream MCP server.

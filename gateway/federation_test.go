@@ -3,8 +3,11 @@ package gateway
 import (
 	"context"
 	"errors"
+	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -255,5 +258,76 @@ func TestFederationRugPull(t *testing.T) {
 	}
 	if !said {
 		t.Errorf("the drift does not name the description change: %q", g2.Drift().Lines())
+	}
+}
+
+// TestFederationRelist: what an upstream offers later is served without a
+// restart: one unreachable at start-up serves nothing, then its tools once
+// it answers; a tool added later is served, a removed one goes; with a
+// lock, a tool changed since the review is taken off.
+func TestFederationRelist(t *testing.T) {
+	// A port with nothing on it yet.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	up := &fedUpstream{}
+	up.desc.Store("Echoes its text.")
+	up.auth.Store("")
+	up.swap(false)
+	cfg := &Config{Upstreams: []Upstream{{Name: "fs", MCP: &federation.Config{URL: "http://" + addr + "/mcp"}}}}
+	g, err := New(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatalf("an unreachable MCP upstream stopped the start: %v", err)
+	}
+	t.Cleanup(func() { g.Close() })
+	if len(g.Catalog().Tools) != 0 || len(g.Catalog().Warnings) == 0 || !strings.Contains(g.Catalog().Warnings[0], "fs: not listed") {
+		t.Fatalf("catalog %d tools, warnings %q", len(g.Catalog().Tools), g.Catalog().Warnings)
+	}
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(srv.Close)
+	cs := connect(t, srv.URL+"/mcp", nil)
+	names := func() []string {
+		t.Helper()
+		res, err := cs.ListTools(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tl := range res.Tools {
+			out = append(out, tl.Name)
+		}
+		return out
+	}
+	if n := names(); len(n) != 0 {
+		t.Fatalf("tools before the upstream answered: %v", n)
+	}
+
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	up.srv = &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*up.h.Load()).ServeHTTP(w, r) })}}
+	up.srv.Start()
+	t.Cleanup(up.srv.Close)
+	t.Cleanup(func() { g.Close() }) // first: its sessions hold connections to the upstream
+	g.relist("fs")                  // what the upstream's first answer to a ping sets off
+	if n := names(); !slices.Equal(n, []string{"fs_delete_file", "fs_echo"}) {
+		t.Fatalf("tools once the upstream answered: %v", n)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fs_echo", Arguments: map[string]any{"text": "late"}})
+	if err != nil || res.IsError {
+		t.Fatalf("calling a tool served late: %v %+v", err, res)
+	}
+
+	// With a lock of what is served now, a changed description takes the
+	// tool off at the next re-read.
+	g.opts.Lock = annotations.NewLock((&Catalog{Tools: slices.Collect(maps.Values(g.live.tools))}).Facts())
+	up.desc.Store("Echoes its text, and more.")
+	g.relist("fs")
+	if n := names(); !slices.Equal(n, []string{"fs_delete_file"}) {
+		t.Errorf("tools after the locked echo changed: %v", n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -68,8 +69,9 @@ type Gateway struct {
 	clients map[string]*upstream.Client
 	runners map[string]*playbook.Runner
 	// federated are the clients of the MCP upstreams, by name (see
-	// federation.go).
+	// federation.go); live, the tools served, as relist changes them.
 	federated map[string]*federation.Upstream
+	live      liveTools
 	budget    *upstream.ResponseBudget // max_response_memory, shared by the clients
 
 	validated chan struct{} // closed when the documents' validation has ended
@@ -81,7 +83,7 @@ type Gateway struct {
 	// each tool's step-up requirement by name.
 	verifier *auth.Verifier
 	outbound map[string]*auth.Outbound
-	require  map[string]auth.Requirement
+	require  atomic.Pointer[map[string]auth.Requirement] // see requirements
 
 	unverifiedOnce sync.Once // see warnUnverified
 }
@@ -143,11 +145,11 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		Logger:       g.sdkLogger(),
 		Instructions: "Tools generated from REST APIs' OpenAPI documents. Each tool's annotations say whether it reads or writes.",
 		Capabilities: &mcp.ServerCapabilities{
-			// listChanged is not advertised: a stateless POST has no
-			// stream to notify on, and in stateful mode the catalog is
-			// fixed for the life of the process (there is no reload yet),
-			// so no notification would ever come.
-			Tools:   &mcp.ToolCapabilities{ListChanged: false},
+			// listChanged is advertised only with MCP upstreams, whose
+			// tools may change while serving (relist): a stateless POST
+			// has no stream to notify on, and otherwise the catalog is
+			// fixed for the life of the process (there is no reload yet).
+			Tools:   &mcp.ToolCapabilities{ListChanged: len(g.federated) > 0},
 			Logging: &mcp.LoggingCapabilities{},
 		},
 	})
@@ -179,6 +181,12 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		}
 	})
 	g.served = len(served)
+	if len(g.federated) > 0 {
+		g.live.tools = make(map[string]*Tool, len(served))
+		for _, t := range served {
+			g.live.tools[t.Tool.Name] = t
+		}
+	}
 	if g.fast, err = newFastPath(g, served); err != nil {
 		return nil, err
 	}
@@ -190,6 +198,11 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	}
 	if g.metrics != nil {
 		g.server.AddReceivingMiddleware(g.metrics.countMethods)
+	}
+	if len(g.federated) > 0 {
+		g.live.mu.Lock()
+		g.live.ready = true // from now on, an upstream's changes are served (relist)
+		g.live.mu.Unlock()
 	}
 	return g, nil
 }

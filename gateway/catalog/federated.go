@@ -185,7 +185,52 @@ func federatedTool(u *config.Upstream, ut *mcp.Tool, name, src string) (*Tool, [
 		baseDescription: ut.Description,
 	}
 	t.size = toolSize(tool)
+	t.outputHashed = true
+	if tool.OutputSchema != nil {
+		t.outputSHA = schemaSHA256(tool.OutputSchema) // before sanitizing, as bind's
+	}
 	return t, notes
+}
+
+// Relist builds the tools of MCP upstream u anew from a fresh listing, as
+// Build would have: for the gateway to serve what an upstream now offers
+// (after notifications/tools/list_changed, a periodic re-list, or its
+// first answer when it was unreachable at start-up). taken reports whether
+// a tool of another upstream holds a name: such a tool is not made, and a
+// warning says so (a served name is never taken from its holder). The
+// tools come with their texts hashed and, when the catalog sanitizes,
+// cleaned; the catalog itself is not changed.
+func (c *Catalog) Relist(u *config.Upstream, l *federation.Listing, nameStyle string, taken func(name string) bool) (tools []*Tool, warnings []string) {
+	style := tagging.StrictNames
+	if nameStyle == "spec" {
+		style = tagging.SpecNames
+	}
+	namer := tagging.NewNamer(style)
+	fresh := &Catalog{sanitized: c.sanitized}
+	for _, ut := range l.Tools {
+		if ut == nil {
+			continue
+		}
+		if _, ok := selectedName(u, ut.Name); !ok {
+			continue
+		}
+		src := u.Rename[ut.Name]
+		if src == "" {
+			src = u.ToolPrefix + ut.Name
+		}
+		name := namer.Clean(src)
+		if taken(name) || !namer.Reserve(name) {
+			warnings = append(warnings, fmt.Sprintf("%s: tool %s is not served: its name %q is another tool's", u.Name, ut.Name, name))
+			continue
+		}
+		t, notes := federatedTool(u, ut, name, src)
+		for _, n := range notes {
+			warnings = append(warnings, fmt.Sprintf("%s: tool %s: %s", u.Name, ut.Name, n))
+		}
+		fresh.Tools = append(fresh.Tools, t)
+	}
+	fresh.finishTexts(false)
+	return fresh.Tools, warnings
 }
 
 // mcpSource names an MCP upstream's server in the catalog (Tool.Source):

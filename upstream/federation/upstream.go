@@ -33,8 +33,9 @@ type Options struct {
 	// stdio child's PATH and HOME); nil: os.Getenv.
 	Getenv func(string) string
 	// OnListChanged is called when the upstream's tools, prompts or
-	// resources may have changed: a list_changed notification (debounced)
-	// or a refresh that found a difference. It runs on its own goroutine,
+	// resources may have changed: a list_changed notification (debounced),
+	// a refresh that found a difference, or the upstream answering a ping
+	// after it was down or had never answered. It runs on its own goroutine,
 	// never two at once.
 	OnListChanged func()
 	// MaxSessions bounds the sessions kept, one per credential, least
@@ -304,8 +305,13 @@ func (u *Upstream) record(err error) {
 	u.hmu.Lock()
 	defer u.hmu.Unlock()
 	if err == nil {
-		if !u.up && u.failures >= u.downAfter {
-			u.log.Info("upstream is up again")
+		if !u.up {
+			if u.failures >= u.downAfter {
+				u.log.Info("upstream is up again")
+			}
+			// Up for the first time, or again: what it offers may be new
+			// (a restart, or a start-up listing that found it unreachable).
+			u.listChanged(0)
 		}
 		u.up = true
 		u.failures = 0
