@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -321,6 +322,45 @@ func (g *Gateway) addFederatedPrompts() {
 			g.server.AddResourceTemplate(&served, g.federatedRead(up, u))
 		}
 	}
+}
+
+// complete routes a completion/complete to the upstream whose prompt or
+// resource template the reference names, with the names it knows them by:
+// go-sdk's ServerOptions.CompletionHandler, set when MCP upstreams are
+// configured. A reference to nothing federated is an invalid-params error.
+func (g *Gateway) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	p := req.Params
+	if p == nil || p.Ref == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete: no ref"}
+	}
+	for _, s := range g.catalog.MCP {
+		u := g.cfg.UpstreamNamed(s.Upstream)
+		q := *p
+		ref := *p.Ref
+		q.Ref = &ref
+		switch ref.Type {
+		case "ref/prompt":
+			name, ok := strings.CutPrefix(ref.Name, u.ToolPrefix)
+			if !ok || !slices.ContainsFunc(s.Listing.Prompts, func(pr *mcp.Prompt) bool { return pr != nil && pr.Name == name }) {
+				continue
+			}
+			ref.Name = name
+		case "ref/resource":
+			uri := upstreamURI(u, ref.URI)
+			if federatedURI(u, uri) != ref.URI || !slices.ContainsFunc(s.Listing.Templates, func(t *mcp.ResourceTemplate) bool { return t != nil && t.URITemplate == uri }) {
+				continue
+			}
+			ref.URI = uri
+		default:
+			continue
+		}
+		cred, err := g.federatedCredential(ctx, u, req.Extra)
+		if err != nil {
+			return nil, err
+		}
+		return asRPCError(g.federated[s.Upstream].Complete(ctx, cred, &q))
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("completion/complete: no prompt or resource template %q", p.Ref.Name+p.Ref.URI)}
 }
 
 // federatedRead relays a resources/read, with the URI as the upstream

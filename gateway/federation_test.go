@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net"
 	"net/http"
@@ -56,7 +57,20 @@ func (f *fedUpstream) handler(stateful bool) http.Handler {
 }
 
 func (f *fedUpstream) server() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
+	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, &mcp.ServerOptions{
+		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			if req.Params.Ref.Type != "ref/prompt" || req.Params.Ref.Name != "greet" {
+				return nil, fmt.Errorf("no completion for %+v", req.Params.Ref)
+			}
+			var out []string
+			for _, v := range []string{"Ada", "Alan", "Grace"} {
+				if strings.HasPrefix(v, req.Params.Argument.Value) {
+					out = append(out, v)
+				}
+			}
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: out}}, nil
+		},
+	})
 	type echoIn struct {
 		Text string `json:"text" jsonschema:"the text"`
 	}
@@ -184,6 +198,15 @@ func TestFederation(t *testing.T) {
 			rr, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "fs+file:///motd"})
 			if err != nil || rr.Contents[0].Text != "be kind" || rr.Contents[0].URI != "fs+file:///motd" {
 				t.Errorf("resource: %v %+v", err, rr)
+			}
+			cr, err := cs.Complete(t.Context(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "fs_greet"},
+				Argument: mcp.CompleteParamsArgument{Name: "who", Value: "A"}})
+			if err != nil || !slices.Equal(cr.Completion.Values, []string{"Ada", "Alan"}) {
+				t.Errorf("completion: %v %+v", err, cr)
+			}
+			if _, err := cs.Complete(t.Context(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "greet"},
+				Argument: mcp.CompleteParamsArgument{Name: "who", Value: "A"}}); err == nil || !strings.Contains(err.Error(), "no prompt or resource template") {
+				t.Errorf("completion of an unprefixed name: %v", err)
 			}
 			if _, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "fs_greet"}); err == nil || !strings.Contains(err.Error(), "who is required") {
 				t.Errorf("a prompt the upstream refuses: %v, want its error", err)
