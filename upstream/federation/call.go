@@ -189,17 +189,13 @@ func (u *Upstream) CallTool(ctx context.Context, cred Credential, p *mcp.CallToo
 	var res *mcp.CallToolResult
 	err := u.do(ctx, cred, "tools/call", idempotent, c, func(ctx context.Context, cs *mcp.ClientSession) error {
 		r := q // each attempt starts without the last one's input responses
-		for round := 1; ; round++ {
+		return u.rounds(ctx, c, &r.InputResponses, &r.RequestState, func() (mcp.InputRequestMap, string, error) {
 			var err error
-			res, err = cs.CallTool(ctx, &r)
-			if err != nil || res == nil || !res.NeedsInput() {
-				return err
+			if res, err = cs.CallTool(ctx, &r); err != nil || res == nil || !res.NeedsInput() {
+				return nil, "", err
 			}
-			if r.InputResponses, err = u.fulfil(ctx, c, round, res.InputRequests); err != nil {
-				return err
-			}
-			r.RequestState = res.RequestState
-		}
+			return res.InputRequests, res.RequestState, nil
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -223,23 +219,37 @@ func (u *Upstream) CallTool(ctx context.Context, cred Credential, p *mcp.CallToo
 // its result for the progress notifications read before it to be relayed.
 const progressSettle = 10 * time.Millisecond
 
+// rounds sends a request until its result is complete: a 2026-07-28
+// result may instead ask for input (sampling, elicitation, roots), which
+// c's relay answers (fulfil) and send carries in the next round, through
+// responses and state, the request's own fields. send returns what the
+// result asks for, nil once it is complete (or failed).
+func (u *Upstream) rounds(ctx context.Context, c *call, responses *mcp.InputResponseMap, state *string, send func() (mcp.InputRequestMap, string, error)) error {
+	for round := 1; ; round++ {
+		asked, next, err := send()
+		if err != nil || asked == nil {
+			return err
+		}
+		if *responses, err = u.fulfil(ctx, c, round, asked); err != nil {
+			return err
+		}
+		*state = next
+	}
+}
+
 // ReadResource reads a resource on cred's session.
 func (u *Upstream) ReadResource(ctx context.Context, cred Credential, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
 	var res *mcp.ReadResourceResult
 	c := u.newCall(nil)
 	err := u.do(ctx, cred, "resources/read", true, c, func(ctx context.Context, cs *mcp.ClientSession) error {
 		r := *p
-		for round := 1; ; round++ {
+		return u.rounds(ctx, c, &r.InputResponses, &r.RequestState, func() (mcp.InputRequestMap, string, error) {
 			var err error
-			res, err = cs.ReadResource(ctx, &r)
-			if err != nil || res == nil || !res.NeedsInput() {
-				return err
+			if res, err = cs.ReadResource(ctx, &r); err != nil || res == nil || !res.NeedsInput() {
+				return nil, "", err
 			}
-			if r.InputResponses, err = u.fulfil(ctx, c, round, res.InputRequests); err != nil {
-				return err
-			}
-			r.RequestState = res.RequestState
-		}
+			return res.InputRequests, res.RequestState, nil
+		})
 	})
 	if err == nil && res == nil {
 		err = fmt.Errorf("federation: upstream %q: resources/read: no result", u.name)
@@ -253,17 +263,13 @@ func (u *Upstream) GetPrompt(ctx context.Context, cred Credential, p *mcp.GetPro
 	c := u.newCall(nil)
 	err := u.do(ctx, cred, "prompts/get", true, c, func(ctx context.Context, cs *mcp.ClientSession) error {
 		r := *p
-		for round := 1; ; round++ {
+		return u.rounds(ctx, c, &r.InputResponses, &r.RequestState, func() (mcp.InputRequestMap, string, error) {
 			var err error
-			res, err = cs.GetPrompt(ctx, &r)
-			if err != nil || res == nil || !res.NeedsInput() {
-				return err
+			if res, err = cs.GetPrompt(ctx, &r); err != nil || res == nil || !res.NeedsInput() {
+				return nil, "", err
 			}
-			if r.InputResponses, err = u.fulfil(ctx, c, round, res.InputRequests); err != nil {
-				return err
-			}
-			r.RequestState = res.RequestState
-		}
+			return res.InputRequests, res.RequestState, nil
+		})
 	})
 	if err == nil && res == nil {
 		err = fmt.Errorf("federation: upstream %q: prompts/get: no result", u.name)
