@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/upstream"
@@ -205,6 +207,12 @@ func (g *Gateway) addFederatedPrompts() {
 			}
 			served := *r
 			served.URI = federatedURI(u, r.URI)
+			if _, err := url.Parse(served.URI); err != nil {
+				// go-sdk's AddResource panics on it: one upstream's bad
+				// URI must not take the gateway down.
+				g.logger.Warn("upstream resource left out: its URI does not parse", "upstream", u.Name, "error", err)
+				continue
+			}
 			g.server.AddResource(&served, g.federatedRead(up, u))
 		}
 		for _, r := range s.Listing.Templates {
@@ -213,6 +221,11 @@ func (g *Gateway) addFederatedPrompts() {
 			}
 			served := *r
 			served.URITemplate = federatedURI(u, r.URITemplate)
+			if _, err := uritemplate.New(served.URITemplate); err != nil {
+				// go-sdk's AddResourceTemplate panics on it.
+				g.logger.Warn("upstream resource template left out: it does not parse", "upstream", u.Name, "error", err)
+				continue
+			}
 			g.server.AddResourceTemplate(&served, g.federatedRead(up, u))
 		}
 	}
