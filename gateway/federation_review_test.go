@@ -265,7 +265,7 @@ func TestReviewCrossCallerRelay(t *testing.T) {
 	t.Cleanup(gw.Close)
 
 	var (
-		mu            sync.Mutex
+		mu             sync.Mutex
 		askedA, askedB []string
 		logsB          []string
 	)
