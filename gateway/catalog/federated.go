@@ -184,6 +184,12 @@ func federatedTool(u *config.Upstream, ut *mcp.Tool, name, src string) (*Tool, [
 		},
 		baseDescription: ut.Description,
 	}
+	if tool.OutputSchema != nil {
+		// bind, which hashes a REST tool's output schema for the lock, is
+		// not run for a federated tool: hash the served one here, so that
+		// an upstream's change to it drifts.
+		t.outputSHA, t.outputHashed = schemaSHA256(out), true
+	}
 	t.size = toolSize(tool)
 	return t, notes
 }
