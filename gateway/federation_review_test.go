@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/annotations"
+	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/upstream/federation"
 )
 
@@ -334,3 +335,82 @@ func TestReviewCrossCallerRelay(t *testing.T) {
 }
 
 var elicitSchema = map[string]any{"type": "object", "properties": map[string]any{"code": map[string]any{"type": "string"}}}
+
+// TestReviewURLSecretInCallerError: mcp.url may carry a secret in its
+// query (checkURL refuses user info for this very reason, but not
+// ?api_key=); when the upstream cannot be reached, the tool result the
+// caller gets is the transport's error text, which quotes the URL whole.
+func TestReviewURLSecretInCallerError(t *testing.T) {
+	up := newRawUpstream(t, func(method string, _ json.RawMessage) (any, []byte) {
+		if method == "tools/list" {
+			return map[string]any{"tools": []any{map[string]any{"name": "echo", "inputSchema": map[string]any{"type": "object"}}}}, nil
+		}
+		return emptyLists(method), nil
+	})
+	cfg := &Config{Upstreams: []Upstream{{Name: "fs", MCP: &federation.Config{URL: up.srv.URL + "/mcp?api_key=SECRET-KEY"}}}}
+	g, err := newGatewayNoPanic(t, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(gw.Close)
+	cs := connect(t, gw.URL+"/mcp", nil)
+	up.srv.Close() // the upstream goes away
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fs_echo"})
+	text := fmt.Sprint(err)
+	if res != nil && len(res.Content) > 0 {
+		text = res.Content[0].(*mcp.TextContent).Text
+	}
+	t.Logf("the caller got: %s", text)
+	if strings.Contains(text, "SECRET-KEY") {
+		t.Errorf("the upstream URL's secret reached the caller: %q", text)
+	}
+}
+
+// TestReviewPromptsUnreviewed: an upstream's prompts (and resources) are
+// served as the upstream lists them: sanitize_text (on by default) is not
+// applied to their descriptions, the audit's text rules and the lock never
+// see them, and serve --lock serves them even when the same upstream's
+// tools drifted. Their names are also not checked for collisions: upstream
+// "fs" with prompt "x_greet" and upstream "fs_x" with prompt "greet" both
+// serve "fs_x_greet", and go-sdk's AddPrompt lets the later one replace
+// the earlier one silently (a tool name collision is a start-up error).
+func TestReviewPromptsUnreviewed(t *testing.T) {
+	hidden := "Greets.\U000E0049\U000E0067\U000E006E\U000E006F\U000E0072\U000E0065 \u200bhidden"
+	mk := func(prompt string) *rawUpstream {
+		return newRawUpstream(t, func(method string, _ json.RawMessage) (any, []byte) {
+			switch method {
+			case "prompts/list":
+				return map[string]any{"prompts": []any{map[string]any{"name": prompt, "description": hidden}}}, nil
+			case "prompts/get":
+				return map[string]any{"messages": []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "from " + prompt}}}}, nil
+			}
+			return emptyLists(method), nil
+		})
+	}
+	a, b := mk("x_greet"), mk("greet")
+	cfg := &Config{Upstreams: []Upstream{
+		{Name: "fs", MCP: &federation.Config{URL: a.srv.URL}, Auth: auth.Upstream{Mode: auth.ModeNone}},
+		{Name: "fs_x", MCP: &federation.Config{URL: b.srv.URL}, Auth: auth.Upstream{Mode: auth.ModeNone}},
+	}}
+	g, err := newGatewayNoPanic(t, cfg, nil)
+	if err != nil {
+		t.Logf("refused at start-up (fine): %v", err)
+		return
+	}
+	gw := httptest.NewServer(g.Handler())
+	t.Cleanup(gw.Close)
+	cs := connect(t, gw.URL+"/mcp", nil)
+	ps, err := cs.ListPrompts(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps.Prompts) != 2 {
+		t.Errorf("two upstreams' prompts collide on one name and one silently replaced the other: served %d prompt(s)", len(ps.Prompts))
+	}
+	for _, p := range ps.Prompts {
+		if p.Description != annotations.SanitizeText(p.Description) {
+			t.Errorf("prompt %s's description is served with hidden characters: %q", p.Name, p.Description)
+		}
+	}
+}
