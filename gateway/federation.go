@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -14,8 +15,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/mcpgate/mcpgate/annotations"
+	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/mcpgate/mcpgate/upstream/federation"
@@ -58,9 +61,10 @@ func (g *Gateway) startFederation() error {
 			continue
 		}
 		caps := &mcp.ClientCapabilities{}
-		if g.cfg.Stateful {
-			// A stateless POST cannot ask its client anything: offer the
-			// upstream only what a caller's session can answer.
+		if g.cfg.Stateful && ownSessions(u) {
+			// A stateless POST cannot ask its client anything, and a
+			// session shared by callers cannot tell whose call asks: offer
+			// the upstream only what one caller's session can answer.
 			caps.Sampling = &mcp.SamplingCapabilities{}
 			caps.Elicitation = &mcp.ElicitationCapabilities{}
 			caps.RootsV2 = &mcp.RootCapabilities{}
@@ -214,6 +218,7 @@ func sameTool(a, b *Tool) bool {
 func (g *Gateway) federatedHandler(t *Tool) mcp.ToolHandler {
 	up := g.federated[t.Upstream]
 	f := t.Federated
+	u := g.cfg.UpstreamNamed(t.Upstream)
 	a := t.Tool.Annotations
 	// A call lost with its session is sent again only when the tool is
 	// idempotent by a hint the gateway believes.
@@ -246,7 +251,7 @@ func (g *Gateway) federatedHandler(t *Tool) mcp.ToolHandler {
 		}
 		params := &mcp.CallToolParams{Meta: req.Params.Meta, Name: f.Name, Arguments: req.Params.Arguments}
 		start := time.Now()
-		res, err := up.CallTool(ctx, federation.Credential(cred.Value), params, idempotent, g.relay(req.Session))
+		res, err := up.CallTool(ctx, federation.Credential(cred.Value), params, idempotent, g.relay(req.Session, u, cred.Value))
 		if err != nil {
 			outcome := upstream.OutcomeUnreachable
 			switch {
@@ -262,17 +267,25 @@ func (g *Gateway) federatedHandler(t *Tool) mcp.ToolHandler {
 	}
 }
 
-// relay sends what an upstream asks of a call to the caller's session:
-// progress and logs always, requests (sampling, elicitation, roots) only
-// in stateful mode, where the session has a client to ask.
-func (g *Gateway) relay(ss *mcp.ServerSession) *federation.Relay {
+// relay sends what an upstream asks of a call to the caller's session.
+// Progress always: its token is the call's own. Logs and server-to-client
+// requests (sampling, elicitation, roots) carry no mark of the call they
+// belong to, so they are relayed only from an upstream session that is
+// this caller's alone (forward mode, with the caller's credential; see
+// ownSessions): on a shared one, another caller's call could be asked or
+// told. Requests need stateful mode besides, where the session has a
+// client to ask.
+func (g *Gateway) relay(ss *mcp.ServerSession, u *config.Upstream, cred string) *federation.Relay {
 	if ss == nil {
 		return nil
 	}
 	r := &federation.Relay{
 		Progress: func(ctx context.Context, p *mcp.ProgressNotificationParams) { _ = ss.NotifyProgress(ctx, p) },
-		Log:      func(ctx context.Context, p *mcp.LoggingMessageParams) { _ = ss.Log(ctx, p) },
 	}
+	if !ownSessions(u) || cred == "" {
+		return r
+	}
+	r.Log = func(ctx context.Context, p *mcp.LoggingMessageParams) { _ = ss.Log(ctx, p) }
 	if g.cfg.Stateful {
 		r.CreateMessage = ss.CreateMessage
 		r.Elicit = ss.Elicit
@@ -281,10 +294,35 @@ func (g *Gateway) relay(ss *mcp.ServerSession) *federation.Relay {
 	return r
 }
 
+// ownSessions reports whether u's upstream sessions are per caller: a
+// remote server in forward mode gets one session per caller's credential;
+// a stdio child has one session, and the other modes one credential, for
+// all callers.
+func ownSessions(u *config.Upstream) bool {
+	return u.Auth.Mode == auth.ModeForward && !u.IsMCPChild()
+}
+
 // addFederatedPrompts serves every upstream MCP server's prompts, under
 // the upstream's tool prefix, and its resources and templates, under
 // federatedURI.
-func (g *Gateway) addFederatedPrompts() {
+//
+// Their texts are cleaned as tools' are (sanitize_text), and two that end
+// up with one name or URI are a start-up error naming both upstreams, as
+// for tools: go-sdk would let the later one replace the earlier silently.
+func (g *Gateway) addFederatedPrompts() error {
+	clean := func(s *string) {
+		if g.cfg.SanitizesText() {
+			*s = annotations.SanitizeText(*s)
+		}
+	}
+	held := map[string]string{} // a served prompt name, resource URI or template: its upstream
+	claim := func(kind, served, upstream, own string) error {
+		if by, ok := held[kind+" "+served]; ok {
+			return fmt.Errorf("%s %q is served by upstream %s and by upstream %s (%s): set a tool_prefix on one", kind, served, by, upstream, own)
+		}
+		held[kind+" "+served] = upstream
+		return nil
+	}
 	for _, s := range g.catalog.MCP {
 		up := g.federated[s.Upstream]
 		u := g.cfg.UpstreamNamed(s.Upstream)
@@ -294,6 +332,20 @@ func (g *Gateway) addFederatedPrompts() {
 			}
 			served := *p
 			served.Name = u.ToolPrefix + p.Name
+			if err := claim("prompt", served.Name, u.Name, p.Name); err != nil {
+				return err
+			}
+			clean(&served.Title)
+			clean(&served.Description)
+			served.Arguments = make([]*mcp.PromptArgument, 0, len(p.Arguments))
+			for _, a := range p.Arguments {
+				if a != nil {
+					c := *a
+					clean(&c.Title)
+					clean(&c.Description)
+					served.Arguments = append(served.Arguments, &c)
+				}
+			}
 			name := p.Name
 			g.server.AddPrompt(&served, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 				cred, err := g.federatedCredential(ctx, u, req.Extra)
@@ -311,6 +363,17 @@ func (g *Gateway) addFederatedPrompts() {
 			}
 			served := *r
 			served.URI = federatedURI(u, r.URI)
+			clean(&served.Title)
+			clean(&served.Description)
+			if _, err := url.Parse(served.URI); err != nil {
+				// go-sdk's AddResource panics on it: one upstream's bad
+				// URI must not take the gateway down.
+				g.logger.Warn("upstream resource left out: its URI does not parse", "upstream", u.Name, "error", err)
+				continue
+			}
+			if err := claim("resource", served.URI, u.Name, r.URI); err != nil {
+				return err
+			}
 			g.server.AddResource(&served, g.federatedRead(up, u))
 		}
 		for _, r := range s.Listing.Templates {
@@ -319,9 +382,20 @@ func (g *Gateway) addFederatedPrompts() {
 			}
 			served := *r
 			served.URITemplate = federatedURI(u, r.URITemplate)
+			clean(&served.Title)
+			clean(&served.Description)
+			if _, err := uritemplate.New(served.URITemplate); err != nil {
+				// go-sdk's AddResourceTemplate panics on it.
+				g.logger.Warn("upstream resource template left out: it does not parse", "upstream", u.Name, "error", err)
+				continue
+			}
+			if err := claim("resource template", served.URITemplate, u.Name, r.URITemplate); err != nil {
+				return err
+			}
 			g.server.AddResourceTemplate(&served, g.federatedRead(up, u))
 		}
 	}
+	return nil
 }
 
 // complete routes a completion/complete to the upstream whose prompt or

@@ -27,7 +27,7 @@ type fedUpstream struct {
 	h     atomic.Pointer[http.Handler] // swapped to restart the server
 	calls atomic.Int64
 	desc  atomic.Value // echo's description
-	auth  atomic.Value // the last Authorization seen
+	auth  atomic.Value // the Authorization of the last echo call
 }
 
 func newFedUpstream(t *testing.T) *fedUpstream {
@@ -51,7 +51,6 @@ func (f *fedUpstream) swap(stateful bool) {
 // none of the sessions the last one made.
 func (f *fedUpstream) handler(stateful bool) http.Handler {
 	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		f.auth.Store(r.Header.Get("Authorization"))
 		return f.server()
 	}, &mcp.StreamableHTTPOptions{Stateless: !stateful})
 }
@@ -80,6 +79,9 @@ func (f *fedUpstream) server() *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: f.desc.Load().(string), Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
 			f.calls.Add(1)
+			if req.Extra != nil && req.Extra.Header != nil {
+				f.auth.Store(req.Extra.Header.Get("Authorization")) // the call's, not a health ping's
+			}
 			if tok := req.Params.GetProgressToken(); tok != nil {
 				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2, Message: "halfway"})
 			}

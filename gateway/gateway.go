@@ -159,7 +159,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		},
 	})
 	g.addListFilter() // auth.list: callable (auth.go)
-	g.addFederatedPrompts()
+	if err := g.addFederatedPrompts(); err != nil {
+		return nil, err
+	}
 	cat.DropDocuments()
 	var served []*Tool
 	for _, t := range cat.Tools {

@@ -350,7 +350,7 @@ func doCall(ctx context.Context, r *callRequest) *callOutput {
 	base.DialContext = conns.dial(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	rt := &callTransport{base: base, header: r.header, done: ctx.Done()}
+	rt := &callTransport{base: base, header: r.header, done: ctx.Done(), origin: urlOrigin(r.endpoint)}
 	client := &http.Client{Transport: rt}
 
 	var err error
@@ -792,6 +792,9 @@ type callTransport struct {
 	base   http.RoundTripper
 	header http.Header
 	done   <-chan struct{} // the exchange's deadline
+	// origin is the endpoint's scheme and host: the headers (a token,
+	// often) go there only, not to where a redirect leads.
+	origin string
 
 	mu         sync.Mutex
 	protocol   string
@@ -813,6 +816,9 @@ func (t *callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	req = req.Clone(req.Context()) // a RoundTripper must not change its request
 	for k, v := range t.header {
+		if urlOrigin(req.URL.String()) != t.origin {
+			break // a redirect to another origin: it gets none of them
+		}
 		if k == "Host" {
 			req.Host = v[0]
 			continue
@@ -831,6 +837,16 @@ func (t *callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.mu.Unlock()
 	}
 	return resp, err
+}
+
+// urlOrigin is a URL's scheme and host (with its port), lower-cased; ""
+// when it does not parse.
+func urlOrigin(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host)
 }
 
 func (t *callTransport) setProtocolVersion(v string) {

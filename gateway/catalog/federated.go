@@ -185,9 +185,12 @@ func federatedTool(u *config.Upstream, ut *mcp.Tool, name, src string) (*Tool, [
 		baseDescription: ut.Description,
 	}
 	t.size = toolSize(tool)
+	// bind, which hashes a REST tool's output schema for the lock, is not
+	// run for a federated tool: hash the served one here (before
+	// sanitizing, as bind's), so that an upstream's change to it drifts.
 	t.outputHashed = true
 	if tool.OutputSchema != nil {
-		t.outputSHA = schemaSHA256(tool.OutputSchema) // before sanitizing, as bind's
+		t.outputSHA = schemaSHA256(tool.OutputSchema)
 	}
 	return t, notes
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -172,8 +173,26 @@ func (u *Upstream) callErr(ctx context.Context, method string, err error) error 
 	case errors.Is(ctx.Err(), context.Canceled):
 		return fmt.Errorf("federation: upstream %q: %s: cancelled by the caller: %w", u.name, method, context.Canceled)
 	}
-	return fmt.Errorf("federation: upstream %q: %s: %w", u.name, method, err)
+	err = fmt.Errorf("federation: upstream %q: %s: %w", u.name, method, err)
+	if u.endpoint != "" && strings.Contains(err.Error(), u.endpoint) {
+		// A transport error quotes the URL whole, and its query may hold a
+		// key: these texts reach callers.
+		if pu, perr := url.Parse(u.endpoint); perr == nil {
+			return &redactedError{msg: strings.ReplaceAll(err.Error(), u.endpoint, redactURL(pu)), err: err}
+		}
+	}
+	return err
 }
+
+// redactedError is an error whose text has the endpoint's credentials
+// taken out; errors.Is and As still see the cause.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // CallTool calls a tool of the upstream on cred's session. p is not
 // changed. idempotent allows sending the call again on a new session

@@ -12,6 +12,8 @@ import (
 const (
 	DefaultTimeout = 30 * time.Second
 	DefaultRefresh = 5 * time.Minute
+	// DefaultMaxResponseBytes is Config.MaxResponseBytes's default.
+	DefaultMaxResponseBytes = 16 << 20
 )
 
 // Config is an upstream MCP server, as written under an upstream's `mcp:`
@@ -43,6 +45,13 @@ type Config struct {
 	// Refresh is how often the upstream's lists are read again; default
 	// 5m; negative: never (list_changed notifications still count).
 	Refresh time.Duration `yaml:"refresh"`
+	// MaxResponseBytes bounds each HTTP answer of the upstream: a JSON
+	// body, or all of one SSE stream (a call's result with its
+	// notifications); past it the read fails, saying so, and the call is
+	// an error. Default DefaultMaxResponseBytes (16 MiB: MCP results carry
+	// images and files as base64); must not be negative. A stdio child's
+	// lines are go-sdk's to read.
+	MaxResponseBytes int64 `yaml:"max_response_bytes"`
 }
 
 // Transport names accepted in [Config.Transport].
@@ -101,6 +110,9 @@ func (c *Config) Validate() error {
 	if c.Server != "" && strings.TrimSpace(c.Server) == "" {
 		return errors.New("mcp.server: the slug is blank")
 	}
+	if c.MaxResponseBytes < 0 {
+		return fmt.Errorf("mcp.max_response_bytes: %d must not be negative", c.MaxResponseBytes)
+	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("mcp.timeout: %v is negative", c.Timeout)
 	}
@@ -143,6 +155,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Refresh == 0 {
 		c.Refresh = DefaultRefresh
+	}
+	if c.MaxResponseBytes == 0 {
+		c.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	if c.Transport == "" && len(c.Command) == 0 {
 		c.Transport = TransportStreamable

@@ -176,10 +176,16 @@ func New(cfg Config, opts *Options) (*Upstream, error) {
 		u.endpoint = ep
 	}
 	if u.endpoint != "" {
-		u.http = u.opts.HTTPClient
-		if u.http == nil {
-			u.http = &http.Client{Transport: newHTTPTransport()}
+		hc := http.Client{Transport: newHTTPTransport()}
+		if u.opts.HTTPClient != nil {
+			hc = *u.opts.HTTPClient
 		}
+		base := hc.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		hc.Transport = &guard{base: base, origin: origin(u.endpoint), name: u.name, max: u.cfg.MaxResponseBytes}
+		u.http = &hc
 	}
 	u.pingEvery = 15 * time.Second
 	u.downAfter = 3

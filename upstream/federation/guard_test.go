@@ -1,0 +1,61 @@
+package federation
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// TestCappedBody: a body of max bytes reads whole; one byte more fails
+// the read, naming the bound, whatever the size of the reads.
+func TestCappedBody(t *testing.T) {
+	for _, tt := range []struct {
+		body    string
+		max     int64
+		wantErr bool
+	}{
+		{"", 4, false},
+		{"abcd", 4, false},
+		{"abcde", 4, true},
+		{strings.Repeat("x", 10000), 9999, true},
+		{strings.Repeat("x", 10000), 10000, false},
+	} {
+		for _, r := range []func(io.Reader) io.Reader{func(r io.Reader) io.Reader { return r }, iotest.OneByteReader, iotest.HalfReader} {
+			b := &cappedBody{rc: io.NopCloser(r(strings.NewReader(tt.body))), left: tt.max, max: tt.max, name: "up"}
+			got, err := io.ReadAll(b)
+			if tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "answer over max_response_bytes") || int64(len(got)) != tt.max {
+					t.Errorf("%d bytes, max %d: read %d, err %v; want %d and the bound's error", len(tt.body), tt.max, len(got), err, tt.max)
+				}
+				continue
+			}
+			if err != nil || string(got) != tt.body {
+				t.Errorf("%d bytes, max %d: read %d, err %v", len(tt.body), tt.max, len(got), err)
+			}
+		}
+	}
+}
+
+// TestGuardOrigin: a request to another origin than the endpoint's is
+// refused before anything is sent; the endpoint's own goes through.
+func TestGuardOrigin(t *testing.T) {
+	hits := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits++ }))
+	defer srv.Close()
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { t.Error("the other origin was reached") }))
+	defer other.Close()
+	g := &guard{base: http.DefaultTransport, origin: origin(srv.URL + "/mcp"), name: "up", max: 1 << 20}
+	c := &http.Client{Transport: g}
+	if resp, err := c.Get(srv.URL + "/mcp"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the endpoint's origin: %v", err)
+	}
+	if _, err := c.Post(other.URL+"/messages", "application/json", strings.NewReader(`{"arguments":"secret"}`)); err == nil || !strings.Contains(err.Error(), "refusing a request to an origin other than") {
+		t.Errorf("another origin: %v", err)
+	}
+	if hits != 1 {
+		t.Errorf("%d hits at the endpoint", hits)
+	}
+}
