@@ -140,6 +140,12 @@ func runRole(name string) bool {
 	case roleBaseline:
 		up := os.Getenv("MCPGATE_BENCH_UPSTREAM")
 		h = func(string) http.Handler { return newBaseline(up).handler() }
+	case roleMCP:
+		delay, err := time.ParseDuration(os.Getenv("MCPGATE_BENCH_SLOW"))
+		if err != nil {
+			delay = 100 * time.Millisecond
+		}
+		h = func(string) http.Handler { return (&mcpServer{delay: delay}).handler() }
 	default:
 		return false
 	}

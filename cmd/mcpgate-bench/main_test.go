@@ -289,7 +289,7 @@ func TestStartServersFailsCleanly(t *testing.T) {
 // one missing in a round is said to be, not folded into the median.
 func TestWriteMedians(t *testing.T) {
 	nan := math.NaN()
-	r := func(name string, v float64) ratio { return ratio{name: name, value: v} }
+	r := func(name string, v float64) ratio { return ratio{name: "ratio mcpgate/baseline " + name, value: v} }
 	tests := []struct {
 		name   string
 		rounds [][]ratio
