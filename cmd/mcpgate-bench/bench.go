@@ -21,8 +21,8 @@ type setupOptions struct {
 	slow       time.Duration // the upstream's slow-route delay
 	baseline   bool
 	mcpgate    bool
-	mcp        bool // the go-sdk server role (the mcp target)
-	federated  bool // mcpgate federating the go-sdk server (implies mcp)
+	mcp        bool     // the go-sdk server role (the mcp target)
+	federated  bool     // mcpgate federating the go-sdk server (implies mcp)
 	mcpgateBin string   // "" builds ./cmd/mcpgate
 	mcpgateLog string   // mcpgate's --log-level
 	stateful   bool     // mcpgate --stateful
