@@ -53,6 +53,9 @@ type target struct {
 	url  string // the MCP endpoint (…/mcp), or the REST base URL
 	proc *proc  // the process whose CPU is charged to the target
 	up   *proc  // the upstream behind it (nil for the REST target itself)
+	// handshakes, when set, is the go-sdk server role whose handshakes
+	// (GET /_count) are counted over the measured window.
+	handshakes *proc
 }
 
 // loadSpec is one run: a target, a concurrency, a mode and its timing.
@@ -82,6 +85,8 @@ type result struct {
 	targetCPU, upCPU time.Duration // of the target and its upstream, while measuring
 	driverCPU        time.Duration // of this process, while measuring
 	allocBytes       float64       // target's go_memstats_alloc_bytes_total delta; <0: not measured
+	hasUp            bool          // an upstream process is behind the target
+	handshakes       int64         // upstream handshakes while measuring; <0: not counted
 	respBytes        int           // size of one answer (the last measured)
 	listTools        int           // tools in the last tools/list answer
 }
@@ -177,10 +182,11 @@ func runLoad(ctx context.Context, spec *loadSpec) (*result, error) {
 	}
 	sleep(ctx, spec.warmup)
 
-	res := &result{target: spec.target.name, mode: spec.mode, c: spec.c, allocBytes: -1}
+	res := &result{target: spec.target.name, mode: spec.mode, c: spec.c, allocBytes: -1, handshakes: -1, hasUp: spec.target.up != nil}
 	cpu0, up0 := spec.target.proc.cpu0(), spec.target.up.cpu0()
 	self0, _ := procCPU(os.Getpid())
 	alloc0, allocOK := targetAlloc(spec.target)
+	hs0, hsErr := spec.target.handshakeCount()
 	start := time.Now()
 	phase.Store(phaseMeasure)
 	for end := start.Add(spec.duration); ctx.Err() == nil; {
@@ -201,6 +207,9 @@ func runLoad(ctx context.Context, spec *loadSpec) (*result, error) {
 	res.driverCPU = self1 - self0
 	if alloc1, ok := targetAlloc(spec.target); ok && allocOK {
 		res.allocBytes = alloc1 - alloc0
+	}
+	if hs1, err := spec.target.handshakeCount(); err == nil && hsErr == nil {
+		res.handshakes = hs1 - hs0
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -241,6 +250,15 @@ func (p *proc) cpu0() time.Duration {
 	}
 	d, _ := p.cpu()
 	return d
+}
+
+// handshakeCount is the handshakes the target's go-sdk server role has
+// answered so far; an error when the target has none.
+func (t *target) handshakeCount() (int64, error) {
+	if t.handshakes == nil {
+		return 0, errors.New("no handshake counter")
+	}
+	return handshakes(t.handshakes.url)
 }
 
 // targetAlloc is the bytes the target process has allocated so far, from its

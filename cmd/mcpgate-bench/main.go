@@ -12,9 +12,20 @@
 //     -mcpgate-bin), serving the upstream's OpenAPI document from a
 //     generated config (`serve --config F --addr 127.0.0.1:0`).
 //
-// The upstream and the baseline run as this binary re-executed with a hidden
-// subcommand, so each target has its own process and its CPU is read from
-// /proc/<pid>/stat apart from the driver's (Linux only).
+// and, asked for with -targets, the federated comparison:
+//
+//   - mcp: a go-sdk server (mcp.NewServer behind NewStreamableHTTPHandler,
+//     stateless, JSON answers) with the upstream's four tools as MCP tools of
+//     the same names and arguments, called directly;
+//   - federated: mcpgate serving a generated config that federates that
+//     server (`mcp: {url: …}`, tool_prefix "", auth none), so its tools are
+//     served under their own names and every call is relayed to it.
+//
+// The upstream, the baseline and the go-sdk server run as this binary
+// re-executed with a hidden subcommand, so each target has its own process
+// and its CPU is read from /proc/<pid>/stat apart from the driver's (Linux
+// only). The go-sdk server counts the handshakes it answers (initialize and
+// server/discover requests) on GET /_count.
 //
 // Usage:
 //
@@ -26,7 +37,8 @@
 // -duration measured time per row [5s]; -warmup unmeasured load before each
 // row [1s]; -mode call (tools/call of the GET), list (tools/list) or mixed
 // (per ten calls: one list, one write, one upstream 500, one slow read, six
-// reads) [call]; -targets [direct,baseline,mcpgate]; -slow delay of the
+// reads) [call]; -targets direct, baseline, mcpgate, mcp, federated
+// [direct,baseline,mcpgate]; -slow delay of the
 // slow route [100ms]; -protocol [2025-06-18]; -mcpgate-bin; -mcpgate-log-level
 // [info, mcpgate's own default]; -stateful; -list-spec FILE also times
 // tools/list at c=1 of mcpgate serving FILE with --all; -rounds N measures
@@ -43,7 +55,7 @@
 //
 // Columns of the table, one row per target and concurrency:
 //
-//	target            direct, baseline or mcpgate
+//	target            direct, baseline, mcpgate, mcp or federated
 //	c                 concurrent workers, each with its own session
 //	req/s             calls completed per second of the measured window
 //	p50/p90/p99 ms    latency of one call, from the driver (send to last byte)
@@ -55,6 +67,7 @@
 //	                  direct: the upstream's), from /proc/<pid>/stat in 10 ms
 //	                  ticks over the measured window
 //	upstream µs/call  the same for the upstream behind the baseline or mcpgate
+//	                  (for federated: the go-sdk server)
 //	driver µs/call    the same for this process: what the load costs to make
 //	alloc KB/call     bytes the target's Go heap allocated per call, from
 //	                  go_memstats_alloc_bytes_total on its /metrics; "-" when
@@ -65,6 +78,15 @@
 //	ratio mcpgate/baseline req/s c=N                 per concurrency (target ≥ 0.8 at c=8, 32)
 //	ratio mcpgate/baseline p50 added latency c=1     (mcpgate p50 − direct p50) /
 //	                                                 (baseline p50 − direct p50) (target ≤ 1.3)
+//
+// With the mcp and federated targets, the federation issue's acceptance:
+//
+//	ratio federated/mcp req/s c=N                    per concurrency (target ≥ 0.8 at c=8)
+//	federated added p50 c=1 ms                       federated p50 − mcp p50 (target ≤ 0.3)
+//	federated c=N handshakes during the measured window
+//	                                                 initialize and server/discover requests
+//	                                                 the go-sdk server answered while the
+//	                                                 row was measured (target 0)
 //
 // With -rounds N (N > 1) each round prints its rows and ratios, and the end
 // each ratio's median over the rounds, its range and every round's value:
@@ -140,6 +162,12 @@ func runRole(name string) bool {
 	case roleBaseline:
 		up := os.Getenv("MCPGATE_BENCH_UPSTREAM")
 		h = func(string) http.Handler { return newBaseline(up).handler() }
+	case roleMCP:
+		delay, err := time.ParseDuration(os.Getenv("MCPGATE_BENCH_SLOW"))
+		if err != nil {
+			delay = 100 * time.Millisecond
+		}
+		h = func(string) http.Handler { return (&mcpServer{delay: delay}).handler() }
 	default:
 		return false
 	}

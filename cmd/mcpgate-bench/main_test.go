@@ -55,7 +55,7 @@ func mcpgateBin(t *testing.T) string {
 	return builtBin
 }
 
-var rowRE = regexp.MustCompile(`(?m)^(direct|baseline|mcpgate)\s+(\d+)\s+([\d.]+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(\d+)\s+(\d+)\s`)
+var rowRE = regexp.MustCompile(`(?m)^(direct|baseline|mcpgate|mcp|federated)\s+(\d+)\s+([\d.]+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(\d+)\s+(\d+)\s`)
 
 // TestBench runs the whole command briefly: every target answers every call
 // with its own answer, and the ratio lines are printed.
@@ -91,6 +91,72 @@ func TestBench(t *testing.T) {
 	} {
 		if !regexp.MustCompile(re).MatchString(out.String()) {
 			t.Errorf("output has no line matching %s", re)
+		}
+	}
+}
+
+// TestBenchFederated runs the federated comparison briefly: the go-sdk
+// server directly and through mcpgate, every call answered with its own
+// answer, the ratio lines printed, and no upstream handshake while measuring.
+func TestBenchFederated(t *testing.T) {
+	bin := mcpgateBin(t)
+	var out bytes.Buffer
+	err := runBench(t.Context(), []string{"-targets", "mcp,federated", "-c", "1,2", "-duration", "1s", "-warmup", "200ms", "-mcpgate-bin", bin}, &out)
+	t.Logf("output:\n%s", out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := rowRE.FindAllStringSubmatch(out.String(), -1)
+	if len(rows) != 4 {
+		t.Fatalf("got %d table rows, want 4 (2 targets × 2 concurrencies)", len(rows))
+	}
+	for _, r := range rows {
+		if r[1] != "mcp" && r[1] != "federated" {
+			t.Errorf("row of target %s, want only mcp and federated", r[1])
+		}
+		if r[3] == "0" {
+			t.Errorf("%s c=%s: no calls measured", r[1], r[2])
+		}
+		if r[4] != "0" {
+			t.Errorf("%s c=%s: %s errors", r[1], r[2], r[4])
+		}
+		if r[5] != "0" {
+			t.Errorf("%s c=%s: %s wrong-client answers", r[1], r[2], r[5])
+		}
+	}
+	for _, re := range []string{
+		`(?m)^ratio federated/mcp req/s c=1: \d+\.\d\d$`,
+		`(?m)^ratio federated/mcp req/s c=2: \d+\.\d\d$`,
+		`(?m)^federated added p50 c=1 ms: -?\d+\.\d{3} \(target ≤ 0\.3: (met|MISSED); federated \d+\.\d{3} ms, mcp \d+\.\d{3} ms\)$`,
+		`(?m)^federated c=1 handshakes during the measured window: 0 `,
+		`(?m)^federated c=2 handshakes during the measured window: 0 `,
+	} {
+		if !regexp.MustCompile(re).MatchString(out.String()) {
+			t.Errorf("output has no line matching %s", re)
+		}
+	}
+	if strings.Contains(out.String(), "mcpgate/baseline") {
+		t.Error("output has mcpgate/baseline ratios, but neither target ran")
+	}
+}
+
+// TestCountHandshakes: initialize and server/discover requests are counted,
+// alone or in a batch; nothing else is, not even a value that names one.
+func TestCountHandshakes(t *testing.T) {
+	tests := []struct {
+		body string
+		want int
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, 1},
+		{`{"jsonrpc":"2.0","id":1,"method":"server/discover"}`, 1},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, 0},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"getItem","arguments":{"id":"initialize","q":"server/discover"}}}`, 0},
+		{` [{"jsonrpc":"2.0","id":1,"method":"initialize"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":2,"method":"server/discover"}]`, 2},
+		{`{"method":"initialize"`, 0},
+	}
+	for _, tt := range tests {
+		if got := countHandshakes([]byte(tt.body)); got != tt.want {
+			t.Errorf("countHandshakes(%s) = %d, want %d", tt.body, got, tt.want)
 		}
 	}
 }
@@ -289,7 +355,7 @@ func TestStartServersFailsCleanly(t *testing.T) {
 // one missing in a round is said to be, not folded into the median.
 func TestWriteMedians(t *testing.T) {
 	nan := math.NaN()
-	r := func(name string, v float64) ratio { return ratio{name: name, value: v} }
+	r := func(name string, v float64) ratio { return ratio{name: "ratio mcpgate/baseline " + name, value: v} }
 	tests := []struct {
 		name   string
 		rounds [][]ratio

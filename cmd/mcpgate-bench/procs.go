@@ -24,6 +24,7 @@ import (
 const (
 	roleUpstream = "_serve-upstream"
 	roleBaseline = "_serve-baseline"
+	roleMCP      = "_serve-mcp" // the go-sdk server of the federated comparison
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat. It
@@ -123,7 +124,7 @@ func benchExecutable() (string, error) {
 	return exe, nil
 }
 
-// privateCopy copies this binary into dir and returns the copy's path. The
+// privateCopy copies this binary into dir as name and returns the copy's path. The
 // baseline runs from it so that it shares no code pages with the driver and
 // the upstream, which run this binary on the same cores at the same time:
 // a process whose text is the same file as theirs finds net/http and the
@@ -131,7 +132,7 @@ func benchExecutable() (string, error) {
 // its own, never does. Measured with the baseline's code in both slots
 // (mcpgate-bench -c 1, three runs each): the same file 0.99–1.04× the
 // baseline's added latency; a byte-identical copy 1.08–1.22×.
-func privateCopy(dir string) (string, error) {
+func privateCopy(dir, name string) (string, error) {
 	// /proc/self/exe is the running binary even when its file has since
 	// been rebuilt or removed.
 	src, err := os.Open("/proc/self/exe")
@@ -145,7 +146,7 @@ func privateCopy(dir string) (string, error) {
 		}
 	}
 	defer src.Close()
-	path := filepath.Join(dir, "mcpgate-bench-baseline")
+	path := filepath.Join(dir, name)
 	dst, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
 	if err != nil {
 		return "", err
