@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -52,7 +53,18 @@ type Config struct {
 	// images and files as base64); must not be negative. A stdio child's
 	// lines are go-sdk's to read.
 	MaxResponseBytes int64 `yaml:"max_response_bytes"`
+	// ProtocolVersion is the MCP version offered to the upstream first;
+	// the upstream may answer with an older one it speaks. Default "":
+	// go-sdk's latest (2026-07-28, discovered without a handshake, with
+	// protocol fields in every request's _meta). An earlier version
+	// ("2025-11-25") keeps a session with one handshake and plainer
+	// requests, which a go-sdk server answers for less CPU (see
+	// docs/performance.md).
+	ProtocolVersion string `yaml:"protocol_version"`
 }
+
+// protocolVersions are the versions go-sdk v1.8.0's client speaks.
+var protocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // Transport names accepted in [Config.Transport].
 const (
@@ -109,6 +121,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Server != "" && strings.TrimSpace(c.Server) == "" {
 		return errors.New("mcp.server: the slug is blank")
+	}
+	if v := c.ProtocolVersion; v != "" && !slices.Contains(protocolVersions, v) {
+		return fmt.Errorf("mcp.protocol_version: %q is not one of %s", v, strings.Join(protocolVersions, ", "))
 	}
 	if c.MaxResponseBytes < 0 {
 		return fmt.Errorf("mcp.max_response_bytes: %d must not be negative", c.MaxResponseBytes)

@@ -407,3 +407,29 @@ func TestRefresh(t *testing.T) {
 	})
 	eventually(t, "OnListChanged", func() bool { return changed.Load() > 0 })
 }
+
+// TestProtocolVersionOffered: protocol_version picks the version offered
+// first; a stateless server that speaks it answers at it, with one
+// initialize and no discovery.
+func TestProtocolVersionOffered(t *testing.T) {
+	for _, m := range serverModes {
+		if m.name != "stateless" {
+			continue
+		}
+		ts := newTestServer(t, m.o)
+		cfg := cfgFor(ts, m.o)
+		cfg.ProtocolVersion = "2025-11-25"
+		u := newUpstream(t, cfg, nil)
+		l, err := u.List(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.ProtocolVersion != "2025-11-25" || ts.inits.Load() != 1 {
+			t.Errorf("protocol %s after %d handshakes, want 2025-11-25 after 1", l.ProtocolVersion, ts.inits.Load())
+		}
+	}
+	bad := Config{URL: "http://127.0.0.1:1/mcp", ProtocolVersion: "2099-01-01"}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `mcp.protocol_version: "2099-01-01" is not one of 2026-07-28`) {
+		t.Errorf("a version go-sdk does not speak: %v", err)
+	}
+}

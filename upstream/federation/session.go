@@ -175,7 +175,7 @@ func (s *slot) connect(a *attempt) {
 		} else {
 			t, release = u.httpTransport(s.cred)
 		}
-		cs, err = u.client.Connect(ctx, t, nil)
+		cs, err = u.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.ProtocolVersion})
 		if err != nil {
 			release()
 			if ch != nil {
