@@ -34,10 +34,13 @@ import (
 //   - Server-to-client requests (sampling, elicitation, roots) of a call
 //     go to the calling client and its answer back, in stateful mode: a
 //     stateless POST has no way to ask its client anything.
-//   - prompts/get, resources/read, completion/complete and
-//     resources/subscribe go to the upstream that offered the prompt or
-//     resource; a failure is a JSON-RPC error naming the upstream, never
-//     an empty answer.
+//   - prompts/get, resources/read and completion/complete go to the
+//     upstream that offered the prompt or resource; a failure is a
+//     JSON-RPC error naming the upstream, never an empty answer.
+//     resources/subscribe is not served yet (the gateway offers no
+//     resources.subscribe): upstream/federation can subscribe, but the
+//     gateway would need to count its callers' subscriptions per upstream
+//     session and relay notifications/resources/updated.
 
 // federatedLogLevel is the level the gateway asks its upstreams' logs at:
 // what a caller may want relayed; go-sdk then sends each caller what its
@@ -215,6 +218,74 @@ func (g *Gateway) addFederatedPrompts() {
 			served.URITemplate = federatedURI(u, r.URITemplate)
 			g.server.AddResourceTemplate(&served, g.federatedRead(up, u))
 		}
+	}
+}
+
+// federatedCompletion is the server's completion/complete handler: it
+// sends a ref/prompt or ref/resource to the upstream that offered that
+// prompt or resource (template), with the name or URI the upstream knows.
+// nil when no MCP upstream offers completions, so that the gateway does
+// not advertise them.
+func (g *Gateway) federatedCompletion() func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	type owner struct {
+		up   *federation.Upstream
+		u    *config.Upstream
+		name string // the prompt's or URI's, as the upstream knows it
+	}
+	prompts, resources := map[string]owner{}, map[string]owner{}
+	for _, s := range g.catalog.MCP {
+		if !s.Listing.Completions {
+			continue
+		}
+		up, u := g.federated[s.Upstream], g.cfg.UpstreamNamed(s.Upstream)
+		for _, p := range s.Listing.Prompts {
+			if p != nil {
+				prompts[u.ToolPrefix+p.Name] = owner{up, u, p.Name}
+			}
+		}
+		for _, r := range s.Listing.Resources {
+			if r != nil {
+				resources[federatedURI(u, r.URI)] = owner{up, u, r.URI}
+			}
+		}
+		for _, r := range s.Listing.Templates {
+			if r != nil {
+				resources[federatedURI(u, r.URITemplate)] = owner{up, u, r.URITemplate}
+			}
+		}
+	}
+	if len(prompts) == 0 && len(resources) == 0 {
+		return nil
+	}
+	return func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+		ref := req.Params.Ref
+		var (
+			o     owner
+			found bool
+		)
+		switch {
+		case ref == nil:
+		case ref.Type == "ref/prompt":
+			o, found = prompts[ref.Name]
+		case ref.Type == "ref/resource":
+			o, found = resources[ref.URI]
+		}
+		if !found {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete: no prompt or resource of an upstream that offers completions is named by ref"}
+		}
+		cred, err := g.federatedCredential(ctx, o.u, req.Extra)
+		if err != nil {
+			return nil, err
+		}
+		params := *req.Params
+		r := *ref
+		if r.Type == "ref/prompt" {
+			r.Name = o.name
+		} else {
+			r.URI = o.name
+		}
+		params.Ref = &r
+		return asRPCError(o.up.Complete(ctx, cred, &params))
 	}
 }
 

@@ -150,6 +150,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 			Tools:   &mcp.ToolCapabilities{ListChanged: false},
 			Logging: &mcp.LoggingCapabilities{},
 		},
+		// nil (no completions capability) unless an MCP upstream offers
+		// completions.
+		CompletionHandler: g.federatedCompletion(),
 	})
 	g.addListFilter() // auth.list: callable (auth.go)
 	g.addFederatedPrompts()

@@ -95,14 +95,11 @@ var knownFailing = map[string]map[string]map[string]string{}
 
 func init() {
 	both := map[string]map[string]string{
-		"completion-complete": {
-			"completion-complete": "the gateway serves no completion/complete (-32601 method not found): it offers no completions capability and has no handler routing a ref/prompt or ref/resource to the upstream that offered it",
-		},
 		"resources-subscribe": {
-			"resources-subscribe": "the gateway serves no resources/subscribe (-32601 method not found): it offers no resources.subscribe capability",
+			"resources-subscribe": "the gateway serves no resources/subscribe (-32601 method not found): it sets no SubscribeHandler and offers no resources.subscribe. upstream/federation has Subscribe and Unsubscribe, but serving them needs the callers' subscriptions counted per upstream session (go-sdk drops a closed session's without calling UnsubscribeHandler) and notifications/resources/updated relayed (federation.Options has no hook for it)",
 		},
 		"resources-unsubscribe": {
-			"resources-unsubscribe": "the scenario subscribes first, and the gateway serves no resources/subscribe (-32601 method not found)",
+			"resources-unsubscribe": "the scenario subscribes first, and the gateway serves no resources/subscribe (-32601 method not found): see resources-subscribe",
 		},
 	}
 	stateful := map[string]map[string]string{
