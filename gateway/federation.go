@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,10 +41,13 @@ import (
 //   - Server-to-client requests (sampling, elicitation, roots) of a call
 //     go to the calling client and its answer back, in stateful mode: a
 //     stateless POST has no way to ask its client anything.
-//   - prompts/get, resources/read, completion/complete and
-//     resources/subscribe go to the upstream that offered the prompt or
-//     resource; a failure is a JSON-RPC error naming the upstream, never
-//     an empty answer.
+//   - prompts/get, resources/read and completion/complete go to the
+//     upstream that offered the prompt or resource; a failure is a
+//     JSON-RPC error naming the upstream, never an empty answer.
+//     resources/subscribe is not served yet (the gateway offers no
+//     resources.subscribe): upstream/federation can subscribe, but the
+//     gateway would need to count its callers' subscriptions per upstream
+//     session and relay notifications/resources/updated.
 
 // federatedLogLevel is the level the gateway asks its upstreams' logs at:
 // what a caller may want relayed; go-sdk then sends each caller what its
@@ -398,43 +400,72 @@ func (g *Gateway) addFederatedPrompts() error {
 	return nil
 }
 
-// complete routes a completion/complete to the upstream whose prompt or
-// resource template the reference names, with the names it knows them by:
-// go-sdk's ServerOptions.CompletionHandler, set when MCP upstreams are
-// configured. A reference to nothing federated is an invalid-params error.
-func (g *Gateway) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
-	p := req.Params
-	if p == nil || p.Ref == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete: no ref"}
+// federatedCompletion is the server's completion/complete handler: it
+// sends a ref/prompt or ref/resource to the upstream that offered that
+// prompt or resource (template), with the name or URI the upstream knows.
+// nil when no MCP upstream offers completions, so that the gateway does
+// not advertise them.
+func (g *Gateway) federatedCompletion() func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	type owner struct {
+		up   *federation.Upstream
+		u    *config.Upstream
+		name string // the prompt's or URI's, as the upstream knows it
 	}
+	prompts, resources := map[string]owner{}, map[string]owner{}
 	for _, s := range g.catalog.MCP {
-		u := g.cfg.UpstreamNamed(s.Upstream)
-		q := *p
-		ref := *p.Ref
-		q.Ref = &ref
-		switch ref.Type {
-		case "ref/prompt":
-			name, ok := strings.CutPrefix(ref.Name, u.ToolPrefix)
-			if !ok || !slices.ContainsFunc(s.Listing.Prompts, func(pr *mcp.Prompt) bool { return pr != nil && pr.Name == name }) {
-				continue
-			}
-			ref.Name = name
-		case "ref/resource":
-			uri := upstreamURI(u, ref.URI)
-			if federatedURI(u, uri) != ref.URI || !slices.ContainsFunc(s.Listing.Templates, func(t *mcp.ResourceTemplate) bool { return t != nil && t.URITemplate == uri }) {
-				continue
-			}
-			ref.URI = uri
-		default:
+		if !s.Listing.Completions {
 			continue
 		}
-		cred, err := g.federatedCredential(ctx, u, req.Extra)
+		up, u := g.federated[s.Upstream], g.cfg.UpstreamNamed(s.Upstream)
+		for _, p := range s.Listing.Prompts {
+			if p != nil {
+				prompts[u.ToolPrefix+p.Name] = owner{up, u, p.Name}
+			}
+		}
+		for _, r := range s.Listing.Resources {
+			if r != nil {
+				resources[federatedURI(u, r.URI)] = owner{up, u, r.URI}
+			}
+		}
+		for _, r := range s.Listing.Templates {
+			if r != nil {
+				resources[federatedURI(u, r.URITemplate)] = owner{up, u, r.URITemplate}
+			}
+		}
+	}
+	if len(prompts) == 0 && len(resources) == 0 {
+		return nil
+	}
+	return func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+		ref := req.Params.Ref
+		var (
+			o     owner
+			found bool
+		)
+		switch {
+		case ref == nil:
+		case ref.Type == "ref/prompt":
+			o, found = prompts[ref.Name]
+		case ref.Type == "ref/resource":
+			o, found = resources[ref.URI]
+		}
+		if !found {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete: no prompt or resource of an upstream that offers completions is named by ref"}
+		}
+		cred, err := g.federatedCredential(ctx, o.u, req.Extra)
 		if err != nil {
 			return nil, err
 		}
-		return asRPCError(g.federated[s.Upstream].Complete(ctx, cred, &q))
+		params := *req.Params
+		r := *ref
+		if r.Type == "ref/prompt" {
+			r.Name = o.name
+		} else {
+			r.URI = o.name
+		}
+		params.Ref = &r
+		return asRPCError(o.up.Complete(ctx, cred, &params))
 	}
-	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("completion/complete: no prompt or resource template %q", p.Ref.Name+p.Ref.URI)}
 }
 
 // federatedRead relays a resources/read, with the URI as the upstream

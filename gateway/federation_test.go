@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"net"
 	"net/http"
@@ -57,17 +56,12 @@ func (f *fedUpstream) handler(stateful bool) http.Handler {
 
 func (f *fedUpstream) server() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, &mcp.ServerOptions{
+		// It completes with what it was asked about, as it knows it.
 		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
-			if req.Params.Ref.Type != "ref/prompt" || req.Params.Ref.Name != "greet" {
-				return nil, fmt.Errorf("no completion for %+v", req.Params.Ref)
-			}
-			var out []string
-			for _, v := range []string{"Ada", "Alan", "Grace"} {
-				if strings.HasPrefix(v, req.Params.Argument.Value) {
-					out = append(out, v)
-				}
-			}
-			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: out}}, nil
+			p := req.Params
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{
+				Values: []string{p.Ref.Type + " " + p.Ref.Name + p.Ref.URI + " " + p.Argument.Name + "=" + p.Argument.Value},
+			}}, nil
 		},
 	})
 	type echoIn struct {
@@ -201,17 +195,31 @@ func TestFederation(t *testing.T) {
 			if err != nil || rr.Contents[0].Text != "be kind" || rr.Contents[0].URI != "fs+file:///motd" {
 				t.Errorf("resource: %v %+v", err, rr)
 			}
-			cr, err := cs.Complete(t.Context(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "fs_greet"},
-				Argument: mcp.CompleteParamsArgument{Name: "who", Value: "A"}})
-			if err != nil || !slices.Equal(cr.Completion.Values, []string{"Ada", "Alan"}) {
-				t.Errorf("completion: %v %+v", err, cr)
-			}
-			if _, err := cs.Complete(t.Context(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "greet"},
-				Argument: mcp.CompleteParamsArgument{Name: "who", Value: "A"}}); err == nil || !strings.Contains(err.Error(), "no prompt or resource template") {
-				t.Errorf("completion of an unprefixed name: %v", err)
-			}
 			if _, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "fs_greet"}); err == nil || !strings.Contains(err.Error(), "who is required") {
 				t.Errorf("a prompt the upstream refuses: %v, want its error", err)
+			}
+
+			// Completions go to the upstream that offered the prompt or
+			// resource, under its own names.
+			if cs.InitializeResult().Capabilities.Completions == nil {
+				t.Error("the gateway does not offer completions, which its upstream does")
+			}
+			for _, c := range []struct {
+				ref  mcp.CompleteReference
+				want string
+			}{
+				{mcp.CompleteReference{Type: "ref/prompt", Name: "fs_greet"}, "ref/prompt greet who=A"},
+				{mcp.CompleteReference{Type: "ref/resource", URI: "fs+file:///motd"}, "ref/resource file:///motd who=A"},
+			} {
+				cr, err := cs.Complete(t.Context(), &mcp.CompleteParams{Ref: &c.ref, Argument: mcp.CompleteParamsArgument{Name: "who", Value: "A"}})
+				if err != nil || len(cr.Completion.Values) != 1 || cr.Completion.Values[0] != c.want {
+					t.Errorf("complete %+v: %v %+v, want %q", c.ref, err, cr, c.want)
+				}
+			}
+			for _, ref := range []mcp.CompleteReference{{Type: "ref/prompt", Name: "greet"}, {Type: "ref/resource", URI: "file:///motd"}} {
+				if _, err := cs.Complete(t.Context(), &mcp.CompleteParams{Ref: &ref, Argument: mcp.CompleteParamsArgument{Name: "who"}}); err == nil || !strings.Contains(err.Error(), "no prompt or resource") {
+					t.Errorf("complete %+v, which the gateway does not serve: %v, want an error", ref, err)
+				}
 			}
 		})
 	}

@@ -141,14 +141,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	if err := g.setUpAuth(ctx); err != nil {
 		return nil, err
 	}
-	var complete func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error)
-	if len(g.federated) > 0 {
-		complete = g.complete // an upstream MCP server's prompts and templates
-	}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "mcpgate", Title: "mcpgate", Version: Version}, &mcp.ServerOptions{
-		CompletionHandler: complete,
-		Logger:            g.sdkLogger(),
-		Instructions:      "Tools generated from REST APIs' OpenAPI documents. Each tool's annotations say whether it reads or writes.",
+		Logger:       g.sdkLogger(),
+		Instructions: "Tools generated from REST APIs' OpenAPI documents. Each tool's annotations say whether it reads or writes.",
 		Capabilities: &mcp.ServerCapabilities{
 			// listChanged is advertised only with MCP upstreams, whose
 			// tools may change while serving (relist): a stateless POST
@@ -157,6 +152,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 			Tools:   &mcp.ToolCapabilities{ListChanged: len(g.federated) > 0},
 			Logging: &mcp.LoggingCapabilities{},
 		},
+		// nil (no completions capability) unless an MCP upstream offers
+		// completions.
+		CompletionHandler: g.federatedCompletion(),
 	})
 	g.addListFilter() // auth.list: callable (auth.go)
 	if err := g.addFederatedPrompts(); err != nil {

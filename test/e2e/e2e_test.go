@@ -155,7 +155,7 @@ func TestConformance(t *testing.T) {
 			url := startGateway(t, b.mcpgate, args)
 			for _, sc := range scenarios {
 				t.Run(sc, func(t *testing.T) {
-					runScenario(t, url, sc, mode)
+					runScenario(t, url, sc, mode, nil)
 				})
 			}
 		})
@@ -212,47 +212,94 @@ func allowedWarning(mode, scenario string, c check) bool {
 		c.ID == "server-sse-multiple-streams-session"
 }
 
-func runScenario(t *testing.T, url, scenario, mode string) {
-	outDir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "--import", "./globsync-shim.mjs",
-		"node_modules/@modelcontextprotocol/conformance/dist/index.js",
-		"server", "--url", url, "--scenario", scenario, "-o", outDir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
+// runScenario runs one scenario against url and judges its checks.
+func runScenario(t *testing.T, url, scenario, mode string, known map[string]string) {
+	dir, out, err := conformance(t, url, "--scenario", scenario)
+	checks, ran := results(t, dir)[scenario]
+	if !ran || err != nil && len(known) == 0 {
 		t.Fatalf("conformance %s: %v\n%s", scenario, err, out)
 	}
-	files, _ := filepath.Glob(filepath.Join(outDir, "*", "checks.json"))
-	if len(files) != 1 {
-		t.Fatalf("want one checks.json, found %v\n%s", files, out)
-	}
-	data, err := os.ReadFile(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var checks []check
-	if err := json.Unmarshal(data, &checks); err != nil {
-		t.Fatalf("checks.json: %v", err)
-	}
+	judge(t, scenario, mode, checks, known, out)
+}
+
+// judge fails t on any check that did not pass, but for allowedWarning's
+// and those in known: check ID → why it fails (see knownFailing in
+// conformance_fed_test.go). A check in known that passes fails t too, so
+// that the record stays true. out is the CLI's output, for a failure.
+func judge(t *testing.T, scenario, mode string, checks []check, known map[string]string, out []byte) {
+	t.Helper()
 	passed := 0
 	for _, c := range checks {
+		why, isKnown := known[c.ID]
 		switch c.Status {
 		case "SUCCESS":
 			passed++
+			if isKnown {
+				t.Errorf("%s passes now: take it out of knownFailing (%s)", c.ID, why)
+			}
 		case "INFO":
 		case "WARNING":
-			if !allowedWarning(mode, scenario, c) {
+			if isKnown {
+				t.Logf("known: %s: WARNING %s (%s)", c.ID, c.ErrorMessage, why)
+			} else if !allowedWarning(mode, scenario, c) {
 				t.Errorf("%s: WARNING %s %s", c.ID, c.ErrorMessage, c.Details.Message)
 			}
 		default:
-			t.Errorf("%s: %s %s %s", c.ID, c.Status, c.ErrorMessage, c.Details.Message)
+			if isKnown {
+				t.Logf("known: %s: %s %s (%s)", c.ID, c.Status, c.ErrorMessage, why)
+			} else {
+				t.Errorf("%s: %s %s %s", c.ID, c.Status, c.ErrorMessage, c.Details.Message)
+			}
 		}
 	}
-	if passed == 0 && !(mode == "stateless" && scenario == "server-sse-multiple-streams") {
+	if passed == 0 && len(known) == 0 && !(mode == "stateless" && scenario == "server-sse-multiple-streams") {
 		t.Errorf("no check passed:\n%s", out)
 	}
 	t.Logf("%s: %d checks passed", scenario, passed)
+}
+
+// conformance runs the conformance suite's server command against url with
+// args (a --scenario, or a --suite). It returns the folder it wrote the
+// results in (see results) and its output; err is the CLI's, which exits 1
+// when a scenario fails.
+func conformance(t *testing.T, url string, args ...string) (outDir string, out []byte, err error) {
+	t.Helper()
+	outDir = t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{"--import", "./globsync-shim.mjs",
+		"node_modules/@modelcontextprotocol/conformance/dist/index.js",
+		"server", "--url", url, "-o", outDir}, args...)...)
+	out, err = cmd.CombinedOutput()
+	return outDir, out, err
+}
+
+// resultFolder is the folder the CLI writes a scenario's checks.json in:
+// server-<scenario>-<timestamp>.
+var resultFolder = regexp.MustCompile(`^server-(.+)-\d{4}-\d\d-\d\dT[\d-]+Z$`)
+
+// results reads the checks of each scenario that conformance ran into
+// outDir, by scenario name.
+func results(t *testing.T, outDir string) map[string][]check {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(outDir, "*", "checks.json"))
+	byScenario := map[string][]check{}
+	for _, f := range files {
+		m := resultFolder.FindStringSubmatch(filepath.Base(filepath.Dir(f)))
+		if m == nil {
+			t.Fatalf("%s: not a scenario's results", f)
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var checks []check
+		if err := json.Unmarshal(data, &checks); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		byScenario[m[1]] = checks
+	}
+	return byScenario
 }
 
 // syncBuffer is a bytes.Buffer that the process writes while the test reads.

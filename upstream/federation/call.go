@@ -223,19 +223,22 @@ func (u *Upstream) CallTool(ctx context.Context, cred Credential, p *mcp.CallToo
 		return nil, fmt.Errorf("federation: upstream %q: tools/call: no result", u.name)
 	}
 	res.Meta = withoutHopMeta(res.Meta) // the upstream's serverInfo is not the gateway's
-	if c.token != "" {
+	if c.token != "" || c.relay.Log != nil && u.logs.Load() {
 		// go-sdk queues a notification for its handler goroutine when it
 		// reads it, before the result that followed it on the wire, but
-		// the handler may run after the result is returned. A stateful
-		// caller's session drops progress that comes after the result, so
-		// give the queue a moment: only calls that asked for progress wait.
+		// the handler may run after the result is returned. A caller's
+		// session drops progress, and a stateless caller's POST stream
+		// the logs, that come after the result, so give the queue a
+		// moment: only calls that asked for progress wait, and those that
+		// relay logs from an upstream that has sent any.
 		time.Sleep(progressSettle)
 	}
 	return res, nil
 }
 
-// progressSettle is how long a call that asked for progress waits after
-// its result for the progress notifications read before it to be relayed.
+// progressSettle is how long a call that asked for progress, or relays
+// logs, waits after its result for the notifications read before it to
+// be relayed.
 const progressSettle = 10 * time.Millisecond
 
 // rounds sends a request until its result is complete: a 2026-07-28
@@ -472,6 +475,7 @@ func (u *Upstream) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
 	if req.Params == nil {
 		return
 	}
+	u.logs.Store(true)
 	sent := false
 	for _, c := range u.inFlight(req.Session) {
 		if c.relay.Log != nil {

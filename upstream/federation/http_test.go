@@ -359,6 +359,40 @@ func TestLogs(t *testing.T) {
 	}
 }
 
+// TestLogsBeforeResult: a log message the upstream sent before its result
+// is relayed before CallTool returns, when the caller's stream is still
+// open to take it (a stateless caller's closes with the result); once the
+// upstream has been seen to log, since only then do calls wait for it.
+func TestLogsBeforeResult(t *testing.T) {
+	for _, m := range serverModes {
+		if m.o.versions != nil {
+			continue
+		}
+		t.Run(m.name, func(t *testing.T) {
+			ts := newTestServer(t, m.o)
+			u := newUpstream(t, cfgFor(ts, m.o), &Options{LogLevel: "info"})
+			var n atomic.Int32
+			r := &Relay{Log: func(context.Context, *mcp.LoggingMessageParams) { n.Add(1) }}
+			if _, err := u.CallTool(t.Context(), "", &mcp.CallToolParams{Name: "log"}, false, r); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the first relayed log", func() bool { return n.Load() == 1 })
+			for i := range 30 {
+				// A relay of its own: a log message also goes to the calls
+				// that ended within the grace period.
+				var n atomic.Int32
+				r := &Relay{Log: func(context.Context, *mcp.LoggingMessageParams) { n.Add(1) }}
+				if _, err := u.CallTool(t.Context(), "", &mcp.CallToolParams{Name: "log"}, false, r); err != nil {
+					t.Fatal(err)
+				}
+				if got := n.Load(); got != 1 {
+					t.Fatalf("call %d: %d log messages relayed when it returned, want 1", i, got)
+				}
+			}
+		})
+	}
+}
+
 // TestListChanged: a tools/list_changed notification, or a refresh that
 // finds a difference, calls OnListChanged.
 func TestListChanged(t *testing.T) {

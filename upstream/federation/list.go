@@ -26,6 +26,9 @@ type Listing struct {
 	Templates       []*mcp.ResourceTemplate
 	ProtocolVersion string
 	ServerInfo      *mcp.Implementation
+	// Completions: the upstream offers completion/complete for its
+	// prompts' and resource templates' arguments.
+	Completions bool
 }
 
 // hostileError is an upstream answer that arrived but cannot be used: the
@@ -64,6 +67,7 @@ func list(ctx context.Context, cs *mcp.ClientSession) (*Listing, error) {
 	if caps == nil {
 		return l, nil
 	}
+	l.Completions = caps.Completions != nil
 	var err error
 	if caps.Tools != nil {
 		l.Tools, err = pages(ctx, "tools/list", func(ctx context.Context, cursor string) ([]*mcp.Tool, string, error) {

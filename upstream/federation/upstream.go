@@ -119,6 +119,7 @@ type Upstream struct {
 
 	seq         atomic.Uint64
 	tokenPrefix string
+	logs        atomic.Bool // the upstream has sent a log message
 
 	hmu          sync.Mutex
 	up           bool
