@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -165,15 +166,9 @@ func redactURL(u *url.URL) string {
 
 // WithDefaults returns c with the documented defaults filled in.
 func (c Config) WithDefaults() Config {
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.Refresh == 0 {
-		c.Refresh = DefaultRefresh
-	}
-	if c.MaxResponseBytes == 0 {
-		c.MaxResponseBytes = DefaultMaxResponseBytes
-	}
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.Refresh = cmp.Or(c.Refresh, DefaultRefresh)
+	c.MaxResponseBytes = cmp.Or(c.MaxResponseBytes, DefaultMaxResponseBytes)
 	if c.Transport == "" && len(c.Command) == 0 {
 		c.Transport = TransportStreamable
 	}
