@@ -17,7 +17,6 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/mcpgate/mcpgate/annotations"
-	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/mcpgate/mcpgate/upstream/federation"
@@ -63,10 +62,9 @@ func (g *Gateway) startFederation() error {
 			continue
 		}
 		caps := &mcp.ClientCapabilities{}
-		if g.cfg.Stateful && ownSessions(u) {
-			// A stateless POST cannot ask its client anything, and a
-			// session shared by callers cannot tell whose call asks: offer
-			// the upstream only what one caller's session can answer.
+		if g.cfg.Stateful {
+			// A stateless POST cannot ask its client anything: offer the
+			// upstream only what a caller's session can answer.
 			caps.Sampling = &mcp.SamplingCapabilities{}
 			caps.Elicitation = &mcp.ElicitationCapabilities{}
 			caps.RootsV2 = &mcp.RootCapabilities{}
@@ -220,7 +218,6 @@ func sameTool(a, b *Tool) bool {
 func (g *Gateway) federatedHandler(t *Tool) mcp.ToolHandler {
 	up := g.federated[t.Upstream]
 	f := t.Federated
-	u := g.cfg.UpstreamNamed(t.Upstream)
 	a := t.Tool.Annotations
 	// A call lost with its session is sent again only when the tool is
 	// idempotent by a hint the gateway believes.
@@ -253,7 +250,7 @@ func (g *Gateway) federatedHandler(t *Tool) mcp.ToolHandler {
 		}
 		params := &mcp.CallToolParams{Meta: req.Params.Meta, Name: f.Name, Arguments: req.Params.Arguments}
 		start := time.Now()
-		res, err := up.CallTool(ctx, federation.Credential(cred.Value), params, idempotent, g.relay(req.Session, u, cred.Value))
+		res, err := up.CallTool(ctx, federation.Credential(cred.Value), params, idempotent, g.relay(req.Session))
 		if err != nil {
 			outcome := upstream.OutcomeUnreachable
 			switch {
@@ -269,39 +266,27 @@ func (g *Gateway) federatedHandler(t *Tool) mcp.ToolHandler {
 	}
 }
 
-// relay sends what an upstream asks of a call to the caller's session.
-// Progress always: its token is the call's own. Logs and server-to-client
-// requests (sampling, elicitation, roots) carry no mark of the call they
-// belong to, so they are relayed only from an upstream session that is
-// this caller's alone (forward mode, with the caller's credential; see
-// ownSessions): on a shared one, another caller's call could be asked or
-// told. Requests need stateful mode besides, where the session has a
-// client to ask.
-func (g *Gateway) relay(ss *mcp.ServerSession, u *config.Upstream, cred string) *federation.Relay {
+// relay sends what an upstream asks of a call to the caller's session:
+// progress (its token is the call's own), logs, and in stateful mode,
+// where the session has a client to ask, server-to-client requests
+// (sampling, elicitation, roots). Logs and requests name no call, so the
+// federation client hands them over only when one call is on the upstream
+// session: on a session callers share, another caller's call is never
+// asked or told.
+func (g *Gateway) relay(ss *mcp.ServerSession) *federation.Relay {
 	if ss == nil {
 		return nil
 	}
 	r := &federation.Relay{
 		Progress: func(ctx context.Context, p *mcp.ProgressNotificationParams) { _ = ss.NotifyProgress(ctx, p) },
+		Log:      func(ctx context.Context, p *mcp.LoggingMessageParams) { _ = ss.Log(ctx, p) },
 	}
-	if !ownSessions(u) || cred == "" {
-		return r
-	}
-	r.Log = func(ctx context.Context, p *mcp.LoggingMessageParams) { _ = ss.Log(ctx, p) }
 	if g.cfg.Stateful {
 		r.CreateMessage = ss.CreateMessage
 		r.Elicit = ss.Elicit
 		r.ListRoots = ss.ListRoots
 	}
 	return r
-}
-
-// ownSessions reports whether u's upstream sessions are per caller: a
-// remote server in forward mode gets one session per caller's credential;
-// a stdio child has one session, and the other modes one credential, for
-// all callers.
-func ownSessions(u *config.Upstream) bool {
-	return u.Auth.Mode == auth.ModeForward && !u.IsMCPChild()
 }
 
 // addFederatedPrompts serves every upstream MCP server's prompts, under

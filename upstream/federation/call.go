@@ -48,6 +48,7 @@ type call struct {
 	callerToken any             // the caller's progress token; nil: none
 	token       string          // ours, sent upstream; "": none
 	ended       atomic.Bool     // the result arrived
+	returned    atomic.Bool     // its method returned, late notifications awaited
 }
 
 func (u *Upstream) newCall(r *Relay) *call {
@@ -131,7 +132,8 @@ func (u *Upstream) do(ctx context.Context, cred Credential, method string, idemp
 	}
 	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
 	defer cancel()
-	if c == nil {
+	own := c == nil // a call of no caller's (listing, completion): it awaits no notification
+	if own {
 		c = u.newCall(nil)
 	}
 	c.ctx = ctx
@@ -144,6 +146,9 @@ func (u *Upstream) do(ctx context.Context, cred Credential, method string, idemp
 		s.begin(c)
 		err = send(ctx, cs)
 		s.end(c)
+		if own {
+			c.returned.Store(true)
+		}
 		switch {
 		case err == nil:
 			u.answeredNow()
@@ -202,6 +207,7 @@ func (u *Upstream) CallTool(ctx context.Context, cred Credential, p *mcp.CallToo
 		return nil, fmt.Errorf("federation: upstream %q: tools/call: no params", u.name)
 	}
 	c := u.newCall(r)
+	defer c.returned.Store(true)
 	q := *p
 	q.Meta = u.prepareMeta(p.Meta, c)
 	defer u.release(c)
@@ -263,6 +269,7 @@ func (u *Upstream) rounds(ctx context.Context, c *call, responses *mcp.InputResp
 func (u *Upstream) ReadResource(ctx context.Context, cred Credential, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
 	var res *mcp.ReadResourceResult
 	c := u.newCall(nil)
+	defer c.returned.Store(true)
 	err := u.do(ctx, cred, "resources/read", true, c, func(ctx context.Context, cs *mcp.ClientSession) error {
 		r := *p
 		return u.rounds(ctx, c, &r.InputResponses, &r.RequestState, func() (mcp.InputRequestMap, string, error) {
@@ -283,6 +290,7 @@ func (u *Upstream) ReadResource(ctx context.Context, cred Credential, p *mcp.Rea
 func (u *Upstream) GetPrompt(ctx context.Context, cred Credential, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
 	var res *mcp.GetPromptResult
 	c := u.newCall(nil)
+	defer c.returned.Store(true)
 	err := u.do(ctx, cred, "prompts/get", true, c, func(ctx context.Context, cs *mcp.ClientSession) error {
 		r := *p
 		return u.rounds(ctx, c, &r.InputResponses, &r.RequestState, func() (mcp.InputRequestMap, string, error) {
@@ -334,14 +342,19 @@ func (u *Upstream) Unsubscribe(ctx context.Context, cred Credential, p *mcp.Unsu
 // on cs that can answer it. rctx ends when either the call or the
 // upstream's request ends; call done when finished.
 func (u *Upstream) relayFor(ctx context.Context, cs *mcp.ClientSession, can func(*Relay) bool) (c *call, rctx context.Context, done func()) {
-	calls := u.inFlight(cs)
-	for i := len(calls) - 1; i >= 0; i-- {
-		if !calls[i].ended.Load() && can(calls[i].relay) {
-			c = calls[i]
-			break
+	// A request names no call either: it goes to the session's one call in
+	// flight, never a guess among several (another caller's could be
+	// asked). A call that ended cannot be asked anything.
+	for _, x := range u.inFlight(cs) {
+		if x.ended.Load() {
+			continue
 		}
+		if c != nil {
+			return nil, nil, nil // two in flight
+		}
+		c = x
 	}
-	if c == nil {
+	if c == nil || !can(c.relay) {
 		return nil, nil, nil
 	}
 	rctx, cancel := context.WithCancel(c.ctx)
@@ -476,16 +489,38 @@ func (u *Upstream) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
 		return
 	}
 	u.logs.Store(true)
-	sent := false
-	for _, c := range u.inFlight(req.Session) {
-		if c.relay.Log != nil {
-			c.relay.Log(c.ctx, req.Params)
-			sent = true
+	if c := soleCall(u.inFlight(req.Session)); c != nil && c.relay.Log != nil {
+		c.relay.Log(c.ctx, req.Params)
+		return
+	}
+	u.log.Debug("upstream log message not relayed: no single call on its session to relay it to", "level", req.Params.Level, "logger", req.Params.Logger)
+}
+
+// soleCall is the call a log message on a session belongs to. A log names
+// no call, so it is relayed only where one call can have sent it, never a
+// guess that could tell another caller: the one call in flight, when no
+// other has ended without having returned yet (go-sdk hands notifications
+// over after the result that followed them, and a call waits for them
+// before it returns); or, with none in flight, the one that has ended.
+func soleCall(calls []*call) *call {
+	var open, settling []*call
+	for _, c := range calls {
+		switch {
+		case !c.ended.Load():
+			open = append(open, c)
+		case !c.returned.Load():
+			settling = append(settling, c)
 		}
 	}
-	if !sent {
-		u.log.Debug("upstream log message with no call to relay it to", "level", req.Params.Level, "logger", req.Params.Logger)
+	switch {
+	case len(open) == 1 && len(settling) == 0:
+		return open[0]
+	case len(open) == 0 && len(settling) == 1:
+		return settling[0]
+	case len(open) == 0 && len(settling) == 0 && len(calls) == 1:
+		return calls[0]
 	}
+	return nil
 }
 
 func (u *Upstream) onCreateMessage(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {

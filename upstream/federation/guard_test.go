@@ -59,3 +59,33 @@ func TestGuardOrigin(t *testing.T) {
 		t.Errorf("%d hits at the endpoint", hits)
 	}
 }
+
+// TestSoleCall: a log message goes to a call only when no other call on
+// its session can have sent it.
+func TestSoleCall(t *testing.T) {
+	mk := func(ended, returned bool) *call {
+		c := &call{}
+		c.ended.Store(ended)
+		c.returned.Store(returned)
+		return c
+	}
+	open, settling, done := mk(false, false), mk(true, false), mk(true, true)
+	for _, tt := range []struct {
+		name  string
+		calls []*call
+		want  *call
+	}{
+		{"none", nil, nil},
+		{"one in flight", []*call{open}, open},
+		{"one in flight, one done", []*call{done, open}, open},
+		{"one in flight, one awaiting its late notifications", []*call{settling, open}, nil},
+		{"two in flight", []*call{open, mk(false, false)}, nil},
+		{"one awaiting its late notifications", []*call{settling}, settling},
+		{"one done", []*call{done}, done},
+		{"two done", []*call{done, mk(true, true)}, nil},
+	} {
+		if got := soleCall(tt.calls); got != tt.want {
+			t.Errorf("%s: got %p, want %p", tt.name, got, tt.want)
+		}
+	}
+}

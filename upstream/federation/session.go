@@ -354,6 +354,7 @@ func (s *slot) close() {
 func (s *slot) begin(c *call) {
 	s.mu.Lock()
 	c.ended.Store(false)
+	c.returned.Store(false)
 	s.calls = append(s.calls, c)
 	s.active++
 	s.lastUse = time.Now()
