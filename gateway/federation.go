@@ -214,56 +214,65 @@ func sameTool(a, b *Tool) bool {
 		reflect.DeepEqual(a.Tool.Annotations, b.Tool.Annotations) && a.Federated.Name == b.Federated.Name
 }
 
-// federatedHandler relays a tools/call to t's upstream MCP server.
+// federatedHandler relays a tools/call to t's upstream MCP server, for
+// go-sdk's session: the call ends with the client's POST (see frontDoor).
 func (g *Gateway) federatedHandler(t *Tool) mcp.ToolHandler {
-	up := g.federated[t.Upstream]
-	f := t.Federated
-	a := t.Tool.Annotations
-	// A call lost with its session is sent again only when the tool is
-	// idempotent by a hint the gateway believes.
-	idempotent := a.IdempotentHint && (f.TrustHints || t.Derived.Provenance.Idempotent == "config")
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if req.Extra != nil {
 			var cancel context.CancelFunc
 			ctx, cancel = g.calls.join(ctx, req.Extra.Header)
 			defer cancel()
 		}
-		fail := func(outcome upstream.Outcome, err error, text string) *mcp.CallToolResult {
-			g.logCall(ctx, t, req, upstream.Report{Outcome: outcome, Cause: err})
-			res := &mcp.CallToolResult{}
-			res.SetError(errors.New(text))
-			return res
-		}
-		args, err := upstream.DecodeArguments(req.Params.Arguments)
-		if err == nil {
-			err = f.Arguments.Validate(args)
-		}
-		if err != nil {
-			return fail(upstream.OutcomeInvalidArguments, err, err.Error()), nil
-		}
-		cred, err := g.credentials(ctx, t, req)
-		if err == nil && cred.Header != "" && !strings.EqualFold(cred.Header, "Authorization") {
-			err = fmt.Errorf("auth.header %s: an MCP upstream takes its credential in Authorization", cred.Header)
-		}
-		if err != nil {
-			return fail(upstream.OutcomeUnreachable, err, fmt.Sprintf("the gateway could not obtain a credential for upstream %s", t.Upstream)), nil
-		}
-		params := &mcp.CallToolParams{Meta: req.Params.Meta, Name: f.Name, Arguments: req.Params.Arguments}
-		start := time.Now()
-		res, err := up.CallTool(ctx, federation.Credential(cred.Value), params, idempotent, g.relay(req.Session))
-		if err != nil {
-			outcome := upstream.OutcomeUnreachable
-			switch {
-			case ctx.Err() != nil:
-				outcome = upstream.OutcomeCancelled
-			case errors.Is(err, context.DeadlineExceeded):
-				outcome = upstream.OutcomeTimeout
-			}
-			return fail(outcome, err, strings.TrimPrefix(err.Error(), "federation: ")), nil
-		}
-		g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeOK, Status: http.StatusOK, Elapsed: time.Since(start)})
-		return res, nil
+		return g.callFederated(ctx, t, req), nil
 	}
+}
+
+// callFederated runs one federated tool call, for go-sdk's tool handler
+// and the front door's fast path alike (as callTool does a REST one):
+// arguments decoded and checked against the declared schema, the
+// credential picked, the upstream called with the caller's session as
+// relay (none on the fast path, which takes no call that asked for
+// progress), one log line. ctx ends the call when the client goes away.
+func (g *Gateway) callFederated(ctx context.Context, t *Tool, req *mcp.CallToolRequest) *mcp.CallToolResult {
+	up, f := g.federated[t.Upstream], t.Federated
+	// A call lost with its session is sent again only when the tool is
+	// idempotent by a hint the gateway believes.
+	idempotent := t.Tool.Annotations.IdempotentHint && (f.TrustHints || t.Derived.Provenance.Idempotent == "config")
+	fail := func(outcome upstream.Outcome, err error, text string) *mcp.CallToolResult {
+		g.logCall(ctx, t, req, upstream.Report{Outcome: outcome, Cause: err})
+		res := &mcp.CallToolResult{}
+		res.SetError(errors.New(text))
+		return res
+	}
+	args, err := upstream.DecodeArguments(req.Params.Arguments)
+	if err == nil {
+		err = f.Arguments.Validate(args)
+	}
+	if err != nil {
+		return fail(upstream.OutcomeInvalidArguments, err, err.Error())
+	}
+	cred, err := g.credentials(ctx, t, req)
+	if err == nil && cred.Header != "" && !strings.EqualFold(cred.Header, "Authorization") {
+		err = fmt.Errorf("auth.header %s: an MCP upstream takes its credential in Authorization", cred.Header)
+	}
+	if err != nil {
+		return fail(upstream.OutcomeUnreachable, err, fmt.Sprintf("the gateway could not obtain a credential for upstream %s", t.Upstream))
+	}
+	params := &mcp.CallToolParams{Meta: req.Params.Meta, Name: f.Name, Arguments: req.Params.Arguments}
+	start := time.Now()
+	res, err := up.CallTool(ctx, federation.Credential(cred.Value), params, idempotent, g.relay(req.Session))
+	if err != nil {
+		outcome := upstream.OutcomeUnreachable
+		switch {
+		case ctx.Err() != nil:
+			outcome = upstream.OutcomeCancelled
+		case errors.Is(err, context.DeadlineExceeded):
+			outcome = upstream.OutcomeTimeout
+		}
+		return fail(outcome, err, strings.TrimPrefix(err.Error(), "federation: "))
+	}
+	g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeOK, Status: http.StatusOK, Elapsed: time.Since(start)})
+	return res
 }
 
 // relay sends what an upstream asks of a call to the caller's session:

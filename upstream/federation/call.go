@@ -228,7 +228,11 @@ func (u *Upstream) CallTool(ctx context.Context, cred Credential, p *mcp.CallToo
 	if res == nil {
 		return nil, fmt.Errorf("federation: upstream %q: tools/call: no result", u.name)
 	}
-	res.Meta = withoutHopMeta(res.Meta) // the upstream's serverInfo is not the gateway's
+	// What the caller gets is the result's content, not the upstream hop's
+	// protocol: its reserved _meta (the upstream's serverInfo is not the
+	// gateway's) and its resultType (2026-07-28's, which an older caller
+	// must not be sent; go-sdk sets the caller's own).
+	res = &mcp.CallToolResult{Meta: withoutHopMeta(res.Meta), Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}
 	if c.token != "" || c.relay.Log != nil && u.logs.Load() {
 		// go-sdk queues a notification for its handler goroutine when it
 		// reads it, before the result that followed it on the wire, but
