@@ -286,8 +286,13 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 		sdkwire.WriteError(w, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown tool %q", p.Name))
 		return true
 	}
-	if t.IsPlaybook() {
-		return false // its runner polls and may report progress: go-sdk's session serves it
+	if t.IsPlaybook() || t.Federated != nil {
+		// A playbook's runner polls and may report progress. A federated
+		// call may carry its server's log messages, which go-sdk streams
+		// to an old-protocol stateless caller (its ephemeral sessions log
+		// at "info") and this path, answering JSON, could not: go-sdk's
+		// session serves both.
+		return false
 	}
 	// What go-sdk hands the tool handler of a POST: its header, and the
 	// token info an auth middleware put in its context. The front door's
@@ -303,15 +308,7 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 	if h := upstream.AnswerHoldFrom(r.Context()); h != nil {
 		h.Cost = &fastAnswerCost
 	}
-	var res *mcp.CallToolResult
-	if t.Federated != nil {
-		// Relayed over the reused upstream session. No progress was asked
-		// for (sdkHandsOff), and a stateless caller set no log level, so
-		// there is nothing to relay back but the result.
-		res = f.g.callFederated(r.Context(), t, req)
-	} else {
-		res = f.g.callTool(r.Context(), t, req)
-	}
+	res := f.g.callTool(r.Context(), t, req)
 	if res.Content == nil {
 		res.Content = []mcp.Content{} // Server.callTool: avoid "null"
 	}

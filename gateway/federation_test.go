@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -366,52 +365,38 @@ func TestFederationRelist(t *testing.T) {
 	}
 }
 
-// TestFederationFastPathDifferential: a stateless gateway's fast path
-// relays a federated tools/call itself; its answers are go-sdk's (the same
-// gateway with the fast path off), call by call: results, structured
-// content, argument errors, an unknown tool, and it answers exactly the
-// calls meant for it (not one asking for progress).
-func TestFederationFastPathDifferential(t *testing.T) {
+// TestFederationOldCallers: a stateless gateway hands federated calls to
+// go-sdk (which streams the upstream's log messages to an old-protocol
+// caller; the fast path answers JSON), and what a 2025-06-18 caller gets
+// holds nothing of the upstream hop's 2026-07-28 protocol: no resultType,
+// no reserved _meta.
+func TestFederationOldCallers(t *testing.T) {
 	up := newFedUpstream(t)
-	urls := map[bool]string{}
+	g, url := fedGateway(t, up, false, nil)
 	var answered atomic.Int64
-	for _, off := range []bool{false, true} {
-		cfg := &Config{Upstreams: []Upstream{{Name: "fs", MCP: &federation.Config{URL: up.srv.URL}}}}
-		g, err := New(t.Context(), cfg, &Options{DisableFastPath: off})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { g.Close() })
-		if !off {
-			g.fast.onServe = func() { answered.Add(1) }
-		}
-		srv := httptest.NewServer(g.Handler())
-		t.Cleanup(srv.Close)
-		urls[off] = srv.URL + "/mcp"
-	}
-	h := http.Header{"Mcp-Protocol-Version": {"2025-06-18"}, "Authorization": {"Bearer tok"}}
-	for _, tt := range []struct {
-		name, body string
-		fast       bool
-	}{
-		{"structured result", rpc("1", "tools/call", `{"name":"fs_echo","arguments":{"text":"hi"}}`), true},
-		{"text result", rpc("2", "tools/call", `{"name":"fs_delete_file","arguments":{"text":"a.txt"}}`), true},
-		{"bad arguments", rpc("3", "tools/call", `{"name":"fs_echo","arguments":{"text":7}}`), true},
-		{"string id", rpc(`"four"`, "tools/call", `{"name":"fs_echo","arguments":{"text":"x"}}`), true},
-		{"progress asked", rpc("5", "tools/call", `{"name":"fs_echo","arguments":{"text":"x"},"_meta":{"progressToken":"p"}}`), false},
-		{"unknown tool", rpc("6", "tools/call", `{"name":"fs_nothing","arguments":{}}`), false},
+	g.fast.onServe = func() { answered.Add(1) }
+	h := http.Header{"Mcp-Protocol-Version": {"2025-06-18"}}
+	for _, body := range []string{
+		rpc("1", "tools/call", `{"name":"fs_echo","arguments":{"text":"hi"}}`),
+		rpc("2", "tools/call", `{"name":"fs_delete_file","arguments":{"text":"a.txt"}}`),
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			before := answered.Load()
-			got := sendRaw(t, urls[false], tt.body, h)
-			want := sendRaw(t, urls[true], tt.body, h)
-			if served := answered.Load() > before; served != tt.fast {
-				t.Errorf("answered by the fast path: %v, want %v", served, tt.fast)
+		a := sendRaw(t, url, body, h)
+		if len(a.Messages) != 1 {
+			t.Fatalf("%s: %+v", body, a)
+		}
+		res, _ := a.Messages[0].(map[string]any)["result"].(map[string]any)
+		if _, ok := res["resultType"]; ok || res == nil {
+			t.Errorf("%s: result %v: the upstream hop's resultType reached a 2025-06-18 caller", body, res)
+		}
+		if meta, _ := res["_meta"].(map[string]any); meta != nil {
+			for k := range meta {
+				if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+					t.Errorf("%s: reserved _meta %q reached the caller", body, k)
+				}
 			}
-			sameFraming(&got, &want)
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("fast path and go-sdk differ:\n fast %+v\n  sdk %+v", got, want)
-			}
-		})
+		}
+	}
+	if n := answered.Load(); n != 0 {
+		t.Errorf("the fast path answered %d federated calls", n)
 	}
 }
