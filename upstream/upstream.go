@@ -85,22 +85,7 @@ type Client struct {
 // above a minute for a slow API) bounds the wait for the answer, and a
 // second, shorter bound would cut such calls with a message that names
 // neither (and costs a timer per call).
-func NewTransport() *http.Transport {
-	return &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		DialContext: (&net.Dialer{
-			Timeout:   10 * time.Second,
-			KeepAlive: 30 * time.Second,
-		}).DialContext,
-		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           256,
-		MaxIdleConnsPerHost:    64,
-		IdleConnTimeout:        90 * time.Second,
-		TLSHandshakeTimeout:    10 * time.Second,
-		ExpectContinueTimeout:  time.Second,
-		MaxResponseHeaderBytes: direct.MaxResponseHeaderBytes,
-	}
-}
+func NewTransport() *http.Transport { return direct.NetHTTP() }
 
 // NewRemote returns a Client for the API at baseURL (http or https). Operation
 // paths are appended to baseURL's path.

@@ -31,7 +31,7 @@ func BenchmarkRemoteTransport(b *testing.B) {
 		rt   http.RoundTripper
 	}{
 		{"direct", newTransport(u)},
-		{"net-http", netHTTP()},
+		{"net-http", NetHTTP()},
 	} {
 		send := func(b *testing.B) {
 			req, _ := newRequest(context.Background(), http.MethodGet, target, nil)

@@ -106,6 +106,29 @@ const (
 	maxBody = 16 << 10
 )
 
+// NetHTTP returns net/http's transport as the gateway tunes it for one
+// remote upstream (upstream.NewTransport is this): explicit dial and TLS
+// timeouts, an idle pool sized for many concurrent calls to one host, and
+// the same response header bound as this transport's. It is what an
+// upstream this transport does not serve uses, what this one sends its
+// large requests through, and what the differential tests hold it to.
+func NetHTTP() *http.Transport {
+	return &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   10 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           256,
+		MaxIdleConnsPerHost:    64,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
+	}
+}
+
 // New returns a Transport for base, an http URL that [Usable] accepts.
 // large sends the requests that are not sent here, those with a body of
 // unknown length or over 16 KiB: net/http's Transport, made for the same

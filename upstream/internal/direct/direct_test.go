@@ -97,29 +97,8 @@ func (s *rawServer) seen() (conns int, requests []string) {
 }
 
 // newTransport is the Transport upstream makes for u, its requests with
-// large bodies sent through netHTTP.
-func newTransport(u *url.URL) *Transport { return New(u, netHTTP()) }
-
-// netHTTP is upstream.NewTransport, field for field: the net/http
-// transport that the differential tests hold this one to, and that sends
-// its large requests. (This package cannot import upstream, which imports
-// it; TestNetHTTPIsUpstreams keeps the two the same.)
-func netHTTP() *http.Transport {
-	return &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		DialContext: (&net.Dialer{
-			Timeout:   10 * time.Second,
-			KeepAlive: 30 * time.Second,
-		}).DialContext,
-		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           256,
-		MaxIdleConnsPerHost:    64,
-		IdleConnTimeout:        90 * time.Second,
-		TLSHandshakeTimeout:    10 * time.Second,
-		ExpectContinueTimeout:  time.Second,
-		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
-	}
-}
+// large bodies sent through NetHTTP.
+func newTransport(u *url.URL) *Transport { return New(u, NetHTTP()) }
 
 // newRequest makes a request for u as upstream does (its newRequest): u as
 // it is, not formatted and parsed again.
@@ -178,7 +157,7 @@ var bothTransports = []struct {
 	rt   func(*url.URL) http.RoundTripper
 }{
 	{"direct", func(u *url.URL) http.RoundTripper { return newTransport(u) }},
-	{"net/http", func(*url.URL) http.RoundTripper { return netHTTP() }},
+	{"net/http", func(*url.URL) http.RoundTripper { return NetHTTP() }},
 }
 
 // TestTransportFraming sends two requests through the direct

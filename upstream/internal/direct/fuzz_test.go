@@ -56,7 +56,7 @@ func FuzzTransportDifferential(f *testing.F) {
 	f.Fuzz(func(t *testing.T, method uint8, answer []byte) {
 		srv.answer.Store(&answer)
 		m, body := fuzzMethod(method)
-		nt := netHTTP()
+		nt := NetHTTP()
 		nt.DisableCompression = true
 		defer nt.CloseIdleConnections()
 		d := newTransport(srv.url)
