@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
-	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -150,36 +149,47 @@ func (g *Gateway) relist(name string) {
 	for _, w := range warnings {
 		g.logger.Warn("federation", "warning", w)
 	}
+	facts := (&Catalog{Tools: tools}).Facts()
 	if g.opts.Lock != nil {
-		d := annotations.Compare(g.opts.Lock, (&Catalog{Tools: tools}).Facts())
-		kept := tools[:0]
-		for _, t := range tools {
+		d := annotations.Compare(g.opts.Lock, facts)
+		kept, keptFacts := tools[:0], facts[:0]
+		for i, t := range tools {
 			if d.Drifted(t.Tool.Name) {
 				g.logger.Warn("federation: not serving a tool that is not in the lock unchanged", "upstream", name, "tool", t.Tool.Name)
 				continue
 			}
-			kept = append(kept, t)
+			kept, keptFacts = append(kept, t), append(keptFacts, facts[i])
 		}
-		tools = kept
+		tools, facts = kept, keptFacts
 	}
-	fresh := make(map[string]*Tool, len(tools))
+	// What differs from what is served is what the lockfile's own
+	// comparison finds between the two: hints, operation, schemas, texts.
+	var served []*Tool
+	fresh := make(map[string]bool, len(tools))
 	for _, t := range tools {
-		fresh[t.Tool.Name] = t
+		fresh[t.Tool.Name] = true
 	}
 	var gone []string
 	for n, t := range g.live.tools {
-		if t.Upstream == name && fresh[n] == nil {
+		switch {
+		case t.Upstream != name:
+		case fresh[n]:
+			served = append(served, t)
+		default:
 			gone = append(gone, n)
 			delete(g.live.tools, n)
 		}
 	}
+	differs := map[string]bool{}
+	for _, c := range annotations.Compare(annotations.NewLock((&Catalog{Tools: served}).Facts()), facts).Changed {
+		differs[c.Tool] = true
+	}
 	added, changed := 0, 0
 	for _, t := range tools {
-		old := g.live.tools[t.Tool.Name]
 		switch {
-		case old == nil:
+		case g.live.tools[t.Tool.Name] == nil:
 			added++
-		case sameTool(old, t):
+		case !differs[t.Tool.Name]:
 			continue
 		default:
 			changed++
@@ -203,15 +213,6 @@ func (g *Gateway) relist(name string) {
 	if added+changed+len(gone) > 0 {
 		g.logger.Info("federation: an upstream's tools changed", "upstream", name, "added", added, "changed", changed, "removed", len(gone))
 	}
-}
-
-// sameTool reports whether a re-read tool is the one served: same hints,
-// schemas and texts.
-func sameTool(a, b *Tool) bool {
-	fa, fb := (&Catalog{Tools: []*Tool{a}}).Facts()[0], (&Catalog{Tools: []*Tool{b}}).Facts()[0]
-	return fa.InputSchemaSHA256 == fb.InputSchemaSHA256 && fa.OutputSchemaSHA256 == fb.OutputSchemaSHA256 &&
-		fa.DescriptionSHA256 == fb.DescriptionSHA256 && fa.TitleSHA256 == fb.TitleSHA256 &&
-		reflect.DeepEqual(a.Tool.Annotations, b.Tool.Annotations) && a.Federated.Name == b.Federated.Name
 }
 
 // federatedHandler relays a tools/call to t's upstream MCP server, for

@@ -355,6 +355,19 @@ func TestFederationRelist(t *testing.T) {
 		t.Fatalf("calling a tool served late: %v %+v", err, res)
 	}
 
+	// Without a lock, a changed description is served at the next re-read.
+	up.desc.Store("Echoes its text, now with a new description.")
+	g.relist("fs")
+	res2, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range res2.Tools {
+		if tl.Name == "fs_echo" && tl.Description != "Echoes its text, now with a new description." {
+			t.Errorf("fs_echo's description after it changed: %q", tl.Description)
+		}
+	}
+
 	// With a lock of what is served now, a changed description takes the
 	// tool off at the next re-read.
 	g.opts.Lock = annotations.NewLock((&Catalog{Tools: slices.Collect(maps.Values(g.live.tools))}).Facts())

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -59,51 +60,69 @@ func (o *Options) listMCP(ctx context.Context, u *config.Upstream) (*federation.
 	return up.List(ctx)
 }
 
-// addFederated makes the tools of MCP upstream u from its listing: the
-// include and exclude globs pick them by their own names, rename or the
-// prefix names them (then the namer's client-safe rule), the configuration's
-// annotations win over the declared hints, and schemas are normalised where
-// strict clients would drop them. A name another tool holds is an error
-// naming both: federated names are never hashed apart, since a served one
-// must not change under its clients.
+// addFederated makes the tools of MCP upstream u from its listing (see
+// federatedTools). A name another tool holds is an error naming both:
+// federated names are never hashed apart, since a served one must not
+// change under its clients.
 func (c *Catalog) addFederated(namer *tagging.Namer, u *config.Upstream, l *federation.Listing) error {
 	byName := make(map[string]*Tool, len(c.Tools))
 	for _, t := range c.Tools {
 		byName[t.Tool.Name] = t
 	}
+	var clash error
+	mine := map[string]string{} // names this upstream's tools took: the upstream's own name
+	tools, notes := federatedTools(namer, u, l, func(name, own string) bool {
+		if holder := byName[name]; holder != nil || !namer.Reserve(name) {
+			by := "an earlier tool"
+			switch {
+			case holder != nil:
+				by = fmt.Sprintf("%s (%s)", holder.Upstream, describeOp(holder))
+			case mine[name] != "":
+				by = fmt.Sprintf("%s (tool %s)", u.Name, mine[name])
+			}
+			clash = cmp.Or(clash, fmt.Errorf("tool name %q is declared by %s and by %s (tool %s): rename one (rename or tool_prefix)", name, by, u.Name, own))
+			return false
+		}
+		mine[name] = own
+		return true
+	}, func(sel Selection) { c.Selection = append(c.Selection, sel) })
+	if clash != nil {
+		return clash
+	}
+	c.Warnings = append(c.Warnings, notes...)
+	c.Tools = append(c.Tools, tools...)
+	c.MCP = append(c.MCP, &MCPServer{Upstream: u.Name, Listing: l})
+	return nil
+}
+
+// federatedTools makes the tools of MCP upstream u from its listing: the
+// include and exclude globs pick them by their own names, rename or the
+// prefix names them (then the namer's client-safe rule), the
+// configuration's annotations win over the declared hints, and schemas are
+// normalised where strict clients would drop them. claim takes a name for
+// the upstream's tool own, or reports it taken (the tool is then not
+// made); selected hears what --explain says of each tool. notes are the
+// warnings of what was normalised.
+func federatedTools(namer *tagging.Namer, u *config.Upstream, l *federation.Listing, claim func(name, own string) bool, selected func(Selection)) (tools []*Tool, notes []string) {
 	for _, ut := range l.Tools {
 		if ut == nil {
 			continue
 		}
 		reason, ok := selectedName(u, ut.Name)
 		sel := Selection{Upstream: u.Name, OperationID: ut.Name, Selected: ok, Reason: reason}
-		if !ok {
-			c.Selection = append(c.Selection, sel)
-			continue
-		}
-		src := u.Rename[ut.Name]
-		if src == "" {
-			src = u.ToolPrefix + ut.Name
-		}
+		src := cmp.Or(u.Rename[ut.Name], u.ToolPrefix+ut.Name)
 		name := namer.Clean(src)
-		if holder := byName[name]; holder != nil || !namer.Reserve(name) {
-			by := "an earlier tool"
-			if holder != nil {
-				by = fmt.Sprintf("%s (%s)", holder.Upstream, describeOp(holder))
+		if ok && claim(name, ut.Name) {
+			t, n := federatedTool(u, ut, name, src)
+			for _, note := range n {
+				notes = append(notes, fmt.Sprintf("%s: tool %s: %s", u.Name, ut.Name, note))
 			}
-			return fmt.Errorf("tool name %q is declared by %s and by %s (tool %s): rename one (rename or tool_prefix)", name, by, u.Name, ut.Name)
+			tools = append(tools, t)
+			sel.Tool = name
 		}
-		t, notes := federatedTool(u, ut, name, src)
-		for _, n := range notes {
-			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: tool %s: %s", u.Name, ut.Name, n))
-		}
-		byName[name] = t
-		c.Tools = append(c.Tools, t)
-		sel.Tool = name
-		c.Selection = append(c.Selection, sel)
+		selected(sel)
 	}
-	c.MCP = append(c.MCP, &MCPServer{Upstream: u.Name, Listing: l})
-	return nil
+	return tools, notes
 }
 
 // selectedName applies an MCP upstream's include and exclude globs to one
@@ -210,30 +229,17 @@ func (c *Catalog) Relist(u *config.Upstream, l *federation.Listing, nameStyle st
 	}
 	namer := tagging.NewNamer(style)
 	fresh := &Catalog{sanitized: c.sanitized}
-	for _, ut := range l.Tools {
-		if ut == nil {
-			continue
-		}
-		if _, ok := selectedName(u, ut.Name); !ok {
-			continue
-		}
-		src := u.Rename[ut.Name]
-		if src == "" {
-			src = u.ToolPrefix + ut.Name
-		}
-		name := namer.Clean(src)
+	var withheld []string
+	tools, notes := federatedTools(namer, u, l, func(name, own string) bool {
 		if taken(name) || !namer.Reserve(name) {
-			warnings = append(warnings, fmt.Sprintf("%s: tool %s is not served: its name %q is another tool's", u.Name, ut.Name, name))
-			continue
+			withheld = append(withheld, fmt.Sprintf("%s: tool %s is not served: its name %q is another tool's", u.Name, own, name))
+			return false
 		}
-		t, notes := federatedTool(u, ut, name, src)
-		for _, n := range notes {
-			warnings = append(warnings, fmt.Sprintf("%s: tool %s: %s", u.Name, ut.Name, n))
-		}
-		fresh.Tools = append(fresh.Tools, t)
-	}
+		return true
+	}, func(Selection) {})
+	fresh.Tools = tools
 	fresh.finishTexts(false)
-	return fresh.Tools, warnings
+	return fresh.Tools, append(withheld, notes...)
 }
 
 // mcpSource names an MCP upstream's server in the catalog (Tool.Source):
