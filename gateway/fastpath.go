@@ -278,21 +278,20 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 		return false
 	}
 	t, ok := f.tools[p.Name]
-	if !ok && f.dynamic {
-		return false
+	if f.dynamic {
+		// The tools served now: an upstream MCP server's may have been
+		// added, changed or withheld since the fast path was built.
+		if t, ok = f.g.live.lookup(p.Name); !ok {
+			return false
+		}
 	}
 	if !ok {
 		// Server.callTool's words and code.
 		sdkwire.WriteError(w, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown tool %q", p.Name))
 		return true
 	}
-	if t.IsPlaybook() || t.Federated != nil {
-		// A playbook's runner polls and may report progress. A federated
-		// call may carry its server's log messages, which go-sdk streams
-		// to an old-protocol stateless caller (its ephemeral sessions log
-		// at "info") and this path, answering JSON, could not: go-sdk's
-		// session serves both.
-		return false
+	if t.IsPlaybook() {
+		return false // its runner polls and may report progress: go-sdk's session serves it
 	}
 	// What go-sdk hands the tool handler of a POST: its header, and the
 	// token info an auth middleware put in its context. The front door's
@@ -308,7 +307,16 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 	if h := upstream.AnswerHoldFrom(r.Context()); h != nil {
 		h.Cost = &fastAnswerCost
 	}
-	res := f.g.callTool(r.Context(), t, req)
+	if t.Federated != nil {
+		f.serveFederated(w, r, id, t, req)
+		return true
+	}
+	f.writeCallResult(w, id, f.g.callTool(r.Context(), t, req))
+	return true
+}
+
+// writeCallResult answers a tools/call with res, as go-sdk would.
+func (f *fastPath) writeCallResult(w http.ResponseWriter, id []byte, res *mcp.CallToolResult) {
 	if res.Content == nil {
 		res.Content = []mcp.Content{} // Server.callTool: avoid "null"
 	}
@@ -322,7 +330,7 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 			a.buf.WriteByte('}')
 			a.flush() // not the connection: net/http sends a small answer with a Content-Length
 			sdkwire.PutBuffer(a.buf)
-			return true
+			return
 		}
 		sdkwire.PutBuffer(a.buf)
 	}
@@ -330,8 +338,7 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 	if err != nil {
 		// go-sdk would fail the call the same way: an internal error.
 		sdkwire.WriteError(w, id, jsonrpc.CodeInternalError, fmt.Sprintf("marshaling call result: %v", err))
-		return true
+		return
 	}
 	sdkwire.WriteResult(w, id, data)
-	return true
 }

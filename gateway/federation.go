@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -121,6 +122,26 @@ type liveTools struct {
 	mu    sync.Mutex
 	ready bool
 	tools map[string]*Tool
+	// byName is a copy of tools, replaced whole when tools changes: the
+	// fast path's lookups take no lock.
+	byName atomic.Pointer[map[string]*Tool]
+}
+
+// publish makes the tools the ones lookup sees. l.mu is held, or New is
+// still building.
+func (l *liveTools) publish() {
+	m := maps.Clone(l.tools)
+	l.byName.Store(&m)
+}
+
+// lookup returns the tool served under name now.
+func (l *liveTools) lookup(name string) (*Tool, bool) {
+	m := l.byName.Load()
+	if m == nil {
+		return nil, false
+	}
+	t, ok := (*m)[name]
+	return t, ok
 }
 
 // relist applies what upstream name now offers to the tools served: it
@@ -211,6 +232,7 @@ func (g *Gateway) relist(name string) {
 		g.require.Store(&require)
 	}
 	if added+changed+len(gone) > 0 {
+		g.live.publish()
 		g.logger.Info("federation: an upstream's tools changed", "upstream", name, "added", added, "changed", changed, "removed", len(gone))
 	}
 }
@@ -228,51 +250,77 @@ func (g *Gateway) federatedHandler(t *Tool) mcp.ToolHandler {
 	}
 }
 
-// callFederated runs one federated tool call, for go-sdk's tool handler
-// and the front door's fast path alike (as callTool does a REST one):
-// arguments decoded and checked against the declared schema, the
-// credential picked, the upstream called with the caller's session as
-// relay (none on the fast path, which takes no call that asked for
-// progress), one log line. ctx ends the call when the client goes away.
+// callFederated runs one federated tool call for go-sdk's tool handler:
+// the request checked (checkFederated), the upstream called with the
+// caller's session as relay, one log line. ctx ends the call when the
+// client goes away. The front door's fast path forwards stateless calls
+// itself (fastPath.serveFederated).
 func (g *Gateway) callFederated(ctx context.Context, t *Tool, req *mcp.CallToolRequest) *mcp.CallToolResult {
-	up, f := g.federated[t.Upstream], t.Federated
-	// A call lost with its session is sent again only when the tool is
-	// idempotent by a hint the gateway believes.
-	idempotent := t.Tool.Annotations.IdempotentHint && (f.TrustHints || t.Derived.Provenance.Idempotent == "config")
-	fail := func(outcome upstream.Outcome, err error, text string) *mcp.CallToolResult {
-		g.logCall(ctx, t, req, upstream.Report{Outcome: outcome, Cause: err})
-		res := &mcp.CallToolResult{}
-		res.SetError(errors.New(text))
-		return res
+	cred, failed := g.checkFederated(ctx, t, req)
+	if failed != nil {
+		return failed
 	}
+	return g.sendFederated(ctx, t, req, cred, g.relay(req.Session))
+}
+
+// checkFederated decodes a federated call's arguments, checks them
+// against the declared schema (nothing unchecked is sent) and picks the
+// credential of the upstream's auth.mode. A call that fails here is
+// answered with the result it returns, already logged.
+func (g *Gateway) checkFederated(ctx context.Context, t *Tool, req *mcp.CallToolRequest) (federation.Credential, *mcp.CallToolResult) {
 	args, err := upstream.DecodeArguments(req.Params.Arguments)
 	if err == nil {
-		err = f.Arguments.Validate(args)
+		err = t.Federated.Arguments.Validate(args)
 	}
 	if err != nil {
-		return fail(upstream.OutcomeInvalidArguments, err, err.Error())
+		return "", g.failFederated(ctx, t, req, upstream.OutcomeInvalidArguments, err, err.Error())
 	}
 	cred, err := g.credentials(ctx, t, req)
 	if err == nil && cred.Header != "" && !strings.EqualFold(cred.Header, "Authorization") {
 		err = fmt.Errorf("auth.header %s: an MCP upstream takes its credential in Authorization", cred.Header)
 	}
 	if err != nil {
-		return fail(upstream.OutcomeUnreachable, err, fmt.Sprintf("the gateway could not obtain a credential for upstream %s", t.Upstream))
+		return "", g.failFederated(ctx, t, req, upstream.OutcomeUnreachable, err, fmt.Sprintf("the gateway could not obtain a credential for upstream %s", t.Upstream))
 	}
-	params := &mcp.CallToolParams{Meta: req.Params.Meta, Name: f.Name, Arguments: req.Params.Arguments}
+	return federation.Credential(cred.Value), nil
+}
+
+// sendFederated calls the upstream through its go-sdk session.
+func (g *Gateway) sendFederated(ctx context.Context, t *Tool, req *mcp.CallToolRequest, cred federation.Credential, r *federation.Relay) *mcp.CallToolResult {
+	params := &mcp.CallToolParams{Meta: req.Params.Meta, Name: t.Federated.Name, Arguments: req.Params.Arguments}
 	start := time.Now()
-	res, err := up.CallTool(ctx, federation.Credential(cred.Value), params, idempotent, g.relay(req.Session))
+	res, err := g.federated[t.Upstream].CallTool(ctx, cred, params, federatedIdempotent(t), r)
 	if err != nil {
-		outcome := upstream.OutcomeUnreachable
-		switch {
-		case ctx.Err() != nil:
-			outcome = upstream.OutcomeCancelled
-		case errors.Is(err, context.DeadlineExceeded):
-			outcome = upstream.OutcomeTimeout
-		}
-		return fail(outcome, err, strings.TrimPrefix(err.Error(), "federation: "))
+		return g.federatedError(ctx, t, req, err)
 	}
 	g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeOK, Status: http.StatusOK, Elapsed: time.Since(start)})
+	return res
+}
+
+// federatedIdempotent reports whether a call of t lost with its session
+// may be sent again: only when the tool is idempotent by a hint the
+// gateway believes.
+func federatedIdempotent(t *Tool) bool {
+	return t.Tool.Annotations.IdempotentHint && (t.Federated.TrustHints || t.Derived.Provenance.Idempotent == "config")
+}
+
+// federatedError is the result, logged, of a call the upstream did not
+// answer with a result: the error's text, without the package's prefix.
+func (g *Gateway) federatedError(ctx context.Context, t *Tool, req *mcp.CallToolRequest, err error) *mcp.CallToolResult {
+	outcome := upstream.OutcomeUnreachable
+	switch {
+	case ctx.Err() != nil:
+		outcome = upstream.OutcomeCancelled
+	case errors.Is(err, context.DeadlineExceeded):
+		outcome = upstream.OutcomeTimeout
+	}
+	return g.failFederated(ctx, t, req, outcome, err, strings.TrimPrefix(err.Error(), "federation: "))
+}
+
+func (g *Gateway) failFederated(ctx context.Context, t *Tool, req *mcp.CallToolRequest, outcome upstream.Outcome, err error, text string) *mcp.CallToolResult {
+	g.logCall(ctx, t, req, upstream.Report{Outcome: outcome, Cause: err})
+	res := &mcp.CallToolResult{}
+	res.SetError(errors.New(text))
 	return res
 }
 

@@ -191,6 +191,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		for _, t := range served {
 			g.live.tools[t.Tool.Name] = t
 		}
+		g.live.publish()
 	}
 	if g.fast, err = newFastPath(g, served); err != nil {
 		return nil, err

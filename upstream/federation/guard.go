@@ -58,7 +58,8 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 }
 
 func (b *cappedBody) tooLarge() error {
-	return fmt.Errorf("federation: upstream %q: answer over max_response_bytes (%d bytes): cut", b.name, b.max)
+	// An answer that arrived, and is refused: not a lost session.
+	return &hostileError{fmt.Sprintf("federation: upstream %q: answer over max_response_bytes (%d bytes): cut", b.name, b.max)}
 }
 
 func (b *cappedBody) Close() error { return b.rc.Close() }

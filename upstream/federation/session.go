@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -52,8 +53,9 @@ func randUint64() uint64 {
 // *mcp.ClientSession at a time, connected on demand and replaced when the
 // upstream forgets it.
 type slot struct {
-	u    *Upstream
-	cred Credential
+	u       *Upstream
+	cred    Credential
+	version string // offered first at connect; "": the configured or go-sdk's latest
 
 	mu         sync.Mutex
 	cs         *mcp.ClientSession
@@ -86,16 +88,27 @@ func (s *slot) used() time.Time {
 
 // slotFor returns the slot of cred, adding it to the pool if need be.
 func (u *Upstream) slotFor(cred Credential) *slot {
-	if cred == "" || u.endpoint == "" {
+	return u.slotForVersion(cred, "")
+}
+
+// slotForVersion returns the slot of cred whose session offers version
+// first ("": the negotiated one of slotFor), adding it to the pool if need
+// be. A stdio child has one session, whatever the version.
+func (u *Upstream) slotForVersion(cred Credential, version string) *slot {
+	if u.endpoint == "" || cred == "" && version == "" {
 		return u.shared
 	}
 	k := cred.key()
+	if version != "" {
+		k = versionKey(cred, version)
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if s, ok := u.pool.Get(k); ok {
 		return s
 	}
 	s := newSlot(u, cred)
+	s.version = version
 	if u.closed {
 		s.retired = true
 		return s
@@ -175,7 +188,7 @@ func (s *slot) connect(a *attempt) {
 		} else {
 			t, release = u.httpTransport(s.cred)
 		}
-		cs, err = u.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.ProtocolVersion})
+		cs, err = u.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: cmp.Or(s.version, u.cfg.ProtocolVersion)})
 		if err != nil {
 			release()
 			if ch != nil {
@@ -378,6 +391,23 @@ func (s *slot) end(c *call) {
 		}
 		s.mu.Unlock()
 	})
+	if last {
+		go s.close()
+	}
+}
+
+// endForwarded notes that a forwarded call ended (see Upstream.Forward):
+// it leaves the list at once, as nothing of it comes through go-sdk's
+// handlers afterwards (its notifications came on its own POST).
+func (s *slot) endForwarded(c *call) {
+	s.mu.Lock()
+	s.active--
+	s.lastUse = time.Now()
+	last := s.retired && s.active == 0
+	s.calls = slices.DeleteFunc(s.calls, func(x *call) bool { return x == c })
+	s.mu.Unlock()
+	c.ended.Store(true)
+	c.returned.Store(true)
 	if last {
 		go s.close()
 	}
