@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { connectHTTP, MCPGATE_BIN, startGateway, stop, text, waitUntil } from './lib.mjs';
+import { connectHTTP, MCPGATE_BIN, start, startGateway, stop, text, waitUntil } from './lib.mjs';
 
 const modules = join(dirname(fileURLToPath(import.meta.url)), 'node_modules', '@modelcontextprotocol');
 const everything = join(modules, 'server-everything', 'dist', 'index.js');
@@ -142,6 +142,62 @@ for (const mode of ['stateless', 'stateful']) {
     });
   });
 }
+
+// server-everything over Streamable HTTP (its own sessions, answers as
+// event streams): a stateless gateway forwards a 2025-11-25 caller's calls
+// itself, on an upstream session of that version (the lean hop).
+describe('federation over Streamable HTTP, stateless', () => {
+  let ev, gw, client;
+  before(async () => {
+    const preload = join(dirname(fileURLToPath(import.meta.url)), 'loopback-only.mjs');
+    ev = await start(process.execPath, ['--import', preload, everything, 'streamableHttp'], /loopback-only: listening on (127\.0\.0\.1:\d+)/, {
+      env: { ...process.env, PORT: '0' },
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'mcpgate-fedhttp-'));
+    const file = join(dir, 'mcpgate.yaml');
+    writeFileSync(file, `upstreams:
+  - name: evh
+    mcp: {url: "http://${ev.match[1]}/mcp"}
+    auth: {mode: none}
+`);
+    gw = await startGateway(['--config', file]);
+    client = await connectHTTP(gw.url);
+  });
+  after(async () => {
+    await client?.close();
+    await stop(gw);
+    await stop(ev);
+  });
+
+  test('calls pass through: text, structured content, images, resource links, errors', async () => {
+    for (let i = 0; i < 3; i++) {
+      const echo = await client.callTool({ name: 'evh_echo', arguments: { message: `hi ${i}` } });
+      assert.equal(echo.isError, undefined);
+      assert.match(text(echo), new RegExp(`hi ${i}`));
+    }
+    const sum = await client.callTool({ name: 'evh_get-sum', arguments: { a: 2, b: 3 } });
+    assert.match(text(sum), /5/);
+    const sc = await client.callTool({ name: 'evh_get-structured-content', arguments: { location: 'New York' } });
+    assert.ok(sc.structuredContent && typeof sc.structuredContent === 'object', JSON.stringify(sc));
+    const img = await client.callTool({ name: 'evh_get-tiny-image', arguments: {} });
+    assert.ok(img.content.some((c) => c.type === 'image' && c.mimeType === 'image/png' && c.data.length > 0), JSON.stringify(img).slice(0, 500));
+    const links = await client.callTool({ name: 'evh_get-resource-links', arguments: { count: 2 } });
+    assert.ok(links.content.some((c) => c.type === 'resource_link'), JSON.stringify(links).slice(0, 500));
+    const bad = await client.callTool({ name: 'evh_get-sum', arguments: { a: 'two', b: 3 } });
+    assert.equal(bad.isError, true);
+    assert.match(text(bad), /invalid arguments/);
+  });
+
+  test('concurrent callers each get their own answer', async () => {
+    const others = await Promise.all([1, 2, 3].map(() => connectHTTP(gw.url)));
+    try {
+      const got = await Promise.all(others.flatMap((c, i) => [0, 1, 2, 3].map((j) => c.callTool({ name: 'evh_echo', arguments: { message: `c${i}-${j}` } }))));
+      got.forEach((r, k) => assert.match(text(r), new RegExp(`c${Math.floor(k / 4)}-${k % 4}\\b`)));
+    } finally {
+      await Promise.all(others.map((c) => c.close()));
+    }
+  });
+});
 
 test('the npm servers these tests need are installed (npm ci in test/e2e)', () => {
   assert.ok(existsSync(everything), `${everything}: run npm ci in test/e2e`);

@@ -292,9 +292,11 @@ func (u *Upstream) readEvents(ctx context.Context, cs *mcp.ClientSession, cred C
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
 			// A long data line: read the rest of it (the body is bounded
-			// by max_response_bytes).
+			// by max_response_bytes). What ReadSlice returned is the
+			// reader's buffer, which the next read overwrites: copy first.
+			head := bytes.Clone(line)
 			rest, rerr := br.ReadBytes('\n')
-			line, err = append(bytes.Clone(line), rest...), rerr
+			line, err = append(head, rest...), rerr
 		}
 		if err != nil && (len(line) == 0 || !errors.Is(err, io.EOF)) {
 			if errors.Is(err, io.EOF) {

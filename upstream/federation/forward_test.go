@@ -235,6 +235,11 @@ func TestForwardHostile(t *testing.T) {
 		{"stream with a request", func(w http.ResponseWriter) {
 			sseAnswer(w, `{"jsonrpc":"2.0","id":"q","method":"sampling/createMessage","params":{}}`, `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
 		}, ""},
+		{"event lines longer than the reader's buffer", func(w http.ResponseWriter) {
+			long := strings.Repeat("y", 3000)
+			sseAnswer(w, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"`+long+long+`"}}`,
+				`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"`+long+`"}],"structuredContent":{"x":"`+long+`"}}}`)
+		}, ""},
 		{"resultType and hop _meta", func(w http.ResponseWriter) {
 			jsonAnswer(w, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{},"keep":1}}}`)
 		}, ""},
@@ -242,7 +247,11 @@ func TestForwardHostile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			refused := make(chan string, 1)
 			srv := forwardHostile(t, tc.answer, refused)
-			u := newUpstream(t, Config{URL: srv, MaxResponseBytes: 4096}, nil)
+			max := int64(4096)
+			if strings.Contains(tc.name, "longer") {
+				max = 1 << 20
+			}
+			u := newUpstream(t, Config{URL: srv, MaxResponseBytes: max}, nil)
 			raw, err := u.Forward(t.Context(), "", "2025-06-18", &ForwardParams{Name: "x"}, nil)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), `upstream "test"`) {
@@ -255,6 +264,9 @@ func TestForwardHostile(t *testing.T) {
 			}
 			if strings.Contains(string(raw), "resultType") || strings.Contains(string(raw), "io.modelcontextprotocol/") || (strings.Contains(tc.name, "_meta") && !strings.Contains(string(raw), `"keep":1`)) {
 				t.Errorf("result %s: the hop's fields are not taken out, or the caller's are", raw)
+			}
+			if strings.Contains(tc.name, "longer") && !strings.Contains(string(raw), `"text":"`+strings.Repeat("y", 3000)+`"`) {
+				t.Errorf("a long line came back changed: %.200s…", raw)
 			}
 			if strings.Contains(tc.name, "request") {
 				if got := <-refused; !strings.Contains(got, `"id":"q"`) || !strings.Contains(got, `-32601`) {
@@ -320,6 +332,7 @@ func FuzzForwardAnswer(f *testing.F) {
 	f.Add([]byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\"}}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"))
 	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\n data: \"id\":1}\n\n"))
 	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":\"q\",\"method\":\"roots/list\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"))
+	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"" + strings.Repeat("z", 9000) + "\"}}\n\n"))
 	u := &Upstream{name: "fuzz"}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		check := func(res json.RawMessage, err error) {
@@ -340,6 +353,36 @@ func FuzzForwardAnswer(f *testing.F) {
 		if m, err := parseMessage(body); err == nil {
 			check(u.answer(m))
 		}
-		check(u.readEvents(t.Context(), nil, "", "", bytes.NewReader(body), func([]byte) {}))
+		res, err := u.readEvents(t.Context(), nil, "", "", bytes.NewReader(body), func([]byte) {})
+		if err == nil {
+			// The stream's response, read whole however long its line.
+			if m, perr := parseMessage(lastData(body)); perr == nil && m.Method == "" && !bytes.Equal(m.Result, res) && len(m.Result) > 0 {
+				t.Fatalf("result %q, the stream's last response says %q", res, m.Result)
+			}
+		}
+		check(res, err)
 	})
+}
+
+// lastData is the data of the first event of body that parses as the
+// call's response, as the fuzz's oracle: lines "data: …" of one event
+// joined by newlines.
+func lastData(body []byte) []byte {
+	var data [][]byte
+	for _, line := range bytes.Split(body, []byte("\n")) {
+		line = bytes.TrimRight(line, "\r")
+		switch {
+		case len(line) == 0:
+			if len(data) > 0 {
+				d := bytes.Join(data, []byte("\n"))
+				if m, err := parseMessage(d); err == nil && m.Method == "" {
+					return d
+				}
+			}
+			data = nil
+		case bytes.HasPrefix(line, []byte("data:")):
+			data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" ")))
+		}
+	}
+	return nil
 }
