@@ -607,8 +607,25 @@ func (u *Upstream) newClient() *mcp.Client {
 	c := mcp.NewClient(&mcp.Implementation{Name: "mcpgate", Version: "federation"}, opts)
 	// go-sdk answers roots/list from the client's own root list; the
 	// gateway's roots are its caller's, so intercept the method.
+	//
+	// elicitation/create is intercepted too: go-sdk's client checks a
+	// form's requestedSchema before its handler runs, by a reading of the
+	// enum forms stricter than the spec's (v1.8.0 refuses SEP-1330's
+	// titled multi-select when its items also say type: string), which
+	// would stop the request at the gateway where the caller's own client
+	// might take it. The gateway relays; the schema is the calling
+	// client's to judge, and the answer is still checked against it by
+	// the gateway's server session (ServerSession.Elicit) on its way back.
 	c.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "elicitation/create" && caps.Elicitation != nil {
+				p, _ := req.GetParams().(*mcp.ElicitParams)
+				cs, _ := req.GetSession().(*mcp.ClientSession)
+				if p == nil {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation/create: no params"}
+				}
+				return u.onElicit(ctx, &mcp.ElicitRequest{Session: cs, Params: p})
+			}
 			if method != "roots/list" {
 				return next(ctx, method, req)
 			}
