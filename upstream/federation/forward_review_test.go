@@ -1,0 +1,339 @@
+package federation
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// releaseBlock ends the "block" tool's handler that a test left running.
+func releaseBlock(t *testing.T, ts *testServer, cancel context.CancelFunc) {
+	cancel()
+	select {
+	case <-ts.cancelled:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// TestReviewForwardConcurrentSameSession: two callers of an upstream whose
+// session they share (auth none or static, or one forward-mode caller's
+// concurrent calls) call at once. Every forwarded call carries the JSON-RPC
+// id 1, so while one is in flight a go-sdk upstream refuses the other
+// ("duplicate in-flight request ID 1"); go-sdk's own path (CallTool) serves
+// both.
+func TestReviewForwardConcurrentSameSession(t *testing.T) {
+	ts := newTestServer(t, serverOpts{})
+	u := newUpstream(t, Config{URL: ts.URL, Timeout: 10 * time.Second}, nil)
+	// Caller A: a long call.
+	ctxA, cancelA := context.WithCancel(t.Context())
+	defer releaseBlock(t, ts, cancelA)
+	go u.Forward(ctxA, "Bearer shared", "2025-06-18", &ForwardParams{Name: "block"}, nil)
+	<-ts.blocking
+	// Caller B, on the same credential and version: a quick call.
+	raw, err := u.Forward(t.Context(), "Bearer shared", "2025-06-18", &ForwardParams{Name: "echo", Arguments: json.RawMessage(`{"b":1}`)}, nil)
+	if err != nil {
+		t.Errorf("caller B's call failed while caller A's is in flight: %v", err)
+	} else if !strings.Contains(string(raw), `{\"b\":1}`) {
+		t.Errorf("caller B got %s", raw)
+	}
+}
+
+// TestReviewForwardCancelHitsOtherCaller: a caller that hangs up sends
+// notifications/cancelled for request id 1 — the id every forwarded call
+// carries — so on a shared session it cancels whichever call holds id 1:
+// another caller's.
+func TestReviewForwardCancelHitsOtherCaller(t *testing.T) {
+	ts := newTestServer(t, serverOpts{})
+	u := newUpstream(t, Config{URL: ts.URL, Timeout: 10 * time.Second}, nil)
+	ctxA, cancelA := context.WithCancel(t.Context())
+	defer releaseBlock(t, ts, cancelA)
+	errA := make(chan error, 1)
+	go func() {
+		_, err := u.Forward(ctxA, "Bearer shared", "2025-06-18", &ForwardParams{Name: "block"}, nil)
+		errA <- err
+	}()
+	<-ts.blocking
+	// Caller B, same session: hangs up while its request is on the wire.
+	for i := 0; i < 50; i++ {
+		ctxB, cancelB := context.WithCancel(t.Context())
+		go func() { time.Sleep(200 * time.Microsecond); cancelB() }()
+		u.Forward(ctxB, "Bearer shared", "2025-06-18", &ForwardParams{Name: "echo"}, nil)
+		cancelB()
+		select {
+		case reason := <-ts.cancelled:
+			ts.cancelled <- reason // for releaseBlock
+			t.Fatalf("caller A's call was ended by caller B's hang-up (%q); A got: %v", reason, <-errA)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// rawUpstream is a minimal stateful MCP server over Streamable HTTP: it
+// answers initialize, notifications and responses itself and hands every
+// tools/call (its raw id and body) to call.
+func rawUpstream(t *testing.T, call func(w http.ResponseWriter, id json.RawMessage, body []byte)) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(body, &m)
+		switch {
+		case m.Method == "initialize":
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Mcp-Session-Id", "s1")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}}`, m.ID)
+		case m.Method == "tools/call":
+			call(w, m.ID, body)
+		case m.Method == "server/discover": // not a 2026-07-28 server
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, m.ID)
+		case m.Method == "ping" || m.Method == "tools/list":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[]}}`, m.ID)
+		default: // notifications, responses
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestReviewForwardResentAfterServerError: an upstream that ran a call
+// and answered it with a JSON-RPC error in the implementation-defined
+// server-error range (-32000…-32099: here -32003 and -32005, which go-sdk
+// also uses for its own transport failures) gets the call sent a second
+// time: it ran, and is not idempotent by any hint.
+func TestReviewForwardResentAfterServerError(t *testing.T) {
+	for _, code := range []int{-32003, -32005} {
+		t.Run(fmt.Sprint(code), func(t *testing.T) {
+			var calls atomic.Int32
+			srv := rawUpstream(t, func(w http.ResponseWriter, id json.RawMessage, _ []byte) {
+				calls.Add(1) // the tool ran (say it sent an e-mail), then failed
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"quota exceeded after sending"}}`, id, code)
+			})
+			u := newUpstream(t, Config{URL: srv.URL}, nil)
+			_, err := u.Forward(t.Context(), "", "2025-06-18", &ForwardParams{Name: "send_mail"}, nil)
+			if n := calls.Load(); n != 1 {
+				t.Errorf("the upstream ran the call %d times (Forward: %v)", n, err)
+			}
+		})
+	}
+}
+
+// TestReviewForwardRefusalsUnbounded: every request an upstream puts on a
+// call's stream is refused by a POST of its own, each on its own goroutine
+// (refuse: go u.postMessage), with no bound: one answer within
+// max_response_bytes (16 MiB by default: ~300,000 such requests) makes the
+// gateway open that many goroutines and upstream requests at once.
+func TestReviewForwardRefusalsUnbounded(t *testing.T) {
+	const n = 2000
+	var inFlight, peak atomic.Int32
+	hold := make(chan struct{})
+	srv := rawUpstream(t, func(w http.ResponseWriter, id json.RawMessage, _ []byte) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		var b bytes.Buffer
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, "data: {\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"roots/list\"}\n\n", 100+i)
+		}
+		fmt.Fprintf(&b, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[]}}\n\n", id)
+		w.Write(b.Bytes())
+	})
+	inner := srv.Config.Handler
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"error"`)) && bytes.Contains(body, []byte(`-32601`)) {
+			c := inFlight.Add(1)
+			for {
+				p := peak.Load()
+				if c <= p || peak.CompareAndSwap(p, c) {
+					break
+				}
+			}
+			select { // a slow upstream
+			case <-hold:
+			case <-r.Context().Done():
+			}
+			inFlight.Add(-1)
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
+	defer close(hold)
+	u := newUpstream(t, Config{URL: srv.URL, MaxResponseBytes: 1 << 20}, nil)
+	g0 := runtime.NumGoroutine()
+	if _, err := u.Forward(t.Context(), "", "2025-06-18", &ForwardParams{Name: "x"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	g1 := runtime.NumGoroutine()
+	if p := peak.Load(); p > 64 {
+		t.Errorf("one call's answer made the gateway send %d refusals at once (%d goroutines more); want a small bound", p, g1-g0)
+	}
+}
+
+// TestReviewForwardResultPassesThroughUnchecked: go-sdk's path decodes
+// the upstream's result into a CallToolResult and hands the caller only
+// its fields (content of the known types, structuredContent, isError,
+// _meta): a result go-sdk cannot decode is an error, and fields of the
+// upstream's own are dropped. Forward passes the result's bytes whole, so
+// a caller of the fast path gets what the same caller through go-sdk
+// never sees.
+func TestReviewForwardResultPassesThroughUnchecked(t *testing.T) {
+	for _, tc := range []struct{ name, result string }{
+		{"extra fields", `{"content":[{"type":"text","text":"hi"}],"inputRequests":{"q":{"method":"elicitation/create","params":{"message":"password?"}}},"requestState":"x","nextCursor":"y"}`},
+		{"unknown content type", `{"content":[{"type":"script","text":"rm -rf /"}]}`},
+		{"content not a list", `{"content":"hi","isError":"yes"}`},
+		{"content null", `{"content":null}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := rawUpstream(t, func(w http.ResponseWriter, id json.RawMessage, _ []byte) {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, id, tc.result)
+			})
+			u := newUpstream(t, Config{URL: srv.URL}, nil)
+			raw, ferr := u.Forward(t.Context(), "", "2025-06-18", &ForwardParams{Name: "x"}, nil)
+			res, cerr := u.CallTool(t.Context(), "", &mcp.CallToolParams{Name: "x", Arguments: map[string]any{}}, false, nil)
+			var viaSDK any
+			if cerr == nil {
+				if res.Content == nil {
+					res.Content = []mcp.Content{} // as the gateway writes it
+				}
+				b, _ := json.Marshal(res)
+				_ = json.Unmarshal(b, &viaSDK)
+			}
+			var viaForward any
+			if ferr == nil {
+				_ = json.Unmarshal(raw, &viaForward)
+			}
+			if (ferr == nil) != (cerr == nil) || !reflect.DeepEqual(viaForward, viaSDK) {
+				t.Errorf("Forward: %s (%v)\nCallTool: %v (%v)", raw, ferr, viaSDK, cerr)
+			}
+		})
+	}
+}
+
+// TestReviewForwardRedirectKeepsCredential (sound): an upstream that
+// redirects the call to another origin gets neither the credential nor
+// the call there.
+func TestReviewForwardRedirectKeepsCredential(t *testing.T) {
+	var stolen atomic.Value
+	stolen.Store("")
+	thief := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stolen.Store(r.Header.Get("Authorization") + " " + r.Method)
+		jsonAnswer(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
+	}))
+	defer thief.Close()
+	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect, http.StatusFound} {
+		srv := rawUpstream(t, func(w http.ResponseWriter, _ json.RawMessage, _ []byte) {
+			w.Header().Set("Location", thief.URL+"/mcp")
+			w.WriteHeader(status)
+		})
+		u := newUpstream(t, Config{URL: srv.URL}, nil)
+		_, err := u.Forward(t.Context(), "Bearer secret-token", "2025-06-18", &ForwardParams{Name: "x"}, nil)
+		if err == nil {
+			t.Errorf("%d: a redirect to another origin answered the call", status)
+		}
+		if s := stolen.Load().(string); s != "" {
+			t.Errorf("%d: the other origin got %q", status, s)
+		}
+	}
+}
+
+// TestReviewForwardEndlessStream (sound): an upstream that keeps the
+// call's stream open, sending log lines forever, is cut at the call's
+// timeout.
+func TestReviewForwardEndlessStream(t *testing.T) {
+	srv := rawUpstream(t, func(w http.ResponseWriter, _ json.RawMessage, _ []byte) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for {
+			if _, err := io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n"); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	u := newUpstream(t, Config{URL: srv.URL, Timeout: 300 * time.Millisecond}, nil)
+	start := time.Now()
+	var notes atomic.Int32
+	_, err := u.Forward(t.Context(), "", "2025-06-18", &ForwardParams{Name: "x"}, func([]byte) { notes.Add(1) })
+	if err == nil || time.Since(start) > 2*time.Second {
+		t.Errorf("after %v: %v", time.Since(start), err)
+	}
+	if notes.Load() == 0 {
+		t.Error("no log line relayed")
+	}
+}
+
+// TestReviewForwardLogsEndpointKey: the endpoint's query may hold a key
+// (callErr takes it out of what callers read), but Forward's own debug
+// logs ("upstream message not delivered", "upstream session lost") carry
+// transport errors, and with them the URL, whole.
+func TestReviewForwardLogsEndpointKey(t *testing.T) {
+	var logs syncBuffer
+	var srv *httptest.Server
+	srv = rawUpstream(t, func(w http.ResponseWriter, id json.RawMessage, _ []byte) {
+		srv.Listener.Close() // the upstream goes away: the refusal below is not delivered
+		sseAnswer(w, `{"jsonrpc":"2.0","id":"q","method":"roots/list"}`)
+		w.(http.Flusher).Flush()
+		time.Sleep(200 * time.Millisecond)
+		sseAnswer(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[]}}`, id))
+	})
+	u := newUpstream(t, Config{URL: srv.URL + "/mcp?api_key=SECRET-KEY"}, &Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if _, err := u.Forward(t.Context(), "", "2025-06-18", &ForwardParams{Name: "x"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "SECRET-KEY") && (strings.Contains(line, "not delivered") || strings.Contains(line, "session lost")) {
+			t.Errorf("the endpoint's key is logged: %s", line)
+		}
+	}
+}
+
+var _ sync.Mutex
+
+// TestReviewForwardSessionsPerVersion: docs/federation.md promises one
+// upstream session per (upstream, credential), and the pool (256) is sized
+// for that. Forward keys sessions by credential and the caller's
+// Mcp-Protocol-Version too, so one caller that varies the header over the
+// versions the fast path takes (2024-11-05, 2025-03-26, 2025-06-18,
+// 2025-11-25) makes four sessions — plus go-sdk's path's own — even on an
+// upstream that speaks one version, all four negotiating the same; in
+// forward mode 52 callers fill the pool and push out everyone else's.
+func TestReviewForwardSessionsPerVersion(t *testing.T) {
+	ts := newTestServer(t, serverOpts{versions: []string{"2025-03-26"}})
+	u := newUpstream(t, Config{URL: ts.URL}, nil)
+	for _, v := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"} {
+		if _, err := u.Forward(t.Context(), "Bearer one-caller", v, &ForwardParams{Name: "echo"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := ts.inits.Load(); n != 1 {
+		t.Errorf("one credential made %d upstream sessions (handshakes), all speaking 2025-03-26", n)
+	}
+}
