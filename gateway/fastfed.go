@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -16,46 +17,51 @@ import (
 )
 
 // serveFederated answers a stateless tools/call of a federated tool on the
-// fast path: the request checked as go-sdk's handler would check it
-// (checkFederated), then forwarded by federation's lean hop on a session
-// of the caller's protocol version (Upstream.Forward), its result bytes
-// passed through. The caller asked for no progress (sdkHandsOff) and can
-// be asked nothing (stateless), so what may come back before the result
-// is the upstream's log messages: go-sdk's ephemeral stateless session
-// streams those to an old-protocol caller (it logs at "info", the level
-// the gateway asks its upstreams for), and so does this answer — JSON
-// when nothing came before the result, an event stream from the first
-// log message on.
+// fast path, and reports whether it did: the request checked as go-sdk's
+// handler would check it (checkFederated), then forwarded by federation's
+// lean hop on a session of the caller's protocol version
+// (Upstream.Forward). The caller asked for no progress (sdkHandsOff) and
+// can be asked nothing (stateless), so what may come back before the
+// result is the upstream's log messages: go-sdk's ephemeral stateless
+// session streams those to an old-protocol caller (it logs at "info", the
+// level the gateway asks its upstreams for), and so does this answer —
+// JSON when nothing came before the result, an event stream from the
+// first log message on.
 //
-// An upstream Forward does not speak to (stdio, legacy SSE, a session
-// that negotiated 2026-07-28) is called through its go-sdk session, as
-// go-sdk's handler would.
-func (f *fastPath) serveFederated(w http.ResponseWriter, r *http.Request, id []byte, t *Tool, req *mcp.CallToolRequest) {
+// An upstream Forward does not speak to (stdio, legacy SSE, a session that
+// negotiated 2026-07-28) is go-sdk's session's to serve, which relays its
+// log messages: serveFederated then writes nothing and returns false.
+func (f *fastPath) serveFederated(w http.ResponseWriter, r *http.Request, id []byte, t *Tool, req *mcp.CallToolRequest) bool {
 	g, ctx := f.g, r.Context()
-	if h := upstream.AnswerHoldFrom(ctx); h != nil {
-		h.Cost = &fastAnswerCost
+	up := g.federated[t.Upstream]
+	if !up.Forwards() {
+		return false
 	}
 	cred, failed := g.checkFederated(ctx, t, req)
 	if failed != nil {
+		holdFastCost(ctx)
 		f.writeCallResult(w, id, failed)
-		return
+		return true
 	}
 	// go-sdk reads a request without the header as 2025-03-26.
 	version := cmp.Or(r.Header.Get("Mcp-Protocol-Version"), "2025-03-26")
 	s := &eventAnswer{w: w, id: id}
 	start := time.Now()
-	res, err := g.federated[t.Upstream].Forward(ctx, cred, version, &federation.ForwardParams{
+	res, err := up.Forward(ctx, cred, version, &federation.ForwardParams{
 		Name: t.Federated.Name, Arguments: req.Params.Arguments, Meta: req.Params.Meta,
+		Idempotent: federatedIdempotent(t),
 	}, s.log)
-	switch {
-	case errors.Is(err, federation.ErrNotForwarded):
-		f.writeCallResult(w, id, g.sendFederated(ctx, t, req, cred, nil))
-	case err != nil:
-		s.result(f, g.federatedError(ctx, t, req, err), nil)
-	default:
-		g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeOK, Status: http.StatusOK, Elapsed: time.Since(start)})
-		s.result(f, nil, res)
+	if errors.Is(err, federation.ErrNotForwarded) {
+		return false // nothing sent, nothing written
 	}
+	holdFastCost(ctx)
+	if err != nil {
+		res = g.federatedError(ctx, t, req, err)
+	} else {
+		g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeOK, Status: http.StatusOK, Elapsed: time.Since(start)})
+	}
+	s.result(f, res)
+	return true
 }
 
 // eventAnswer is the answer to a forwarded call: JSON, unless a log
@@ -67,18 +73,10 @@ type eventAnswer struct {
 	started bool
 }
 
-// log relays one notifications/message of the upstream's, re-encoded
-// from the fields the protocol defines (as go-sdk's ServerSession.Log
-// would send it): nothing else of the upstream's message reaches the
-// caller. One that does not decode is dropped.
-func (s *eventAnswer) log(msg []byte) {
-	var n struct {
-		Params mcp.LoggingMessageParams `json:"params"`
-	}
-	if json.Unmarshal(msg, &n) != nil || n.Params.Level == "" {
-		return
-	}
-	params, err := json.Marshal(&mcp.LoggingMessageParams{Level: n.Params.Level, Logger: n.Params.Logger, Data: n.Params.Data})
+// log relays one of the upstream's log messages, as go-sdk's
+// ServerSession.Log would send it.
+func (s *eventAnswer) log(p *mcp.LoggingMessageParams) {
+	params, err := json.Marshal(p)
 	if err != nil {
 		return
 	}
@@ -107,30 +105,19 @@ func (s *eventAnswer) event(data []byte) {
 	_ = http.NewResponseController(s.w).Flush()
 }
 
-// result ends the answer with res, or with raw, a result's JSON as the
-// upstream sent it (its hop's own fields taken out).
-func (s *eventAnswer) result(f *fastPath, res *mcp.CallToolResult, raw json.RawMessage) {
+// result ends the answer with res.
+func (s *eventAnswer) result(f *fastPath, res *mcp.CallToolResult) {
 	if !s.started {
-		if res != nil {
-			f.writeCallResult(s.w, s.id, res)
-		} else {
-			sdkwire.WriteResult(s.w, s.id, raw)
-		}
+		f.writeCallResult(s.w, s.id, res)
 		return
 	}
-	if res != nil {
-		if res.Content == nil {
-			res.Content = []mcp.Content{}
-		}
-		var err error
-		if raw, err = res.MarshalJSON(); err != nil {
-			raw = nil
-		}
+	if res.Content == nil {
+		res.Content = []mcp.Content{} // Server.callTool: avoid "null"
 	}
 	buf := sdkwire.GetBuffer()
 	buf.WriteString(`{"jsonrpc":"2.0","id":`)
 	buf.Write(s.id)
-	if raw == nil {
+	if raw, err := res.MarshalJSON(); err != nil {
 		buf.WriteString(`,"error":{"code":-32603,"message":"marshaling call result"}}`)
 	} else {
 		buf.WriteString(`,"result":`)
@@ -139,4 +126,13 @@ func (s *eventAnswer) result(f *fastPath, res *mcp.CallToolResult, raw json.RawM
 	}
 	s.event(buf.Bytes())
 	sdkwire.PutBuffer(buf)
+}
+
+// holdFastCost tells the response budget that the fast path writes the
+// answer: through answerWriter's few KiB, or marshaled once
+// (fastAnswerCost).
+func holdFastCost(ctx context.Context) {
+	if h := upstream.AnswerHoldFrom(ctx); h != nil {
+		h.Cost = &fastAnswerCost
+	}
 }

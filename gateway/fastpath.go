@@ -11,7 +11,6 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
-	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -301,16 +300,11 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 		Params: &p,
 		Extra:  &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header},
 	}
-	// The POST's own context: a client that hangs up cancels the call. Its
-	// answer is written here, through answerWriter's few KiB, or marshaled
-	// once (fastAnswerCost).
-	if h := upstream.AnswerHoldFrom(r.Context()); h != nil {
-		h.Cost = &fastAnswerCost
-	}
 	if t.Federated != nil {
-		f.serveFederated(w, r, id, t, req)
-		return true
+		return f.serveFederated(w, r, id, t, req) // it may yet hand the call to go-sdk
 	}
+	// The POST's own context: a client that hangs up cancels the call.
+	holdFastCost(r.Context())
 	f.writeCallResult(w, id, f.g.callTool(r.Context(), t, req))
 	return true
 }

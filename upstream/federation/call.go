@@ -179,14 +179,24 @@ func (u *Upstream) callErr(ctx context.Context, method string, err error) error 
 		return fmt.Errorf("federation: upstream %q: %s: cancelled by the caller: %w", u.name, method, context.Canceled)
 	}
 	err = fmt.Errorf("federation: upstream %q: %s: %w", u.name, method, err)
-	if u.endpoint != "" && strings.Contains(err.Error(), u.endpoint) {
-		// A transport error quotes the URL whole, and its query may hold a
-		// key: these texts reach callers.
-		if pu, perr := url.Parse(u.endpoint); perr == nil {
-			return &redactedError{msg: strings.ReplaceAll(err.Error(), u.endpoint, redactURL(pu)), err: err}
-		}
+	if msg := u.redact(err); msg != err.Error() {
+		// These texts reach callers.
+		return &redactedError{msg: msg, err: err}
 	}
 	return err
+}
+
+// redact is err's text without the endpoint's query and user info: a
+// transport error quotes the URL whole, and its query may hold a key. For
+// error texts callers read, and for logs.
+func (u *Upstream) redact(err error) string {
+	msg := err.Error()
+	if u.endpoint != "" && strings.Contains(msg, u.endpoint) {
+		if pu, perr := url.Parse(u.endpoint); perr == nil {
+			return strings.ReplaceAll(msg, u.endpoint, redactURL(pu))
+		}
+	}
+	return msg
 }
 
 // redactedError is an error whose text has the endpoint's credentials

@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,10 +24,10 @@ import (
 )
 
 // Forward is the lean tools/call: one POST on a reused Streamable HTTP
-// session, its answer read as it comes (JSON, or an event stream whose
-// notifications go to note), without go-sdk's client connection in
-// between. It is hand-written where go-sdk's ClientSession serves because
-// that hop cost the gateway more than the upstream's own work per call
+// session, its answer read as it comes (JSON, or an event stream whose log
+// messages go to note), without go-sdk's client connection in between. It
+// is hand-written where go-sdk's ClientSession serves because that hop
+// cost the gateway more than the upstream's own work per call
 // (docs/performance.md, "Federated tools/call"; cmd/mcpgate-bench -targets
 // mcp,federated measures it). go-sdk still makes, keeps and re-makes the
 // session (its handshake, its GET stream, list_changed): Forward borrows
@@ -38,20 +39,25 @@ import (
 // version, as the upstream supports it (a pinned mcp.protocol_version
 // wins), so a caller's call costs the upstream what the caller's own
 // request would. A session whose negotiated version is 2026-07-28 or
-// later, a stdio child and a legacy SSE upstream are not its: it returns
-// [ErrNotForwarded] before sending anything, and the caller uses
-// [Upstream.CallTool].
+// later is not its: it returns [ErrNotForwarded] before sending anything,
+// and the caller uses [Upstream.CallTool]; nor are a stdio child and a
+// legacy SSE upstream (see [Upstream.Forwards]).
 //
-// The result is the upstream's JSON-RPC result, whole, with the hop's own
-// fields taken out (resultType, and the io.modelcontextprotocol/ keys of
-// _meta). An upstream's JSON-RPC error is returned as CallTool returns
-// it. note receives each notifications/message (a log line, at the level
-// the session asked for) that arrives on the call's stream before its
-// result, in order; other notifications are the session's business and
-// are dropped, and a request of the upstream's is answered "method not
-// found" (a stateless caller can be asked nothing). note may be nil.
-func (u *Upstream) Forward(ctx context.Context, cred Credential, version string, p *ForwardParams, note func(msg []byte)) (json.RawMessage, error) {
-	if u.endpoint == "" || u.cfg.Transport == TransportSSE {
+// Each call has an id of its own (several callers may share the session),
+// and its answer must carry it. The result is decoded and rebuilt as
+// CallTool's is — content of the known types, structuredContent, isError,
+// _meta without the hop's own keys — so that what a caller gets does not
+// depend on the path. An upstream's JSON-RPC error is returned as an
+// error, and a call that reached the upstream is never sent again unless
+// p.Idempotent. note receives each notifications/message at or above the
+// level the gateway asks its upstreams for ([Options.LogLevel]) that
+// arrives on the call's stream before its result, in order; other
+// notifications are the session's business and are dropped, and a request
+// of the upstream's is answered "method not found" (a stateless caller can
+// be asked nothing) — at most [maxRefusals] of them, past which the call
+// fails. note may be nil.
+func (u *Upstream) Forward(ctx context.Context, cred Credential, version string, p *ForwardParams, note func(*mcp.LoggingMessageParams)) (*mcp.CallToolResult, error) {
+	if !u.Forwards() {
 		return nil, ErrNotForwarded
 	}
 	if u.cfg.ProtocolVersion != "" {
@@ -63,7 +69,8 @@ func (u *Upstream) Forward(ctx context.Context, cred Credential, version string,
 	if err := u.downErr(); err != nil {
 		return nil, err
 	}
-	body, err := forwardBody(p)
+	id := u.tokenPrefix + "fwd-" + strconv.FormatUint(u.seq.Add(1), 10)
+	body, err := forwardBody(id, p)
 	if err != nil {
 		return nil, fmt.Errorf("federation: upstream %q: tools/call: %v", u.name, err)
 	}
@@ -72,19 +79,20 @@ func (u *Upstream) Forward(ctx context.Context, cred Credential, version string,
 	s := u.slotForVersion(cred, version)
 	c := u.newCall(nil)
 	c.ctx = ctx
+	h := &hop{u: u, cred: cred, id: id, note: note}
 	for attempt := 0; ; attempt++ {
 		cs, err := s.session(ctx)
 		if err != nil {
 			return nil, u.callErr(ctx, "tools/call", fmt.Errorf("connecting: %w", err))
 		}
-		negotiated := cs.InitializeResult().ProtocolVersion
-		if negotiated >= "2026-07-28" {
+		h.cs, h.version = cs, cs.InitializeResult().ProtocolVersion
+		if h.version >= "2026-07-28" {
 			return nil, ErrNotForwarded
 		}
 		// Listed while in flight, so that a log message on the session's
 		// own stream is not taken for another call's (soleCall).
 		s.begin(c)
-		res, err := u.post(ctx, cs, cred, negotiated, body, note)
+		res, err := h.post(ctx, body)
 		s.endForwarded(c)
 		switch {
 		case err == nil:
@@ -97,8 +105,8 @@ func (u *Upstream) Forward(ctx context.Context, cred Credential, version string,
 			return nil, u.callErr(ctx, "tools/call", err)
 		}
 		s.drop(cs)
-		if attempt == 0 && notSent(err) {
-			u.log.Debug("upstream session lost; starting another", "method", "tools/call", "error", err)
+		if attempt == 0 && (notSent(err) || p.Idempotent) {
+			u.log.Debug("upstream session lost; starting another", "method", "tools/call", "error", u.redact(err))
 			continue
 		}
 		if !notSent(err) {
@@ -106,6 +114,29 @@ func (u *Upstream) Forward(ctx context.Context, cred Credential, version string,
 		}
 		return nil, u.callErr(ctx, "tools/call", err)
 	}
+}
+
+// Forwards reports whether [Upstream.Forward] speaks to the upstream: a
+// Streamable HTTP one. Whether a session's negotiated version lets it is
+// known only once the session is made.
+func (u *Upstream) Forwards() bool {
+	return u.endpoint != "" && u.cfg.Transport != TransportSSE
+}
+
+// maxRefusals bounds the requests an upstream may put on one forwarded
+// call's stream: each is refused by a POST of its own, and an answer
+// within max_response_bytes could hold hundreds of thousands.
+const maxRefusals = 4
+
+// hop is one forwarded call on one session.
+type hop struct {
+	u       *Upstream
+	cs      *mcp.ClientSession
+	cred    Credential
+	version string // the session's negotiated protocol version
+	id      string // the call's JSON-RPC id
+	note    func(*mcp.LoggingMessageParams)
+	refused int
 }
 
 // ErrNotForwarded says [Upstream.Forward] sent nothing: the upstream, or
@@ -119,14 +150,16 @@ type ForwardParams struct {
 	Name      string
 	Arguments json.RawMessage
 	Meta      mcp.Meta
+	// Idempotent allows sending the call again on a new session when the
+	// old one was lost while the call was in flight (as CallTool's).
+	Idempotent bool
 }
 
-// forwardBody is the JSON-RPC request of p, with the id 1: one request
-// per POST, whose answer comes on that POST, needs no id of its own. It is
+// forwardBody is the JSON-RPC request of p with the string id id. It is
 // written by hand (the name quoted by encoding/json, the arguments as the
 // caller's checked bytes): go-sdk's encoder took 4% of the gateway's CPU
 // per forwarded call.
-func forwardBody(p *ForwardParams) ([]byte, error) {
+func forwardBody(id string, p *ForwardParams) ([]byte, error) {
 	name, err := json.Marshal(p.Name)
 	if err != nil {
 		return nil, err
@@ -139,7 +172,9 @@ func forwardBody(p *ForwardParams) ([]byte, error) {
 		return nil, errors.New("the arguments are not JSON")
 	}
 	b := make([]byte, 0, 80+len(name)+len(args))
-	b = append(b, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{`...)
+	b = append(b, `{"jsonrpc":"2.0","id":"`...)
+	b = append(b, id...) // letters, digits and dashes
+	b = append(b, `","method":"tools/call","params":{`...)
 	meta := withoutHopMeta(p.Meta)
 	delete(meta, "progressToken")
 	if len(meta) > 0 {
@@ -158,38 +193,27 @@ func forwardBody(p *ForwardParams) ([]byte, error) {
 	return append(b, "}}"...), nil
 }
 
-// post sends one forwarded call on cs and reads its answer.
-func (u *Upstream) post(ctx context.Context, cs *mcp.ClientSession, cred Credential, version string, body []byte, note func([]byte)) (json.RawMessage, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.endpoint, bytes.NewReader(body))
+// post sends the call and reads its answer.
+func (h *hop) post(ctx context.Context, body []byte) (*mcp.CallToolResult, error) {
+	u := h.u
+	req, err := h.request(ctx, body)
 	if err != nil {
 		return nil, err
-	}
-	h := req.Header
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
-	h.Set("Mcp-Protocol-Version", version)
-	if id := cs.ID(); id != "" {
-		h.Set("Mcp-Session-Id", id)
-	}
-	if cred != "" {
-		h.Set("Authorization", string(cred)) // the endpoint's origin: guard refuses any other
 	}
 	resp, err := u.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			u.cancelForwarded(cs, cred, version)
+			h.cancelled()
 			return nil, ctx.Err()
 		}
 		var oe *net.OpError
 		if errors.As(err, &oe) && oe.Op == "dial" {
-			// No connection, so nothing sent: go-sdk's code for a request
-			// its transport refused.
-			return nil, &jsonrpc.Error{Code: -32005, Message: fmt.Sprintf("sending: %v", err)}
+			return nil, &notSentError{err} // no connection, so nothing sent
 		}
 		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound && cs.ID() != "" {
+	if resp.StatusCode == http.StatusNotFound && h.cs.ID() != "" {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		return nil, mcp.ErrSessionMissing
 	}
@@ -198,36 +222,62 @@ func (u *Upstream) post(ctx context.Context, cs *mcp.ClientSession, cred Credent
 		return nil, hostile("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(snippet)))
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	var res json.RawMessage
+	var m *wireMessage
 	switch mt {
 	case "application/json":
 		data, err := io.ReadAll(resp.Body)
 		if err != nil {
-			return nil, u.lostRead(ctx, cs, cred, version, err)
+			return nil, h.lostRead(ctx, err)
 		}
-		m, err := parseMessage(data)
-		if err != nil {
+		if m, err = parseMessage(data); err != nil {
 			return nil, hostile("tools/call: the answer is not JSON-RPC: %v", err)
 		}
-		if res, err = u.answer(m); err != nil {
-			return nil, err
-		}
 	case "text/event-stream":
-		res, err = u.readEvents(ctx, cs, cred, version, resp.Body, note)
-		if err != nil {
+		if m, err = h.readEvents(ctx, resp.Body); err != nil {
 			return nil, err
 		}
 	default:
 		return nil, hostile("tools/call answered with Content-Type %q", resp.Header.Get("Content-Type"))
 	}
-	return stripHop(res)
+	return h.result(m)
 }
+
+// request is a POST of body on the session.
+func (h *hop) request(ctx context.Context, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.u.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hd := req.Header
+	hd.Set("Content-Type", "application/json")
+	hd.Set("Accept", "application/json, text/event-stream")
+	hd.Set("Mcp-Protocol-Version", h.version)
+	if id := h.cs.ID(); id != "" {
+		hd.Set("Mcp-Session-Id", id)
+	}
+	if h.cred != "" {
+		hd.Set("Authorization", string(h.cred)) // the endpoint's origin: guard refuses any other
+	}
+	return req, nil
+}
+
+// notSentError is a failure before anything reached the upstream.
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string { return "sending: " + e.err.Error() }
+
+// upstreamError is the upstream's JSON-RPC error answer to a forwarded
+// call: answered, whatever its code (the server-error range go-sdk also
+// uses for its own transport failures is the upstream's to use too).
+type upstreamError struct{ e *jsonrpc.Error }
+
+func (e *upstreamError) Error() string { return e.e.Error() }
 
 // lostRead is a failure to read an answer that was under way: the call
 // reached the upstream and may have run.
-func (u *Upstream) lostRead(ctx context.Context, cs *mcp.ClientSession, cred Credential, version string, err error) error {
+func (h *hop) lostRead(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
-		u.cancelForwarded(cs, cred, version)
+		h.cancelled()
 		return ctx.Err()
 	}
 	var he *hostileError // cappedBody's: the answer was too large
@@ -243,6 +293,7 @@ type wireMessage struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
 	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
 	Result  json.RawMessage `json:"result"`
 	Error   *jsonrpc.Error  `json:"error"`
 }
@@ -269,23 +320,30 @@ func parseMessage(data []byte) (*wireMessage, error) {
 // maxDepth is go-sdk's (internal/json defaultMaxDepth).
 const maxDepth = 1000
 
-// answer reads one JSON-RPC message meant as the call's answer.
-func (u *Upstream) answer(m *wireMessage) (json.RawMessage, error) {
-	if m.Method != "" || string(m.ID) != "1" {
+// result reads the message meant as the call's answer: its response, by
+// its id, decoded as go-sdk's client decodes a tools/call result and
+// rebuilt as CallTool rebuilds it.
+func (h *hop) result(m *wireMessage) (*mcp.CallToolResult, error) {
+	var id string
+	if m.Method != "" || json.Unmarshal(m.ID, &id) != nil || id != h.id {
 		return nil, hostile("tools/call: the answer is not the call's response")
 	}
 	if m.Error != nil {
-		return nil, m.Error
+		return nil, &upstreamError{m.Error}
 	}
 	if len(m.Result) == 0 {
 		return nil, hostile("tools/call: the response has neither result nor error")
 	}
-	return m.Result, nil
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(m.Result, &res); err != nil {
+		return nil, hostile("tools/call: the result does not decode: %v", err)
+	}
+	return &mcp.CallToolResult{Meta: withoutHopMeta(res.Meta), Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}, nil
 }
 
 // readEvents reads the call's event stream until its response: log
 // messages go to note, a request of the upstream's is refused.
-func (u *Upstream) readEvents(ctx context.Context, cs *mcp.ClientSession, cred Credential, version string, body io.Reader, note func([]byte)) (json.RawMessage, error) {
+func (h *hop) readEvents(ctx context.Context, body io.Reader) (*wireMessage, error) {
 	br := bufio.NewReaderSize(body, 4096)
 	var data bytes.Buffer
 	for {
@@ -302,7 +360,7 @@ func (u *Upstream) readEvents(ctx context.Context, cs *mcp.ClientSession, cred C
 			if errors.Is(err, io.EOF) {
 				return nil, fmt.Errorf("the event stream ended before the call's response: %w", io.ErrUnexpectedEOF)
 			}
-			return nil, u.lostRead(ctx, cs, cred, version, err)
+			return nil, h.lostRead(ctx, err)
 		}
 		line = bytes.TrimRight(line, "\r\n")
 		switch {
@@ -316,14 +374,15 @@ func (u *Upstream) readEvents(ctx context.Context, cs *mcp.ClientSession, cred C
 			}
 			switch {
 			case m.Method == "":
-				return u.answer(m)
+				return m, nil
 			case len(m.ID) > 0 && string(m.ID) != "null":
-				u.refuse(cs, cred, version, m)
-			case m.Method == "notifications/message":
-				u.logs.Store(true)
-				if note != nil {
-					note(bytes.Clone(data.Bytes()))
+				if h.refused++; h.refused > maxRefusals {
+					return nil, hostile("tools/call: the upstream sent more than %d requests on a stateless caller's call", maxRefusals)
 				}
+				h.refuse(m)
+			case m.Method == "notifications/message":
+				h.u.logs.Store(true)
+				h.log(m.Params)
 			}
 			data.Reset()
 		case bytes.HasPrefix(line, []byte("data:")):
@@ -338,88 +397,68 @@ func (u *Upstream) readEvents(ctx context.Context, cs *mcp.ClientSession, cred C
 	}
 }
 
+// log hands a log message to note when its level is at least the one the
+// gateway asked the upstream for: an upstream that ignores
+// logging/setLevel does not get its debug lines to the caller, as the
+// caller's own session would not have sent them (go-sdk's path).
+func (h *hop) log(params json.RawMessage) {
+	if h.note == nil {
+		return
+	}
+	var p mcp.LoggingMessageParams
+	if json.Unmarshal(params, &p) != nil || !atLeast(p.Level, h.u.opts.LogLevel) {
+		return
+	}
+	h.note(&mcp.LoggingMessageParams{Level: p.Level, Logger: p.Logger, Data: p.Data})
+}
+
+// logLevels are the syslog levels of MCP logging, lowest first.
+var logLevels = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// atLeast reports whether level is a known level at or above min ("" : any
+// known level).
+func atLeast(level, min mcp.LoggingLevel) bool {
+	i := slices.Index(logLevels, level)
+	return i >= 0 && i >= slices.Index(logLevels, min)
+}
+
 // refuse answers a request the upstream sent on a forwarded call's stream:
 // the caller is stateless and can be asked nothing (the gateway offered no
 // such capability to a stateless caller's upstream session).
-func (u *Upstream) refuse(cs *mcp.ClientSession, cred Credential, version string, r *wireMessage) {
-	if cs == nil {
+func (h *hop) refuse(r *wireMessage) {
+	if h.cs == nil {
 		return // no session to answer on (FuzzForwardAnswer reads streams without one)
 	}
 	msg, err := json.Marshal(r.Method + ": the caller is stateless and cannot be asked")
 	if err != nil {
 		return
 	}
-	data := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`, r.ID, jsonrpc.CodeMethodNotFound, msg)
-	go u.postMessage(cs, cred, version, data)
+	go h.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`, r.ID, jsonrpc.CodeMethodNotFound, msg))
 }
 
-// cancelForwarded tells the upstream that the caller gave up on the call
-// (notifications/cancelled), as go-sdk's client does for its calls.
-func (u *Upstream) cancelForwarded(cs *mcp.ClientSession, cred Credential, version string) {
-	data, err := jsonrpc.EncodeMessage(&jsonrpc.Request{Method: "notifications/cancelled", Params: json.RawMessage(`{"requestId":1,"reason":"cancelled by the caller"}`)})
-	if err == nil {
-		go u.postMessage(cs, cred, version, data)
-	}
+// cancelled tells the upstream that the caller gave up on the call
+// (notifications/cancelled, naming the call's own id), as go-sdk's client
+// does for its calls.
+func (h *hop) cancelled() {
+	go h.send(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%q,"reason":"cancelled by the caller"}}`, h.id))
 }
 
-// postMessage sends one message that expects no answer but 202, within a
-// few seconds, on the upstream's own context.
-func (u *Upstream) postMessage(cs *mcp.ClientSession, cred Credential, version string, data []byte) {
-	ctx, cancel := context.WithTimeout(u.ctx, 5*time.Second)
+// send posts one message that expects no answer but 202, within a few
+// seconds, on the upstream's own context.
+func (h *hop) send(data []byte) {
+	ctx, cancel := context.WithTimeout(h.u.ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.endpoint, bytes.NewReader(data))
+	req, err := h.request(ctx, data)
 	if err != nil {
 		return
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", version)
-	if id := cs.ID(); id != "" {
-		req.Header.Set("Mcp-Session-Id", id)
-	}
-	if cred != "" {
-		req.Header.Set("Authorization", string(cred))
-	}
-	resp, err := u.http.Do(req)
+	resp, err := h.u.http.Do(req)
 	if err != nil {
-		u.log.Debug("upstream message not delivered", "error", err)
+		h.u.log.Debug("upstream message not delivered", "error", h.u.redact(err))
 		return
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	resp.Body.Close()
-}
-
-// stripHop takes the upstream hop's own fields out of a tools/call result
-// (see CallTool): resultType, and _meta's io.modelcontextprotocol/ keys.
-// A result without them is returned as it came, unparsed.
-func stripHop(res json.RawMessage) (json.RawMessage, error) {
-	if len(res) == 0 || res[0] != '{' {
-		return nil, hostile("tools/call: the result is not a JSON object")
-	}
-	if !bytes.Contains(res, []byte(`"resultType"`)) && !bytes.Contains(res, []byte(hopMetaPrefix)) {
-		return res, nil
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(res, &m); err != nil {
-		return nil, hostile("tools/call: the result is not a JSON object: %v", err)
-	}
-	delete(m, "resultType")
-	if raw, ok := m["_meta"]; ok {
-		var meta map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &meta); err == nil {
-			for k := range meta {
-				if strings.HasPrefix(k, hopMetaPrefix) {
-					delete(meta, k)
-				}
-			}
-			if len(meta) == 0 {
-				delete(m, "_meta")
-			} else if b, err := json.Marshal(meta); err == nil {
-				m["_meta"] = b
-			}
-		}
-	}
-	return json.Marshal(m)
 }
 
 // versionKey is the pool key of a session of cred speaking version.

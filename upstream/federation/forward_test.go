@@ -43,12 +43,8 @@ func TestForwardDifferential(t *testing.T) {
 				{"echo", ``},
 			} {
 				var notes []string
-				raw, err := u.Forward(t.Context(), "", "2025-06-18", &ForwardParams{Name: tc.name, Arguments: json.RawMessage(tc.args)}, func(msg []byte) {
-					var n struct{ Params mcp.LoggingMessageParams }
-					if err := json.Unmarshal(msg, &n); err != nil {
-						t.Errorf("note: %v", err)
-					}
-					notes = append(notes, fmt.Sprint(n.Params.Level, " ", n.Params.Logger, " ", n.Params.Data))
+				fres, err := u.Forward(t.Context(), "", "2025-06-18", &ForwardParams{Name: tc.name, Arguments: json.RawMessage(tc.args)}, func(p *mcp.LoggingMessageParams) {
+					notes = append(notes, fmt.Sprint(p.Level, " ", p.Logger, " ", p.Data))
 				})
 				if err != nil {
 					t.Fatalf("%s: Forward: %v", tc.name, err)
@@ -61,6 +57,7 @@ func TestForwardDifferential(t *testing.T) {
 					t.Fatalf("%s: CallTool: %v", tc.name, err)
 				}
 				want, _ := json.Marshal(res)
+				raw, _ := json.Marshal(fres)
 				var got, wantV any
 				_ = json.Unmarshal(raw, &got)
 				_ = json.Unmarshal(want, &wantV)
@@ -159,10 +156,11 @@ func TestForwardSessionLost(t *testing.T) {
 	ts := newTestServer(t, serverOpts{})
 	u := newUpstream(t, Config{URL: ts.URL}, nil)
 	call := func() string {
-		raw, err := u.Forward(t.Context(), "", "2025-06-18", &ForwardParams{Name: "add", Arguments: json.RawMessage(`{"a":1,"b":1}`)}, nil)
+		res, err := u.Forward(t.Context(), "", "2025-06-18", &ForwardParams{Name: "add", Arguments: json.RawMessage(`{"a":1,"b":1}`)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
+		raw, _ := json.Marshal(res)
 		return string(raw)
 	}
 	call()
@@ -210,38 +208,43 @@ func TestForwardCancel(t *testing.T) {
 func TestForwardHostile(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		answer  func(w http.ResponseWriter)
+		answer  func(w http.ResponseWriter, id string)
 		wantErr string // "": a result
 	}{
-		{"not JSON", func(w http.ResponseWriter) { jsonAnswer(w, `not json`) }, "the answer is not JSON-RPC"},
-		{"another id", func(w http.ResponseWriter) { jsonAnswer(w, `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`) }, "not the call's response"},
-		{"no result", func(w http.ResponseWriter) { jsonAnswer(w, `{"jsonrpc":"2.0","id":1}`) }, "neither result nor error"},
-		{"result not an object", func(w http.ResponseWriter) { jsonAnswer(w, `{"jsonrpc":"2.0","id":1,"result":[1]}`) }, "not a JSON object"},
-		{"wrong jsonrpc", func(w http.ResponseWriter) { jsonAnswer(w, `{"jsonrpc":"1.0","id":1,"result":{}}`) }, "not 2.0"},
-		{"too deep", func(w http.ResponseWriter) {
-			jsonAnswer(w, `{"jsonrpc":"2.0","id":1,"result":{"a":`+strings.Repeat("[", 2000)+strings.Repeat("]", 2000)+`}}`)
+		{"not JSON", func(w http.ResponseWriter, id string) { jsonAnswer(w, `not json`) }, "the answer is not JSON-RPC"},
+		{"another id", func(w http.ResponseWriter, id string) {
+			jsonAnswer(w, `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`)
+		}, "not the call's response"},
+		{"no result", func(w http.ResponseWriter, id string) { jsonAnswer(w, `{"jsonrpc":"2.0","id":`+id+`}`) }, "neither result nor error"},
+		{"result not an object", func(w http.ResponseWriter, id string) { jsonAnswer(w, `{"jsonrpc":"2.0","id":`+id+`,"result":[1]}`) }, "the result does not decode"},
+		{"wrong jsonrpc", func(w http.ResponseWriter, id string) { jsonAnswer(w, `{"jsonrpc":"1.0","id":1,"result":{}}`) }, "not 2.0"},
+		{"too deep", func(w http.ResponseWriter, id string) {
+			jsonAnswer(w, `{"jsonrpc":"2.0","id":`+id+`,"result":{"a":`+strings.Repeat("[", 2000)+strings.Repeat("]", 2000)+`}}`)
 		}, "levels deep"},
-		{"JSON-RPC error", func(w http.ResponseWriter) {
-			jsonAnswer(w, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"unknown tool \"x\""}}`)
+		{"JSON-RPC error", func(w http.ResponseWriter, id string) {
+			jsonAnswer(w, `{"jsonrpc":"2.0","id":`+id+`,"error":{"code":-32602,"message":"unknown tool \"x\""}}`)
 		}, `unknown tool "x"`},
-		{"HTTP 500", func(w http.ResponseWriter) { http.Error(w, "boom", http.StatusInternalServerError) }, "HTTP 500: boom"},
-		{"another media type", func(w http.ResponseWriter) { w.Header().Set("Content-Type", "text/html"); io.WriteString(w, "<p>") }, `Content-Type "text/html"`},
-		{"too large", func(w http.ResponseWriter) {
-			jsonAnswer(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"`+strings.Repeat("x", 5000)+`"}]}}`)
+		{"HTTP 500", func(w http.ResponseWriter, id string) { http.Error(w, "boom", http.StatusInternalServerError) }, "HTTP 500: boom"},
+		{"another media type", func(w http.ResponseWriter, id string) {
+			w.Header().Set("Content-Type", "text/html")
+			io.WriteString(w, "<p>")
+		}, `Content-Type "text/html"`},
+		{"too large", func(w http.ResponseWriter, id string) {
+			jsonAnswer(w, `{"jsonrpc":"2.0","id":`+id+`,"result":{"content":[{"type":"text","text":"`+strings.Repeat("x", 5000)+`"}]}}`)
 		}, "answer over max_response_bytes (4096 bytes)"},
-		{"stream ends first", func(w http.ResponseWriter) {
+		{"stream ends first", func(w http.ResponseWriter, id string) {
 			sseAnswer(w, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`)
 		}, "ended before the call's response"},
-		{"stream with a request", func(w http.ResponseWriter) {
-			sseAnswer(w, `{"jsonrpc":"2.0","id":"q","method":"sampling/createMessage","params":{}}`, `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
+		{"stream with a request", func(w http.ResponseWriter, id string) {
+			sseAnswer(w, `{"jsonrpc":"2.0","id":"q","method":"sampling/createMessage","params":{}}`, `{"jsonrpc":"2.0","id":`+id+`,"result":{"content":[]}}`)
 		}, ""},
-		{"event lines longer than the reader's buffer", func(w http.ResponseWriter) {
+		{"event lines longer than the reader's buffer", func(w http.ResponseWriter, id string) {
 			long := strings.Repeat("y", 3000)
 			sseAnswer(w, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"`+long+long+`"}}`,
-				`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"`+long+`"}],"structuredContent":{"x":"`+long+`"}}}`)
+				`{"jsonrpc":"2.0","id":`+id+`,"result":{"content":[{"type":"text","text":"`+long+`"}],"structuredContent":{"x":"`+long+`"}}}`)
 		}, ""},
-		{"resultType and hop _meta", func(w http.ResponseWriter) {
-			jsonAnswer(w, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{},"keep":1}}}`)
+		{"resultType and hop _meta", func(w http.ResponseWriter, id string) {
+			jsonAnswer(w, `{"jsonrpc":"2.0","id":`+id+`,"result":{"resultType":"complete","content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{},"keep":1}}}`)
 		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -252,7 +255,8 @@ func TestForwardHostile(t *testing.T) {
 				max = 1 << 20
 			}
 			u := newUpstream(t, Config{URL: srv, MaxResponseBytes: max}, nil)
-			raw, err := u.Forward(t.Context(), "", "2025-06-18", &ForwardParams{Name: "x"}, nil)
+			res, err := u.Forward(t.Context(), "", "2025-06-18", &ForwardParams{Name: "x"}, nil)
+			raw, _ := json.Marshal(res)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), `upstream "test"`) {
 					t.Fatalf("Forward: %s, %v; want an error naming the upstream and %q", raw, err, tc.wantErr)
@@ -292,7 +296,7 @@ func sseAnswer(w http.ResponseWriter, msgs ...string) {
 // forwardHostile answers tools/call with answer, and everything else as a
 // stateless go-sdk server would; a JSON-RPC response it is sent (the
 // gateway refusing a request) goes to refused.
-func forwardHostile(t *testing.T, answer func(http.ResponseWriter), refused chan<- string) string {
+func forwardHostile(t *testing.T, answer func(http.ResponseWriter, string), refused chan<- string) string {
 	ts := newTestServer(t, serverOpts{stateless: true})
 	inner := ts.srv.Config.Handler
 	ts.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -301,14 +305,14 @@ func forwardHostile(t *testing.T, answer func(http.ResponseWriter), refused chan
 			r.Body = io.NopCloser(strings.NewReader(string(body)))
 			var m struct {
 				Method string
-				ID     any
+				ID     json.RawMessage
 			}
 			_ = json.Unmarshal(body, &m)
 			switch {
 			case m.Method == "tools/call":
-				answer(w)
+				answer(w, string(m.ID))
 				return
-			case m.Method == "" && m.ID != nil:
+			case m.Method == "" && len(m.ID) > 0:
 				select {
 				case refused <- string(body):
 				default:
@@ -323,44 +327,49 @@ func forwardHostile(t *testing.T, answer func(http.ResponseWriter), refused chan
 }
 
 // FuzzForwardAnswer: whatever an upstream answers a forwarded call with,
-// as JSON or as an event stream, Forward's reading of it does not panic,
-// and what it returns as a result is a JSON object without the hop's
-// resultType.
+// as JSON or as an event stream, Forward's reading of it does not panic;
+// a stream's response is read whole however long its lines (the oracle:
+// lastData); what it returns as a result marshals without the hop's
+// resultType or reserved _meta.
 func FuzzForwardAnswer(f *testing.F) {
-	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`))
-	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/a":1}}}`))
-	f.Add([]byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\"}}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"))
-	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\n data: \"id\":1}\n\n"))
-	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":\"q\",\"method\":\"roots/list\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"))
-	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"" + strings.Repeat("z", 9000) + "\"}}\n\n"))
-	u := &Upstream{name: "fuzz"}
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"c","result":{"content":[]}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"c","result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/a":1}}}`))
+	f.Add([]byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\"}}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"c\",\"result\":{}}\n\n"))
+	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\n data: \"id\":\"c\"}\n\n"))
+	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":\"q\",\"method\":\"roots/list\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"c\",\"result\":{}}\n\n"))
+	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":\"c\",\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"" + strings.Repeat("z", 9000) + "\"}]}}\n\n"))
+	u := &Upstream{name: "fuzz", opts: Options{LogLevel: "info"}}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		check := func(res json.RawMessage, err error) {
+		check := func(res *mcp.CallToolResult, err error) {
 			if err != nil {
 				return
 			}
-			if res, err = stripHop(res); err != nil {
-				return
+			b, err := json.Marshal(res)
+			if err != nil {
+				return // a result go-sdk cannot marshal either
 			}
-			var m map[string]json.RawMessage
-			if json.Unmarshal(res, &m) != nil {
-				t.Fatalf("result %q is not a JSON object", res)
-			}
-			if _, ok := m["resultType"]; ok {
-				t.Fatalf("result %q keeps resultType", res)
+			if bytes.Contains(b, []byte(`"resultType"`)) || bytes.Contains(b, []byte(`"io.modelcontextprotocol/`)) {
+				t.Fatalf("result %s keeps the hop's fields", b)
 			}
 		}
+		h := &hop{u: u, id: "c", note: func(p *mcp.LoggingMessageParams) {
+			if !atLeast(p.Level, "info") {
+				t.Fatalf("a log at %q was relayed", p.Level)
+			}
+		}}
 		if m, err := parseMessage(body); err == nil {
-			check(u.answer(m))
+			check(h.result(m))
 		}
-		res, err := u.readEvents(t.Context(), nil, "", "", bytes.NewReader(body), func([]byte) {})
-		if err == nil {
-			// The stream's response, read whole however long its line.
-			if m, perr := parseMessage(lastData(body)); perr == nil && m.Method == "" && !bytes.Equal(m.Result, res) && len(m.Result) > 0 {
-				t.Fatalf("result %q, the stream's last response says %q", res, m.Result)
+		m, err := h.readEvents(t.Context(), bytes.NewReader(body))
+		if err == nil && m.Method == "" {
+			// The stream's response, read whole however long its lines.
+			if want := lastData(body); want != nil {
+				if w, perr := parseMessage(want); perr == nil && !bytes.Equal(w.Result, m.Result) {
+					t.Fatalf("result %q, the stream's response says %q", m.Result, w.Result)
+				}
 			}
+			check(h.result(m))
 		}
-		check(res, err)
 	})
 }
 

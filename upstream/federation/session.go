@@ -99,6 +99,11 @@ func (u *Upstream) slotForVersion(cred Credential, version string) *slot {
 		return u.shared
 	}
 	k := cred.key()
+	u.mu.Lock()
+	if v, ok := u.versions[version]; ok {
+		version = v // the upstream answers that offer with v: share v's session
+	}
+	u.mu.Unlock()
 	if version != "" {
 		k = versionKey(cred, version)
 	}
@@ -201,6 +206,13 @@ func (s *slot) connect(a *attempt) {
 		}
 		res := cs.InitializeResult()
 		u.log.Debug("upstream session started", "protocol", res.ProtocolVersion)
+		if s.version != "" && res.ProtocolVersion != s.version {
+			// Offered s.version, the upstream speaks another: later
+			// callers of s.version go on that version's session.
+			u.mu.Lock()
+			u.versions[s.version] = res.ProtocolVersion
+			u.mu.Unlock()
+		}
 		if lvl := u.opts.LogLevel; lvl != "" && res.Capabilities != nil && res.Capabilities.Logging != nil && res.ProtocolVersion < "2026-07-28" {
 			// From 2026-07-28 on the level travels in each request's _meta.
 			if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: lvl}); err != nil {
@@ -508,8 +520,11 @@ func origin(s string) string {
 // JSON-RPC errors of its own with codes -32003…-32005 ("client is
 // closing", "server is closing", "rejected by transport").
 func answered(err error) bool {
-	var he *hostileError
-	if errors.As(err, &he) {
+	var (
+		he *hostileError
+		ue *upstreamError
+	)
+	if errors.As(err, &he) || errors.As(err, &ue) {
 		return true
 	}
 	var je *jsonrpc.Error
@@ -528,6 +543,10 @@ func answered(err error) bool {
 func notSent(err error) bool {
 	if errors.Is(err, mcp.ErrSessionMissing) {
 		return true // the upstream answered 404 to this very request
+	}
+	var ns *notSentError
+	if errors.As(err, &ns) {
+		return true
 	}
 	var je *jsonrpc.Error
 	if errors.As(err, &je) && (je.Code == -32005 || je.Code == -32003) {

@@ -114,7 +114,8 @@ type Upstream struct {
 	shared    *slot // the credential-less session (the only one for stdio)
 	pool      *simplelru.LRU[string, *slot]
 	bySession map[*mcp.ClientSession]*slot
-	progress  map[string]*call // our progress token → the call that owns it
+	progress  map[string]*call  // our progress token → the call that owns it
+	versions  map[string]string // a protocol version offered → the one the upstream answered with, when they differ
 	closed    bool
 
 	seq         atomic.Uint64
@@ -199,6 +200,7 @@ func New(cfg Config, opts *Options) (*Upstream, error) {
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	u.bySession = make(map[*mcp.ClientSession]*slot)
 	u.progress = make(map[string]*call)
+	u.versions = make(map[string]string)
 	u.tokenPrefix = fmt.Sprintf("mcpgate-%x-", randUint64())
 	pool, err := simplelru.NewLRU(u.opts.MaxSessions, func(_ string, s *slot) { s.retire() })
 	if err != nil {
