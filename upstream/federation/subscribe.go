@@ -77,7 +77,8 @@ func (e *subEntry) lock(ctx context.Context) error {
 func (e *subEntry) unlock() { <-e.sem }
 
 // slotKey is the key of cred's slot, as slotFor picks it: "" for the
-// shared session.
+// shared session. Subscriptions are made on slotFor's sessions only,
+// never on the per-version ones of Forward (slotForVersion).
 func (u *Upstream) slotKey(cred Credential) string {
 	if cred == "" || u.endpoint == "" {
 		return ""
@@ -264,6 +265,9 @@ func (u *Upstream) sessionOf(key string) *mcp.ClientSession {
 // on s's credential that it is not subscribed to yet. It runs for every
 // session connected, most often with nothing to do.
 func (u *Upstream) resubscribe(s *slot, cs *mcp.ClientSession) {
+	if s.version != "" {
+		return // a session of the fast path's (Forward): it holds no subscription
+	}
 	for _, e := range u.subs.entered(u.slotKey(s.cred), false) {
 		u.resubscribeEntry(s, cs, e)
 		u.subs.leave(e)
@@ -355,8 +359,8 @@ func (u *Upstream) onResourceUpdated(ctx context.Context, req *mcp.ResourceUpdat
 	u.mu.Lock()
 	s := u.bySession[req.Session]
 	u.mu.Unlock()
-	if s == nil {
-		return // a session already closed
+	if s == nil || s.version != "" {
+		return // a session already closed, or one that subscribed to nothing (Forward's)
 	}
 	to := u.subs.holdersOf(subKey{u.slotKey(s.cred), req.Params.URI})
 	if len(to) == 0 {

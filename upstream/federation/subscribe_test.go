@@ -209,3 +209,31 @@ func TestStdioResubscribe(t *testing.T) {
 	}
 	eventually(t, "the new child's update", func() bool { got, _ := rec.list(); return len(got) == 1 })
 }
+
+// TestForwardSessionNotSubscribed: a session Forward opens for a caller's
+// protocol version is not one that holds subscriptions: it is not
+// subscribed, and the credential's own session keeps its one.
+func TestForwardSessionNotSubscribed(t *testing.T) {
+	ts := newTestServer(t, serverOpts{})
+	u := newUpstream(t, Config{URL: ts.URL}, nil)
+	ctx := t.Context()
+	if _, err := u.Subscribe(ctx, "Bearer a", "file:///a.txt"); err != nil {
+		t.Fatal(err)
+	}
+	inits := ts.inits.Load()
+	if _, err := u.Forward(ctx, "Bearer a", "2025-06-18", &ForwardParams{Name: "echo"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ts.inits.Load() == inits {
+		t.Fatal("Forward opened no session of its own: the test proves nothing")
+	}
+	// A subscription made after it goes to the credential's session too,
+	// which holds the URI already: nothing is sent.
+	if _, err := u.Subscribe(ctx, "Bearer a", "file:///a.txt"); err != nil {
+		t.Fatal(err)
+	}
+	u.keepSubscribed(ctx)
+	if subs, _ := ts.subscriptions(); !slices.Equal(subs, []string{"Bearer a file:///a.txt"}) {
+		t.Errorf("upstream subscriptions %q, want the one of Bearer a's session", subs)
+	}
+}
