@@ -43,10 +43,14 @@ import (
 //   - prompts/get, resources/read and completion/complete go to the
 //     upstream that offered the prompt or resource; a failure is a
 //     JSON-RPC error naming the upstream, never an empty answer.
-//     resources/subscribe is not served yet (the gateway offers no
-//     resources.subscribe): upstream/federation can subscribe, but the
-//     gateway would need to count its callers' subscriptions per upstream
-//     session and relay notifications/resources/updated.
+//   - resources/subscribe and resources/unsubscribe, in stateful mode,
+//     go to the upstream that serves the URI, on the session of the
+//     caller's credential, subscribed once however many caller sessions
+//     hold it and unsubscribed when the last lets go or ends; its
+//     notifications/resources/updated reach, under the gateway's URI, the
+//     caller sessions subscribed on that upstream session. A stateless
+//     gateway, with no session to notify, offers no resources.subscribe
+//     and answers -32601 saying why (subscribe.go).
 
 // federatedLogLevel is the level the gateway asks its upstreams' logs at:
 // what a caller may want relayed; go-sdk then sends each caller what its
@@ -71,11 +75,12 @@ func (g *Gateway) startFederation() error {
 		}
 		name := u.Name
 		up, err := federation.New(*u.MCP, &federation.Options{
-			Name:          u.Name,
-			Logger:        g.logger,
-			Capabilities:  caps,
-			LogLevel:      federatedLogLevel,
-			OnListChanged: func() { g.relist(name) },
+			Name:              u.Name,
+			Logger:            g.logger,
+			Capabilities:      caps,
+			LogLevel:          federatedLogLevel,
+			OnListChanged:     func() { g.relist(name) },
+			OnResourceUpdated: g.resourceUpdated(u),
 		})
 		if err != nil {
 			g.closeFederation()
@@ -371,6 +376,7 @@ func (g *Gateway) addFederatedPrompts() error {
 	for _, s := range g.catalog.MCP {
 		up := g.federated[s.Upstream]
 		u := g.cfg.UpstreamNamed(s.Upstream)
+		owner := &resourceOwner{up: up, u: u, subscribe: s.Listing.Subscribe}
 		for _, p := range s.Listing.Prompts {
 			if p == nil {
 				continue
@@ -420,6 +426,7 @@ func (g *Gateway) addFederatedPrompts() error {
 				return err
 			}
 			g.server.AddResource(&served, g.federatedRead(up, u))
+			g.subs.addResource(served.URI, owner)
 		}
 		for _, r := range s.Listing.Templates {
 			if r == nil {
@@ -438,6 +445,7 @@ func (g *Gateway) addFederatedPrompts() error {
 				return err
 			}
 			g.server.AddResourceTemplate(&served, g.federatedRead(up, u))
+			g.subs.addTemplate(served.URITemplate, owner)
 		}
 	}
 	return nil

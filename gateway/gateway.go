@@ -72,6 +72,7 @@ type Gateway struct {
 	// federation.go); live, the tools served, as relist changes them.
 	federated map[string]*federation.Upstream
 	live      liveTools
+	subs      *subscriptions           // resources/subscribe (subscribe.go)
 	budget    *upstream.ResponseBudget // max_response_memory, shared by the clients
 
 	validated chan struct{} // closed when the documents' validation has ended
@@ -95,7 +96,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{cfg: cfg, calls: &callContexts{}, validated: make(chan struct{})}
+	g := &Gateway{cfg: cfg, calls: &callContexts{}, validated: make(chan struct{}), subs: newSubscriptions()}
 	if opts != nil {
 		g.opts = *opts
 	}
@@ -141,6 +142,14 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	if err := g.setUpAuth(ctx); err != nil {
 		return nil, err
 	}
+	// resources/subscribe needs a session to send updates on, and an
+	// upstream to subscribe to (subscribe.go).
+	subscribing := g.cfg.Stateful && g.subscribable()
+	var subscribe func(context.Context, *mcp.SubscribeRequest) error
+	var unsubscribe func(context.Context, *mcp.UnsubscribeRequest) error
+	if subscribing {
+		subscribe, unsubscribe = g.subscribe, g.unsubscribe
+	}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "mcpgate", Title: "mcpgate", Version: Version}, &mcp.ServerOptions{
 		Logger:       g.sdkLogger(),
 		Instructions: "Tools generated from REST APIs' OpenAPI documents. Each tool's annotations say whether it reads or writes.",
@@ -155,7 +164,18 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		// nil (no completions capability) unless an MCP upstream offers
 		// completions.
 		CompletionHandler: g.federatedCompletion(),
+		// nil (no resources.subscribe) unless subscribing.
+		SubscribeHandler:   subscribe,
+		UnsubscribeHandler: unsubscribe,
 	})
+	switch {
+	case subscribing:
+		g.server.AddSendingMiddleware(g.subs.only)
+	case !g.cfg.Stateful:
+		g.server.AddReceivingMiddleware(refuseSubscriptions("a stateless gateway has no session to send notifications/resources/updated on; serve it stateful (--stateful) to subscribe to resources"))
+	default:
+		g.server.AddReceivingMiddleware(refuseSubscriptions("no upstream of this gateway offers resource subscriptions"))
+	}
 	g.addListFilter() // auth.list: callable (auth.go)
 	if err := g.addFederatedPrompts(); err != nil {
 		return nil, err

@@ -335,22 +335,6 @@ func (u *Upstream) Complete(ctx context.Context, cred Credential, p *mcp.Complet
 	return res, err
 }
 
-// Subscribe subscribes cred's session to a resource's updates. The
-// subscription lives as long as that session: a session the upstream
-// forgot, or one closed when idle, takes it along.
-func (u *Upstream) Subscribe(ctx context.Context, cred Credential, p *mcp.SubscribeParams) error {
-	return u.do(ctx, cred, "resources/subscribe", true, nil, func(ctx context.Context, cs *mcp.ClientSession) error {
-		return cs.Subscribe(ctx, p)
-	})
-}
-
-// Unsubscribe ends a subscription made by [Upstream.Subscribe].
-func (u *Upstream) Unsubscribe(ctx context.Context, cred Credential, p *mcp.UnsubscribeParams) error {
-	return u.do(ctx, cred, "resources/unsubscribe", true, nil, func(ctx context.Context, cs *mcp.ClientSession) error {
-		return cs.Unsubscribe(ctx, p)
-	})
-}
-
 // relayFor finds the call whose Relay should answer a request the
 // upstream sent on cs, which names no call: the most recent call in flight
 // on cs that can answer it. rctx ends when either the call or the

@@ -29,6 +29,9 @@ type Listing struct {
 	// Completions: the upstream offers completion/complete for its
 	// prompts' and resource templates' arguments.
 	Completions bool
+	// Subscribe: the upstream offers resources/subscribe (its
+	// resources.subscribe capability; see [Upstream.Subscribe]).
+	Subscribe bool
 }
 
 // hostileError is an upstream answer that arrived but cannot be used: the
@@ -68,6 +71,7 @@ func list(ctx context.Context, cs *mcp.ClientSession) (*Listing, error) {
 		return l, nil
 	}
 	l.Completions = caps.Completions != nil
+	l.Subscribe = caps.Resources != nil && caps.Resources.Subscribe
 	var err error
 	if caps.Tools != nil {
 		l.Tools, err = pages(ctx, "tools/list", func(ctx context.Context, cursor string) ([]*mcp.Tool, string, error) {

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,9 +34,42 @@ func TestMain(m *testing.M) {
 }
 
 // runStdioChild serves tools over stdin/stdout: env (its environment),
-// pid, crash (exits at once) and spawn (forks a sleeping helper).
+// pid, crash (exits at once), spawn (forks a sleeping helper), subscribed
+// (the resource URIs subscribed to) and touch (an update of each).
 func runStdioChild() {
-	s := mcp.NewServer(&mcp.Implementation{Name: "child", Version: "1"}, nil)
+	var (
+		mu   sync.Mutex
+		subs []string
+	)
+	var s *mcp.Server
+	s = mcp.NewServer(&mcp.Implementation{Name: "child", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
+			mu.Lock()
+			defer mu.Unlock()
+			subs = append(subs, req.Params.URI)
+			return nil
+		},
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
+	s.AddResource(&mcp.Resource{Name: "kid", URI: "file:///kid"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "kid"}}}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "subscribed", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(subs, " ")}}}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "touch", InputSchema: objectSchema}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		mu.Lock()
+		touched := slices.Clone(subs)
+		mu.Unlock()
+		for _, uri := range touched {
+			if err := s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
+				return nil, err
+			}
+		}
+		return &mcp.CallToolResult{}, nil
+	})
 	s.AddTool(&mcp.Tool{Name: "env", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		env := os.Environ()
 		slices.Sort(env)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,8 @@ type testServer struct {
 	auth    []string // Authorization headers seen
 	methods []string
 	server  *mcp.Server
+	subs    []string // "<Authorization> <uri>" of each resources/subscribe
+	unsubs  []string // and resources/unsubscribe
 }
 
 type serverOpts struct {
@@ -108,6 +111,14 @@ func (ts *testServer) authSeen() []string {
 	return append([]string(nil), ts.auth...)
 }
 
+// subscriptions returns the resources/subscribe and resources/unsubscribe
+// requests that reached the server, each "<Authorization> <uri>".
+func (ts *testServer) subscriptions() (subs, unsubs []string) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return slices.Clone(ts.subs), slices.Clone(ts.unsubs)
+}
+
 // stop closes the server and every connection to it.
 func (ts *testServer) stop() {
 	ts.srv.CloseClientConnections()
@@ -144,9 +155,26 @@ type addArgs struct {
 }
 
 func newMCPServer(ts *testServer, o serverOpts) *mcp.Server {
+	record := func(to *[]string, extra *mcp.RequestExtra, uri string) {
+		auth := ""
+		if extra != nil && extra.Header != nil {
+			auth = extra.Header.Get("Authorization")
+		}
+		ts.mu.Lock()
+		*to = append(*to, auth+" "+uri)
+		ts.mu.Unlock()
+	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ServerOptions{
 		SupportedProtocolVersions: o.versions,
 		Capabilities:              &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
+			record(&ts.subs, req.Extra, req.Params.URI)
+			return nil
+		},
+		UnsubscribeHandler: func(_ context.Context, req *mcp.UnsubscribeRequest) error {
+			record(&ts.unsubs, req.Extra, req.Params.URI)
+			return nil
+		},
 	})
 	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: objectSchema}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil

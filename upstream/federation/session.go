@@ -255,6 +255,7 @@ func (s *slot) connect(a *attempt) {
 		s.watch(cs, ch)
 		release()
 	}()
+	go u.resubscribe(s, cs) // a new session has none of the old one's subscriptions
 }
 
 // watch waits for cs to end and forgets it; a stdio child (ch) that ended,
@@ -616,6 +617,7 @@ func (u *Upstream) newClient() *mcp.Client {
 		},
 		ProgressNotificationHandler: u.onProgress,
 		LoggingMessageHandler:       u.onLog,
+		ResourceUpdatedHandler:      u.onResourceUpdated,
 	}
 	if caps.Sampling != nil {
 		opts.CreateMessageHandler = u.onCreateMessage

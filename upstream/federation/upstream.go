@@ -50,6 +50,13 @@ type Options struct {
 	// LogLevel, if set, asks the upstream for log notifications at that
 	// level or above, relayed to [Relay.Log]; "": none are asked for.
 	LogLevel mcp.LoggingLevel
+	// OnResourceUpdated receives the upstream's
+	// notifications/resources/updated for a URI that a [Subscription]
+	// holds on the session it arrived on, with those subscriptions (never
+	// another credential's), and p's URI as the upstream knows it. It runs
+	// on go-sdk's goroutine for the notification, possibly several at
+	// once. nil: updates are dropped.
+	OnResourceUpdated func(ctx context.Context, p *mcp.ResourceUpdatedNotificationParams, to []*Subscription)
 }
 
 // Health is an upstream's state, as health pings see it.
@@ -117,6 +124,8 @@ type Upstream struct {
 	progress  map[string]*call  // our progress token → the call that owns it
 	versions  map[string]string // a protocol version offered → the one the upstream answered with, when they differ
 	closed    bool
+
+	subs subscriptions // resources/subscribe, counted (subscribe.go)
 
 	seq         atomic.Uint64
 	tokenPrefix string
@@ -283,6 +292,7 @@ func (u *Upstream) run(ctx context.Context) {
 		case <-ping.C:
 			u.probe(stop)
 			u.sweep(time.Now())
+			u.keepSubscribed(stop)
 		case <-refresh:
 			u.refresh(stop)
 		}
@@ -446,14 +456,19 @@ func (u *Upstream) Close() error {
 	return nil
 }
 
-// sweep closes the sessions idle longer than IdleTimeout.
+// sweep closes the sessions idle longer than IdleTimeout. A session that
+// holds resource subscriptions is not idle: closing it would end them.
 func (u *Upstream) sweep(now time.Time) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	for {
+	for range u.pool.Len() {
 		k, s, ok := u.pool.GetOldest()
 		if !ok || s.busy() || now.Sub(s.used()) < u.opts.IdleTimeout {
 			return
+		}
+		if u.subs.holds(k) {
+			u.pool.Get(k) // to the front: the older ones behind it are looked at
+			continue
 		}
 		u.pool.Remove(k) // retires s
 	}
