@@ -99,13 +99,11 @@ func TestReviewFastFedConcurrentCallers(t *testing.T) {
 	}
 }
 
-// TestReviewFastFedNotForwardedLosesLogs: for an upstream Forward does
-// not speak to (legacy SSE here; a stdio child alike), the fast path now
-// calls the upstream through go-sdk with no relay (sendFederated(..., nil)),
-// so its log messages are dropped and the answer is plain JSON. Before
-// this commit such calls went to go-sdk's session, which streams them to
-// an old-protocol stateless caller, as it still does with the fast path
-// off.
+// TestReviewFastFedNotForwardedLosesLogs: an upstream Forward does not
+// speak to (legacy SSE here; a stdio child alike) is left to go-sdk's
+// session, which streams its log messages to an old-protocol stateless
+// caller. (Found in review: the fast path once called it through go-sdk's
+// client with nothing to relay to, and the log messages were lost.)
 func TestReviewFastFedNotForwardedLosesLogs(t *testing.T) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, &mcp.ServerOptions{
 		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Tools: &mcp.ToolCapabilities{}},
@@ -123,14 +121,18 @@ func TestReviewFastFedNotForwardedLosesLogs(t *testing.T) {
 	g.fast.onServe = func() { served++ }
 	pv := http.Header{"Mcp-Protocol-Version": {"2025-06-18"}}
 	call := rpc("1", "tools/call", `{"name":"up_say","arguments":{"text":"hi"}}`)
-	sendRaw(t, sdk, call, pv) // go-sdk's path relays logs once the upstream has sent one
-	want := sendRaw(t, sdk, call, pv)
-	got := sendRaw(t, fast, call, pv)
-	if !strings.Contains(reviewMsgs(want), "disk almost full") {
-		t.Fatalf("go-sdk's path: %s", reviewMsgs(want))
+	// The fast path hands the call to go-sdk's session, which relays the
+	// upstream's log messages (waiting for them after the result only once
+	// the upstream has sent one: CallTool, progressSettle; so the log line
+	// itself is not asserted here, where its timing would be).
+	for _, url := range []string{sdk, fast} {
+		a := sendRaw(t, url, call, pv)
+		if !strings.Contains(reviewMsgs(a), `"text":"hi"`) {
+			t.Errorf("%s: %s", url, reviewMsgs(a))
+		}
 	}
-	if !strings.Contains(reviewMsgs(got), "disk almost full") {
-		t.Errorf("the fast path (served %d) dropped the upstream's log message\nfast: %s\n sdk: %s", served, reviewMsgs(got), reviewMsgs(want))
+	if served != 0 {
+		t.Errorf("the fast path served %d calls of a legacy SSE upstream; go-sdk's session relays their logs", served)
 	}
 }
 
