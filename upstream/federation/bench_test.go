@@ -1,7 +1,10 @@
 package federation
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -12,9 +15,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// BenchmarkCallTool compares a tools/call through an Upstream with the
-// same call on a go-sdk client session, both to a stateless JSON go-sdk
-// server: the federation client's own cost. "parallel" runs 8 callers
+// BenchmarkCallTool compares a tools/call through an Upstream (CallTool,
+// and Forward, the lean hop) with the same call on a go-sdk client session
+// and as a bare net/http POST, all to a stateless JSON go-sdk server: the
+// federation client's own cost. "parallel" runs 8 callers
 // (SetParallelism on GOMAXPROCS). p50-µs is the median latency.
 func BenchmarkCallTool(b *testing.B) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
@@ -48,10 +52,41 @@ func BenchmarkCallTool(b *testing.B) {
 			return err
 		}
 	}
+	forward := func(b *testing.B) func(context.Context) error {
+		u, err := New(Config{URL: srv.URL}, &Options{Name: "bench"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { u.Close() })
+		p := &ForwardParams{Name: "echo", Arguments: json.RawMessage(`{"q":"hello"}`)}
+		return func(ctx context.Context) error {
+			_, err := u.Forward(ctx, "Bearer t", "2025-06-18", p, nil)
+			return err
+		}
+	}
+	// raw: the same POST by net/http alone, its answer read and not
+	// decoded: the floor of any Go client of this server.
+	raw := func(b *testing.B) func(context.Context) error {
+		hc := &http.Client{Transport: newHTTPTransport()}
+		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"q":"hello"}}}`)
+		return func(ctx context.Context) error {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+			resp, err := hc.Do(req)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return err
+		}
+	}
 	for _, m := range []struct {
 		name string
 		mk   func(*testing.B) func(context.Context) error
-	}{{"direct", direct}, {"federated", federated}} {
+	}{{"direct", direct}, {"federated", federated}, {"forward", forward}, {"raw", raw}} {
 		b.Run(m.name+"/c=1", func(b *testing.B) {
 			call := m.mk(b)
 			if err := call(b.Context()); err != nil { // connect outside the timing
