@@ -6,14 +6,16 @@ import "github.com/mcpgate/mcpgate/gateway/config"
 // gateway's API as it was (gateway.Config, gateway.LoadConfig, …), so an
 // embedding service reads the same whichever package it imports.
 type (
-	Config        = config.Config
-	MetricsConfig = config.MetricsConfig
-	Upstream      = config.Upstream
-	Overrides     = config.Overrides
-	Playbooks     = config.Playbooks
-	PlaybookItem  = config.PlaybookItem
-	PlaybookInput = config.PlaybookInput
-	TasksConfig   = config.TasksConfig
+	Config         = config.Config
+	MetricsConfig  = config.MetricsConfig
+	Upstream       = config.Upstream
+	Overrides      = config.Overrides
+	Playbooks      = config.Playbooks
+	PlaybookItem   = config.PlaybookItem
+	PlaybookInput  = config.PlaybookInput
+	TasksConfig    = config.TasksConfig
+	Prompt         = config.Prompt
+	PromptArgument = config.PromptArgument
 )
 
 // Defaults of Config; see package config.

@@ -365,10 +365,17 @@ func (g *Gateway) addFederatedPrompts() error {
 			*s = annotations.SanitizeText(*s)
 		}
 	}
-	held := map[string]string{} // a served prompt name, resource URI or template: its upstream
+	held := map[string]string{} // a served prompt name, resource URI or template: who serves it
+	for _, p := range g.catalog.Prompts {
+		held["prompt "+p.Prompt.Name] = "the configuration (prompts:)"
+		g.server.AddPrompt(p.Prompt, configPrompt(p))
+	}
 	claim := func(kind, served, upstream, own string) error {
 		if by, ok := held[kind+" "+served]; ok {
-			return fmt.Errorf("%s %q is served by upstream %s and by upstream %s (%s): set a tool_prefix on one", kind, served, by, upstream, own)
+			if !strings.HasPrefix(by, "the configuration") {
+				by = "upstream " + by
+			}
+			return fmt.Errorf("%s %q is served by %s and by upstream %s (%s): set a tool_prefix on the upstream, or rename", kind, served, by, upstream, own)
 		}
 		held[kind+" "+served] = upstream
 		return nil

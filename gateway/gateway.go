@@ -161,9 +161,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 			Tools:   &mcp.ToolCapabilities{ListChanged: len(g.federated) > 0},
 			Logging: &mcp.LoggingCapabilities{},
 		},
-		// nil (no completions capability) unless an MCP upstream offers
-		// completions.
-		CompletionHandler: g.federatedCompletion(),
+		// nil (no completions capability) unless a configured prompt has
+		// an enum argument or an MCP upstream offers completions.
+		CompletionHandler: g.completion(),
 		// nil (no resources.subscribe) unless subscribing.
 		SubscribeHandler:   subscribe,
 		UnsubscribeHandler: unsubscribe,

@@ -130,3 +130,18 @@ func (n *Namer) withHash(name, key string) string {
 	}
 	return name + suffix
 }
+
+// Valid reports whether name is a name of the style as it stands: what a
+// name given in configuration (a prompt's) must be, since it is served as
+// written.
+func (s NameStyle) Valid(name string) bool {
+	if name == "" || len(name) > s.maxLen() {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if !s.allowed(name[i]) {
+			return false
+		}
+	}
+	return true
+}

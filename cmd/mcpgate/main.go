@@ -204,6 +204,7 @@ func (c *common) loadConfig(o gateway.Overrides, allowDemo bool) (cfg *gateway.C
 	}
 	if demo { // after Apply, whose flags name the orchestrator
 		cfg.Upstreams = append(cfg.Upstreams, demoPlaybooks())
+		cfg.Prompts = append(cfg.Prompts, demoPrompt())
 	}
 	resolved, err := cfg.Resolve()
 	if err != nil {
@@ -255,6 +256,23 @@ func demoUpstream() gateway.Upstream {
 // routes and playbooks are found through its document's x-mcp-playbook.
 func demoPlaybooks() gateway.Upstream {
 	return gateway.Upstream{Name: "playbooks", OpenAPI: "/openapi.json", Handler: engine.New(nil).Handler(), Playbooks: &gateway.Playbooks{}}
+}
+
+// demoPrompt is a prompt template beside the demo's tools: the third
+// primitive, rendered from its arguments (docs/prompts.md).
+func demoPrompt() gateway.Prompt {
+	return gateway.Prompt{
+		Name:        "triage_subscription",
+		Title:       "Triage a subscription",
+		Description: "Ask for a triage of one subscription of the orchestrator: its state, its recent processes, and what to do next.",
+		Arguments: []gateway.PromptArgument{
+			{Name: "subscription_id", Description: "The subscription's id.", Required: true},
+			{Name: "depth", Description: "How much to say.", Required: true, Enum: []string{"brief", "detailed"}},
+		},
+		Template: "Using the orchestrator's tools (read-only ones first), look up subscription {{ input.subscription_id }}: " +
+			"its product, its state and its recent processes. Then give a {{ input.depth }} triage: what is wrong, " +
+			"if anything, why, and which workflow would fix it. Do not start a workflow without asking.",
+	}
 }
 
 func (c *common) logger(w io.Writer) (*slog.Logger, error) {

@@ -85,7 +85,10 @@ type Tool struct {
 // Catalog is the set of tools the gateway serves, built once from the
 // configuration. It is immutable after Build (but for DropDocuments).
 type Catalog struct {
-	Tools    []*Tool
+	Tools []*Tool
+	// Prompts are the prompts of the configuration (`prompts:`), in its
+	// order.
+	Prompts  []*Prompt
 	Warnings []string
 	// Skipped are the selected operations that could not be made tools, as
 	// audit findings (each is also a warning).
@@ -197,6 +200,9 @@ func Build(ctx context.Context, cfg *config.Config, opts *Options) (*Catalog, er
 	cat := &Catalog{bases: map[string]baseURL{}, sanitized: cfg.SanitizesText()}
 	if o.AuditTexts {
 		cat.sources = map[string]*textSource{}
+	}
+	if cat.Prompts, err = buildPrompts(cfg, cfg.SanitizesText()); err != nil {
+		return nil, err
 	}
 	var validations []func() []string // each waits for one document's validation
 	var startValidations []func()     // with o.Validated: started after the build

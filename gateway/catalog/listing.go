@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,6 +20,20 @@ type Listing struct {
 	// operation and why it is or is not a tool; WriteTable then prints it
 	// instead of the tools.
 	Selection []Selection `json:"selection,omitempty"`
+	// Prompts are the configuration's prompts (`prompts:`); none: left out.
+	Prompts []ListedPrompt `json:"prompts,omitempty"`
+}
+
+// ListedPrompt is one prompt of a Listing: what prompts/list shows, where
+// it comes from, and the hash of its template (what the lockfile would
+// compare).
+type ListedPrompt struct {
+	Name           string                `json:"name"`
+	Title          string                `json:"title,omitempty"`
+	Description    string                `json:"description,omitempty"`
+	Arguments      []*mcp.PromptArgument `json:"arguments"`
+	Source         string                `json:"source"`
+	TemplateSHA256 string                `json:"templateSha256"`
 }
 
 // ListedTool is one tool of a Listing.
@@ -68,6 +83,16 @@ func (c *Catalog) Listing() *Listing {
 		}
 		l.Tools = append(l.Tools, lt)
 	}
+	for _, p := range c.Prompts {
+		args := p.Prompt.Arguments
+		if args == nil {
+			args = []*mcp.PromptArgument{}
+		}
+		l.Prompts = append(l.Prompts, ListedPrompt{
+			Name: p.Prompt.Name, Title: p.Prompt.Title, Description: p.Prompt.Description,
+			Arguments: args, Source: "config", TemplateSHA256: p.TemplateSHA256(),
+		})
+	}
 	return l
 }
 
@@ -99,7 +124,32 @@ func (l *Listing) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if len(l.Prompts) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "\nPROMPT\tARGUMENTS\tSOURCE")
+		for _, p := range l.Prompts {
+			var args []string
+			for _, a := range p.Arguments {
+				n := a.Name
+				if !a.Required {
+					n += "?"
+				}
+				args = append(args, n)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, strings.Join(args, ", "), p.Source)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(w, "\n%d tools", len(l.Tools))
+	switch n := len(l.Prompts); n {
+	case 0:
+	case 1:
+		fmt.Fprint(w, ", 1 prompt")
+	default:
+		fmt.Fprintf(w, ", %d prompts", n)
+	}
 	if n := len(l.Warnings); n > 0 {
 		fmt.Fprintf(w, ", %d warnings (see --format json)", n)
 	}

@@ -155,6 +155,9 @@ type Config struct {
 	// step-up policy); see auth.Config. Nil: nothing is verified, and the
 	// gateway says so at start-up.
 	Auth *auth.Config `yaml:"auth"`
+
+	// Prompts are prompt templates served beside the tools (see Prompt).
+	Prompts []Prompt `yaml:"prompts"`
 }
 
 // MetricsConfig configures the gateway's Prometheus metrics. The endpoint is
@@ -450,6 +453,9 @@ func (c *Config) resolve() error {
 		return err
 	}
 	if err := c.Tasks.validate(); err != nil {
+		return err
+	}
+	if err := c.validatePrompts(); err != nil {
 		return err
 	}
 	if len(c.Upstreams) == 0 {

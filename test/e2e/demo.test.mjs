@@ -39,6 +39,24 @@ describe('built-in demo (in-process)', () => {
     await checkCalls(client);
   });
 
+  test('serves a prompt beside the tools: listed, rendered, refused, completed', async () => {
+    const { prompts } = await client.listPrompts();
+    const triage = prompts.find((p) => p.name === 'triage_subscription');
+    assert.ok(triage, JSON.stringify(prompts));
+    assert.deepEqual(triage.arguments.map((a) => [a.name, a.required]), [['subscription_id', true], ['depth', true]]);
+    const got = await client.getPrompt({ name: 'triage_subscription', arguments: { subscription_id: 'sub-42', depth: 'brief' } });
+    assert.equal(got.messages.length, 1);
+    assert.equal(got.messages[0].role, 'user');
+    assert.match(got.messages[0].content.text, /subscription sub-42: .* give a brief triage/s);
+    await assert.rejects(client.getPrompt({ name: 'triage_subscription', arguments: { depth: 'brief' } }), /argument "subscription_id" is required/);
+    await assert.rejects(
+      client.getPrompt({ name: 'triage_subscription', arguments: { subscription_id: 'x', depth: 'endless' } }),
+      /argument "depth" is "endless", not one of brief, detailed/,
+    );
+    const done = await client.complete({ ref: { type: 'ref/prompt', name: 'triage_subscription' }, argument: { name: 'depth', value: 'd' } });
+    assert.deepEqual(done.completion.values, ['detailed']);
+  });
+
   test('calls a playbook of the demo engine', async () => {
     const res = await client.callTool({ name: 'demo_fast', arguments: { name: 'Ada' } });
     assert.equal(res.isError ?? false, false);

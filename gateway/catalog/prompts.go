@@ -1,0 +1,124 @@
+package catalog
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/annotations"
+	"github.com/mcpgate/mcpgate/gateway/config"
+)
+
+// Prompt is a prompt the gateway serves from its configuration
+// (config.Prompt): what prompts/list shows, and how prompts/get renders
+// it.
+type Prompt struct {
+	// Prompt is the prompt as listed: its arguments are the declared ones,
+	// in order, then those its placeholders name without declaring them
+	// (required), in the order they first appear.
+	Prompt   *mcp.Prompt
+	Template string // as configured: its hash is what the lock compares
+	parts    []config.TemplatePart
+	enums    map[string][]string // argument → its values, when declared
+}
+
+// buildPrompts makes the served prompts of cfg, in configuration order.
+// Their texts are cleaned as tools' are when sanitize is set.
+func buildPrompts(cfg *config.Config, sanitize bool) ([]*Prompt, error) {
+	clean := func(s string) string {
+		if sanitize {
+			return annotations.SanitizeText(s)
+		}
+		return s
+	}
+	var out []*Prompt
+	for _, c := range cfg.Prompts {
+		parts, err := config.ParseTemplate(c.Template)
+		if err != nil { // Resolve checked it: not reached
+			return nil, fmt.Errorf("prompts (%s): template: %v", c.Name, err)
+		}
+		p := &Prompt{
+			Prompt:   &mcp.Prompt{Name: c.Name, Title: clean(c.Title), Description: clean(c.Description)},
+			Template: c.Template,
+			parts:    parts,
+			enums:    map[string][]string{},
+		}
+		declared := map[string]bool{}
+		for _, a := range c.Arguments {
+			declared[a.Name] = true
+			desc := clean(a.Description)
+			if len(a.Enum) > 0 {
+				p.enums[a.Name] = slices.Clone(a.Enum)
+				desc = strings.TrimSpace(desc + " One of: " + strings.Join(a.Enum, ", ") + ".")
+			}
+			p.Prompt.Arguments = append(p.Prompt.Arguments, &mcp.PromptArgument{Name: a.Name, Title: clean(a.Title), Description: desc, Required: a.Required})
+		}
+		for _, part := range parts {
+			if part.Arg != "" && !declared[part.Arg] {
+				declared[part.Arg] = true
+				p.Prompt.Arguments = append(p.Prompt.Arguments, &mcp.PromptArgument{Name: part.Arg, Required: true})
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Render is the prompt's text for args: each placeholder replaced by its
+// argument's value, as given. A required argument missing (or empty), an
+// argument the prompt does not take, or a value outside an argument's enum
+// is an error that names it; an optional argument not given renders as
+// nothing.
+func (p *Prompt) Render(args map[string]string) (string, error) {
+	var names []string
+	for _, a := range p.Prompt.Arguments {
+		names = append(names, a.Name)
+		if a.Required && args[a.Name] == "" {
+			return "", fmt.Errorf("prompt %q: argument %q is required", p.Prompt.Name, a.Name)
+		}
+	}
+	for k, v := range args {
+		if !slices.Contains(names, k) {
+			return "", fmt.Errorf("prompt %q takes no argument %q (it takes: %s)", p.Prompt.Name, k, strings.Join(names, ", "))
+		}
+		if e, ok := p.enums[k]; ok && v != "" && !slices.Contains(e, v) {
+			return "", fmt.Errorf("prompt %q: argument %q is %q, not one of %s", p.Prompt.Name, k, v, strings.Join(e, ", "))
+		}
+	}
+	var b strings.Builder
+	for _, part := range p.parts {
+		if part.Arg != "" {
+			b.WriteString(args[part.Arg])
+		} else {
+			b.WriteString(part.Text)
+		}
+	}
+	return b.String(), nil
+}
+
+// Complete returns the enum values of argument arg that start with
+// prefix (case-insensitively), in their declared order; nil for an
+// argument without an enum.
+func (p *Prompt) Complete(arg, prefix string) []string {
+	var out []string
+	for _, v := range p.enums[arg] {
+		if strings.HasPrefix(strings.ToLower(v), strings.ToLower(prefix)) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Completes reports whether an argument of the prompt has an enum to
+// complete from.
+func (p *Prompt) Completes() bool { return len(p.enums) > 0 }
+
+// TemplateSHA256 is the hex SHA-256 of the template as configured.
+func (p *Prompt) TemplateSHA256() string {
+	h := sha256.Sum256([]byte(p.Template))
+	return hex.EncodeToString(h[:])
+}
