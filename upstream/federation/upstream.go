@@ -211,7 +211,13 @@ func New(cfg Config, opts *Options) (*Upstream, error) {
 	u.progress = make(map[string]*call)
 	u.versions = make(map[string]string)
 	u.tokenPrefix = fmt.Sprintf("mcpgate-%x-", randUint64())
-	pool, err := simplelru.NewLRU(u.opts.MaxSessions, func(_ string, s *slot) { s.retire() })
+	pool, err := simplelru.NewLRU(u.opts.MaxSessions, func(_ string, s *slot) {
+		// Called under u.mu. Close closes every slot itself, and waits:
+		// a retire's close of its own would outlive Close.
+		if !u.closed {
+			s.retire()
+		}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("federation: %w", err)
 	}
@@ -438,7 +444,7 @@ func (u *Upstream) Close() error {
 	}
 	u.closed = true
 	slots := append([]*slot{u.shared}, u.pool.Values()...)
-	u.pool.Purge() // retires each: nothing more to do for them below
+	u.pool.Purge() // closed below, not retired (see the pool's eviction callback)
 	u.mu.Unlock()
 	u.cancel()
 	u.lcMu.Lock()
