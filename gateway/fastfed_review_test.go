@@ -25,15 +25,7 @@ import (
 func reviewGateways(t *testing.T, up federation.Config) (fast, sdk string, g *Gateway) {
 	t.Helper()
 	mk := func(disable bool) (*Gateway, string) {
-		cfg := &Config{Upstreams: []Upstream{{Name: "up", MCP: &up}}}
-		g, err := New(t.Context(), cfg, &Options{DisableFastPath: disable})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { g.Close() })
-		srv := httptest.NewServer(g.Handler())
-		t.Cleanup(srv.Close)
-		return g, srv.URL + "/mcp"
+		return serveGateway(t, &Config{Upstreams: []Upstream{{Name: "up", MCP: &up}}}, &Options{DisableFastPath: disable})
 	}
 	g, fast = mk(false)
 	_, sdk = mk(true)

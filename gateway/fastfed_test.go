@@ -64,14 +64,7 @@ func TestFastFederatedDifferential(t *testing.T) {
 			upURL, calls := logUpstream(t, stateful)
 			gw := func(disable bool) (*Gateway, string) {
 				cfg := &Config{Upstreams: []Upstream{{Name: "up", MCP: &federation.Config{URL: upURL}}}}
-				g, err := New(t.Context(), cfg, &Options{DisableFastPath: disable})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { g.Close() })
-				srv := httptest.NewServer(g.Handler())
-				t.Cleanup(srv.Close)
-				return g, srv.URL + "/mcp"
+				return serveGateway(t, cfg, &Options{DisableFastPath: disable})
 			}
 			fast, fastURL := gw(false)
 			_, sdkURL := gw(true)

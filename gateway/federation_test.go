@@ -103,7 +103,14 @@ func (f *fedUpstream) server() *mcp.Server {
 func fedGateway(t *testing.T, up *fedUpstream, stateful bool, lock *annotations.Lock) (*Gateway, string) {
 	t.Helper()
 	cfg := &Config{Stateful: stateful, Upstreams: []Upstream{{Name: "fs", MCP: &federation.Config{URL: up.srv.URL}}}}
-	g, err := New(t.Context(), cfg, &Options{Lock: lock})
+	return serveGateway(t, cfg, &Options{Lock: lock})
+}
+
+// serveGateway builds the gateway of cfg and serves it over httptest,
+// both closed when the test ends; it returns the gateway and its /mcp URL.
+func serveGateway(t *testing.T, cfg *Config, opts *Options) (*Gateway, string) {
+	t.Helper()
+	g, err := New(t.Context(), cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

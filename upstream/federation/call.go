@@ -149,15 +149,8 @@ func (u *Upstream) do(ctx context.Context, cred Credential, method string, idemp
 		if own {
 			c.returned.Store(true)
 		}
-		switch {
-		case err == nil:
-			u.answeredNow()
-			return nil
-		case ctx.Err() != nil:
-			return u.callErr(ctx, method, err)
-		case answered(err):
-			u.answeredNow()
-			return u.callErr(ctx, method, err)
+		if final, err := u.outcome(ctx, method, err); final {
+			return err
 		}
 		s.drop(cs)
 		if attempt == 0 && (notSent(err) || idempotent) {
@@ -169,6 +162,24 @@ func (u *Upstream) do(ctx context.Context, cred Credential, method string, idemp
 		}
 		return u.callErr(ctx, method, err)
 	}
+}
+
+// outcome sorts a request's result: final when it is the answer (nil, or
+// the error to return: the upstream's own, or the caller's deadline or
+// cancellation), not final when the session was lost on the way — the
+// caller then drops the session and may send the request again.
+func (u *Upstream) outcome(ctx context.Context, method string, err error) (final bool, _ error) {
+	switch {
+	case err == nil:
+		u.answeredNow()
+		return true, nil
+	case ctx.Err() != nil:
+		return true, u.callErr(ctx, method, err)
+	case answered(err):
+		u.answeredNow()
+		return true, u.callErr(ctx, method, err)
+	}
+	return false, err
 }
 
 func (u *Upstream) callErr(ctx context.Context, method string, err error) error {

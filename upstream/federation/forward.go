@@ -94,15 +94,11 @@ func (u *Upstream) Forward(ctx context.Context, cred Credential, version string,
 		s.begin(c)
 		res, err := h.post(ctx, body)
 		s.endForwarded(c)
-		switch {
-		case err == nil:
-			u.answeredNow()
+		if final, err := u.outcome(ctx, "tools/call", err); final {
+			if err != nil {
+				return nil, err
+			}
 			return res, nil
-		case ctx.Err() != nil:
-			return nil, u.callErr(ctx, "tools/call", err)
-		case answered(err):
-			u.answeredNow()
-			return nil, u.callErr(ctx, "tools/call", err)
 		}
 		s.drop(cs)
 		if attempt == 0 && (notSent(err) || p.Idempotent) {

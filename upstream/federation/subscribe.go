@@ -226,15 +226,8 @@ func (s *Subscription) Unsubscribe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
 	defer cancel()
 	err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: e.key.uri})
-	switch {
-	case err == nil:
-		u.answeredNow()
-		return nil
-	case ctx.Err() != nil:
-		return u.callErr(ctx, method, err)
-	case answered(err):
-		u.answeredNow()
-		return u.callErr(ctx, method, err)
+	if final, err := u.outcome(ctx, method, err); final {
+		return err
 	}
 	return nil // the session was lost, and its subscription with it
 }
