@@ -98,17 +98,15 @@ func (u *Upstream) slotForVersion(cred Credential, version string) *slot {
 	if u.endpoint == "" || cred == "" && version == "" {
 		return u.shared
 	}
-	k := cred.key()
 	u.mu.Lock()
+	defer u.mu.Unlock()
 	if v, ok := u.versions[version]; ok {
 		version = v // the upstream answers that offer with v: share v's session
 	}
-	u.mu.Unlock()
+	k := cred.key()
 	if version != "" {
 		k = versionKey(cred, version)
 	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
 	if s, ok := u.pool.Get(k); ok {
 		return s
 	}
