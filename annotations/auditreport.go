@@ -14,6 +14,9 @@ type Report struct {
 	Tools    []ToolFacts `json:"tools"`
 	Findings []Finding   `json:"findings"`
 	Drift    *Drift      `json:"drift,omitempty"`
+	// Prompts are the prompts served, as the lockfile records them (JSON
+	// only; their drift is in Drift).
+	Prompts []LockedPrompt `json:"prompts,omitempty"`
 }
 
 // NewReport lints tools and, with a lock, compares them against it. skipped

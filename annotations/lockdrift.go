@@ -28,6 +28,9 @@ const LockVersion = 2
 type Lock struct {
 	Version int          `json:"version"`
 	Tools   []LockedTool `json:"tools"`
+	// Prompts are the prompts served (see LockedPrompt); a lock written
+	// before prompts were locked has none, and every prompt is then new.
+	Prompts []LockedPrompt `json:"prompts,omitempty"`
 }
 
 // LockedTool is one tool of a Lock. OperationID lets a rename be told from
@@ -113,6 +116,9 @@ func ReadLock(r io.Reader) (*Lock, error) {
 			return nil, fmt.Errorf("annotations: lockfile: tool %q has no descriptionSha256 or titleSha256", t.Name)
 		}
 	}
+	if err := l.readPrompts(); err != nil {
+		return nil, err
+	}
 	return &l, nil
 }
 
@@ -159,6 +165,11 @@ type Drift struct {
 	Removed []string `json:"removed"` // locked tools no longer served
 	Renamed []Rename `json:"renamed"` // locked tools served under a new name
 	Changed []Change `json:"changed"` // one entry per field that changed
+
+	// The prompts' drift (ComparePrompts); prompts are never renamed.
+	PromptsAdded   []string       `json:"promptsAdded,omitempty"`
+	PromptsRemoved []string       `json:"promptsRemoved,omitempty"`
+	PromptsChanged []PromptChange `json:"promptsChanged,omitempty"`
 }
 
 // Compare returns how tools differ from l. A tool whose name is not in the
@@ -295,7 +306,8 @@ func short(hash string) string {
 
 // Empty reports whether nothing drifted.
 func (d *Drift) Empty() bool {
-	return d == nil || len(d.Added)+len(d.Removed)+len(d.Renamed)+len(d.Changed) == 0
+	return d == nil || len(d.Added)+len(d.Removed)+len(d.Renamed)+len(d.Changed)+
+		len(d.PromptsAdded)+len(d.PromptsRemoved)+len(d.PromptsChanged) == 0
 }
 
 // Held returns the tools `serve --lock` does not serve, sorted: those added,
@@ -376,7 +388,7 @@ func (d *Drift) Lines() []string {
 		seen[c.Tool] = true
 		lines = append(lines, "~ "+c.Tool+": "+strings.Join(changes[c.Tool], "; "))
 	}
-	return lines
+	return append(lines, d.promptLines()...)
 }
 
 // WriteText writes a summary line, then Lines:
@@ -390,6 +402,10 @@ func (d *Drift) WriteText(w io.Writer) error {
 	changed := len(d.Held()) - len(d.Added) - len(d.Renamed) // changed, not renamed
 	fmt.Fprintf(w, "lock: %d tools drifted: %d added, %d removed, %d renamed, %d changed\n",
 		d.Tools(), len(d.Added), len(d.Removed), len(d.Renamed), changed)
+	if held := d.HeldPrompts(); len(held)+len(d.PromptsRemoved) > 0 {
+		fmt.Fprintf(w, "lock: %d prompts drifted: %d added, %d removed, %d changed\n",
+			len(held)+len(d.PromptsRemoved), len(d.PromptsAdded), len(d.PromptsRemoved), len(held)-len(d.PromptsAdded))
+	}
 	if slices.ContainsFunc(d.Changed, func(c Change) bool { return c.From == notRecorded }) {
 		fmt.Fprintln(w, "lock: it records no descriptions or titles (written by an older mcpgate): review them, then write it again (audit --write-lock)")
 	}

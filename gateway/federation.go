@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -366,9 +367,18 @@ func (g *Gateway) addFederatedPrompts() error {
 		}
 	}
 	held := map[string]string{} // a served prompt name, resource URI or template: who serves it
+	withheld := func(name string) bool {
+		if slices.Contains(g.drift.HeldPrompts(), name) {
+			g.logger.Warn("lock: not serving a prompt that is not in the lock unchanged", "prompt", name)
+			return true
+		}
+		return false
+	}
 	for _, p := range g.catalog.Prompts {
 		held["prompt "+p.Prompt.Name] = "the configuration (prompts:)"
-		g.server.AddPrompt(p.Prompt, configPrompt(p))
+		if !withheld(p.Prompt.Name) {
+			g.server.AddPrompt(p.Prompt, configPrompt(p))
+		}
 	}
 	claim := func(kind, served, upstream, own string) error {
 		if by, ok := held[kind+" "+served]; ok {
@@ -405,6 +415,9 @@ func (g *Gateway) addFederatedPrompts() error {
 				}
 			}
 			name := p.Name
+			if withheld(served.Name) {
+				continue
+			}
 			g.server.AddPrompt(&served, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 				cred, err := g.federatedCredential(ctx, u, req.Extra)
 				if err != nil {

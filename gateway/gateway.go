@@ -132,6 +132,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		// Before auth: a federated tool's hints are believed when the
 		// reviewed lock holds it unchanged.
 		g.drift = annotations.Compare(g.opts.Lock, cat.Facts())
+		g.drift.ComparePrompts(g.opts.Lock, cat.LockedPrompts(g.cfg))
 	}
 	if err := g.startClients(); err != nil {
 		return nil, err

@@ -592,16 +592,31 @@ func (m *cli) audit(ctx context.Context, args []string) (int, error) {
 		return 0, c.loadError(err)
 	}
 	facts := cat.Facts()
+	prompts := cat.LockedPrompts(cfg)
 	if *writeLock != "" {
 		var buf bytes.Buffer
-		annotations.NewLock(facts).Write(&buf)
+		l := annotations.NewLock(facts)
+		l.SetPrompts(prompts)
+		l.Write(&buf)
 		if err := os.WriteFile(*writeLock, buf.Bytes(), 0o644); err != nil {
 			return 0, fmt.Errorf("--write-lock: %v", err)
 		}
 		// stdout carries the report: the confirmation goes with the logs.
-		fmt.Fprintf(m.stderr, "mcpgate: wrote %d tools to %s\n", len(facts), *writeLock)
+		what := fmt.Sprintf("%d tools", len(facts))
+		switch len(prompts) {
+		case 0:
+		case 1:
+			what += " and 1 prompt"
+		default:
+			what += fmt.Sprintf(" and %d prompts", len(prompts))
+		}
+		fmt.Fprintf(m.stderr, "mcpgate: wrote %s to %s\n", what, *writeLock)
 	}
 	report := annotations.NewReport(facts, lock, cat.Skipped...)
+	report.Prompts = prompts
+	if lock != nil {
+		report.Drift.ComparePrompts(lock, prompts)
+	}
 	if *explain {
 		err = (&gateway.ExplainedReport{Report: report, Selection: cat.Selection}).Write(m.stdout, format.value)
 	} else {

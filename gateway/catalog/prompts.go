@@ -122,3 +122,26 @@ func (p *Prompt) TemplateSHA256() string {
 	h := sha256.Sum256([]byte(p.Template))
 	return hex.EncodeToString(h[:])
 }
+
+// LockedPrompts are the prompts served, as the lockfile records them: the
+// configuration's (their template's hash included) and each MCP
+// upstream's under its served name (its prefix, from cfg), their texts
+// as the upstream gives them.
+func (c *Catalog) LockedPrompts(cfg *config.Config) []annotations.LockedPrompt {
+	var out []annotations.LockedPrompt
+	for _, p := range c.Prompts {
+		out = append(out, annotations.PromptFacts(p.Prompt.Name, "config", p.Prompt.Title, p.Prompt.Description, p.Prompt.Arguments, p.TemplateSHA256()))
+	}
+	for _, s := range c.MCP {
+		u := cfg.UpstreamNamed(s.Upstream)
+		if u == nil || s.Listing == nil {
+			continue
+		}
+		for _, p := range s.Listing.Prompts {
+			if p != nil {
+				out = append(out, annotations.PromptFacts(u.ToolPrefix+p.Name, "upstream:"+u.Name, p.Title, p.Description, p.Arguments, ""))
+			}
+		}
+	}
+	return out
+}
