@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,8 +32,9 @@ func configPrompt(p *catalog.Prompt) mcp.PromptHandler {
 // capability — when neither has anything to complete.
 func (g *Gateway) completion() func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	prompts := map[string]*catalog.Prompt{}
+	held := g.drift.HeldPrompts() // not served: nothing of them is told
 	for _, p := range g.catalog.Prompts {
-		if p.Completes() {
+		if p.Completes() && !slices.Contains(held, p.Prompt.Name) {
 			prompts[p.Prompt.Name] = p
 		}
 	}
