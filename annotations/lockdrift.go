@@ -399,9 +399,11 @@ func (d *Drift) WriteText(w io.Writer) error {
 		_, err := fmt.Fprintln(w, "lock: no drift")
 		return err
 	}
-	changed := len(d.Held()) - len(d.Added) - len(d.Renamed) // changed, not renamed
-	fmt.Fprintf(w, "lock: %d tools drifted: %d added, %d removed, %d renamed, %d changed\n",
-		d.Tools(), len(d.Added), len(d.Removed), len(d.Renamed), changed)
+	if d.Tools() > 0 {
+		changed := len(d.Held()) - len(d.Added) - len(d.Renamed) // changed, not renamed
+		fmt.Fprintf(w, "lock: %d tools drifted: %d added, %d removed, %d renamed, %d changed\n",
+			d.Tools(), len(d.Added), len(d.Removed), len(d.Renamed), changed)
+	}
 	if held := d.HeldPrompts(); len(held)+len(d.PromptsRemoved) > 0 {
 		fmt.Fprintf(w, "lock: %d prompts drifted: %d added, %d removed, %d changed\n",
 			len(held)+len(d.PromptsRemoved), len(d.PromptsAdded), len(d.PromptsRemoved), len(held)-len(d.PromptsAdded))

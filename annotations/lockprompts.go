@@ -25,19 +25,24 @@ type LockedPrompt struct {
 	TemplateSHA256 string `json:"templateSha256,omitempty"`
 }
 
-// PromptFacts makes the LockedPrompt of a served prompt. arguments is
-// hashed as its JSON.
+// PromptFacts makes the LockedPrompt of a served prompt: title and
+// description are hashed as the JSON of the pair (no text can move from
+// one to the other unseen), arguments as its JSON.
 func PromptFacts(name, source, title, description string, arguments any, templateSHA256 string) LockedPrompt {
-	args, err := json.Marshal(arguments)
-	if err != nil {
-		args = []byte(fmt.Sprint(arguments))
-	}
 	return LockedPrompt{
 		Name: name, Source: source,
-		DescriptionSHA256: textHash(title + "\x00" + description),
-		ArgumentsSHA256:   textHash(string(args)),
+		DescriptionSHA256: jsonHash([]string{title, description}),
+		ArgumentsSHA256:   jsonHash(arguments),
 		TemplateSHA256:    templateSHA256,
 	}
+}
+
+func jsonHash(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(fmt.Sprint(v))
+	}
+	return textHash(string(b))
 }
 
 func textHash(s string) string {
@@ -141,15 +146,26 @@ func orNone(s string) string {
 	return s
 }
 
-// readPrompts checks a lock's prompts: each named, once.
+// readPrompts checks a lock's prompts: each named, once, with a source
+// ("config" or "upstream:NAME"), both text hashes, and a template hash
+// exactly when the source is the configuration.
 func (l *Lock) readPrompts() error {
 	seen := map[string]bool{}
 	for _, p := range l.Prompts {
-		if p.Name == "" {
-			return fmt.Errorf("annotations: lockfile: a prompt has no name")
+		fail := func(why string) error {
+			return fmt.Errorf("annotations: lockfile: prompt %q %s", p.Name, why)
 		}
-		if seen[p.Name] {
-			return fmt.Errorf("annotations: lockfile: prompt %q appears twice", p.Name)
+		switch {
+		case p.Name == "":
+			return fmt.Errorf("annotations: lockfile: a prompt has no name")
+		case seen[p.Name]:
+			return fail("appears twice")
+		case p.Source != "config" && (!strings.HasPrefix(p.Source, "upstream:") || p.Source == "upstream:"):
+			return fail(fmt.Sprintf("has source %q, not config or upstream:NAME", p.Source))
+		case p.DescriptionSHA256 == "" || p.ArgumentsSHA256 == "":
+			return fail("has no descriptionSha256 or argumentsSha256")
+		case (p.Source == "config") != (p.TemplateSHA256 != ""):
+			return fail("has a templateSha256 without being a configured prompt, or is one without it")
 		}
 		seen[p.Name] = true
 	}

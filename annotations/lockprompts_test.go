@@ -64,7 +64,7 @@ func TestComparePrompts(t *testing.T) {
 			t.Errorf("%s changed: %+v", field, d.PromptsChanged)
 		}
 	}
-	if _, err := ReadLock(strings.NewReader(`{"version":2,"tools":[],"prompts":[{"name":"a","source":"config","descriptionSha256":"x","argumentsSha256":"y"},{"name":"a","source":"config","descriptionSha256":"x","argumentsSha256":"y"}]}`)); err == nil || !strings.Contains(err.Error(), `prompt "a" appears twice`) {
+	if _, err := ReadLock(strings.NewReader(`{"version":2,"tools":[],"prompts":[{"name":"a","source":"config","descriptionSha256":"x","argumentsSha256":"y","templateSha256":"z"},{"name":"a","source":"config","descriptionSha256":"x","argumentsSha256":"y","templateSha256":"z"}]}`)); err == nil || !strings.Contains(err.Error(), `prompt "a" appears twice`) {
 		t.Errorf("a prompt twice: %v", err)
 	}
 }

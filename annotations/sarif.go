@@ -3,6 +3,7 @@ package annotations
 import (
 	"encoding/json"
 	"io"
+	"strings"
 )
 
 // SARIF 2.1.0 (OASIS), the subset code-scanning UIs read: one run, the rules,
@@ -104,8 +105,42 @@ func (r *Report) writeSARIF(w io.Writer) error {
 		}
 		run.Results = append(run.Results, res)
 	}
+	if lines := r.Drift.Lines(); len(lines) > 0 {
+		// The lock's drift (audit --lock), one result per tool or prompt,
+		// under a rule of its own: what changed since the review.
+		sr := sarifRule{ID: driftRule, Name: "LockDrift", ShortDescription: sarifMessage{"A tool or prompt differs from the reviewed lockfile."}}
+		sr.DefaultConfiguration.Level = SeverityError
+		run.Tool.Driver.Rules = append(run.Tool.Driver.Rules, sr)
+		for _, line := range lines {
+			var loc sarifLocation
+			loc.PhysicalLocation.ArtifactLocation.URI = "mcpgate.lock.json"
+			loc.LogicalLocations = []sarifLogical{{Name: driftSubject(line), FullyQualifiedName: driftSubject(line), Kind: "function"}}
+			run.Results = append(run.Results, sarifResult{
+				RuleID: driftRule, RuleIndex: len(run.Tool.Driver.Rules) - 1, Level: SeverityError,
+				Message: sarifMessage{line}, Locations: []sarifLocation{loc},
+			})
+		}
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(sarifLog{Schema: sarifSchema, Version: "2.1.0", Runs: []sarifRun{run}})
+}
+
+// driftRule is the SARIF rule of the lock's drift.
+const driftRule = "MCPG-LOCK"
+
+// driftSubject is the tool or prompt a drift line is about: "+ prompt x:
+// …" → "prompt x", "~ renamed a → b (…)" → "b", "- t: …" → "t".
+func driftSubject(line string) string {
+	s := strings.TrimLeft(line, "+-~ ")
+	if after, ok := strings.CutPrefix(s, "renamed "); ok {
+		if _, to, ok := strings.Cut(after, " → "); ok {
+			s = to
+		}
+		s, _, _ = strings.Cut(s, " (")
+		return s
+	}
+	s, _, _ = strings.Cut(s, ":")
+	return s
 }

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -368,7 +367,7 @@ func (g *Gateway) addFederatedPrompts() error {
 	}
 	held := map[string]string{} // a served prompt name, resource URI or template: who serves it
 	withheld := func(name string) bool {
-		if slices.Contains(g.drift.HeldPrompts(), name) {
+		if g.heldPrompts[name] {
 			g.logger.Warn("lock: not serving a prompt that is not in the lock unchanged", "prompt", name)
 			return true
 		}
@@ -489,7 +488,7 @@ func (g *Gateway) federatedCompletion() func(context.Context, *mcp.CompleteReque
 		}
 		up, u := g.federated[s.Upstream], g.cfg.UpstreamNamed(s.Upstream)
 		for _, p := range s.Listing.Prompts {
-			if p != nil {
+			if p != nil && !g.heldPrompts[u.ToolPrefix+p.Name] { // a withheld prompt is not served in any way
 				prompts[u.ToolPrefix+p.Name] = owner{up, u, p.Name}
 			}
 		}

@@ -60,9 +60,12 @@ type Gateway struct {
 	catalog *Catalog
 	server  *mcp.Server
 	drift   *annotations.Drift
-	served  int           // tools registered: the catalog less what the lock held back
-	calls   *callContexts // the POSTs being served, for the tool handlers (see frontDoor)
-	metrics *metrics      // nil when metrics are off
+	// heldPrompts are the prompts Options.Lock withholds (drift's
+	// HeldPrompts): not listed, rendered or completed.
+	heldPrompts map[string]bool
+	served      int           // tools registered: the catalog less what the lock held back
+	calls       *callContexts // the POSTs being served, for the tool handlers (see frontDoor)
+	metrics     *metrics      // nil when metrics are off
 
 	// The serving state: one client per upstream, by name, all under one
 	// response budget; the runner of each upstream that has playbooks.
@@ -133,6 +136,10 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		// reviewed lock holds it unchanged.
 		g.drift = annotations.Compare(g.opts.Lock, cat.Facts())
 		g.drift.ComparePrompts(g.opts.Lock, cat.LockedPrompts(g.cfg))
+		g.heldPrompts = map[string]bool{}
+		for _, n := range g.drift.HeldPrompts() {
+			g.heldPrompts[n] = true
+		}
 	}
 	if err := g.startClients(); err != nil {
 		return nil, err

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,9 +31,8 @@ func configPrompt(p *catalog.Prompt) mcp.PromptHandler {
 // capability — when neither has anything to complete.
 func (g *Gateway) completion() func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	prompts := map[string]*catalog.Prompt{}
-	held := g.drift.HeldPrompts() // not served: nothing of them is told
 	for _, p := range g.catalog.Prompts {
-		if p.Completes() && !slices.Contains(held, p.Prompt.Name) {
+		if p.Completes() && !g.heldPrompts[p.Prompt.Name] { // a withheld prompt is not served in any way
 			prompts[p.Prompt.Name] = p
 		}
 	}

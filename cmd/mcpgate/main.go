@@ -382,7 +382,11 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 		// The same lines as audit --lock, from the same function, in one
 		// write: the documents' validation logs to stderr meanwhile.
 		var b bytes.Buffer
-		fmt.Fprintf(&b, "mcpgate: --lock %s: not serving the %d added, renamed or changed tools:\n", *lockFile, len(d.Held()))
+		what := fmt.Sprintf("%d added, renamed or changed tools", len(d.Held()))
+		if n := len(d.HeldPrompts()); n > 0 {
+			what += fmt.Sprintf(" and %d added or changed prompts", n)
+		}
+		fmt.Fprintf(&b, "mcpgate: --lock %s: not serving the %s:\n", *lockFile, what)
 		d.WriteText(&b)
 		m.stderr.Write(b.Bytes())
 	}

@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -50,12 +52,13 @@ func buildPrompts(cfg *config.Config, sanitize bool) ([]*Prompt, error) {
 		declared := map[string]bool{}
 		for _, a := range c.Arguments {
 			declared[a.Name] = true
-			desc := clean(a.Description)
+			desc := a.Description
 			if len(a.Enum) > 0 {
 				p.enums[a.Name] = slices.Clone(a.Enum)
 				desc = strings.TrimSpace(desc + " One of: " + strings.Join(a.Enum, ", ") + ".")
 			}
-			p.Prompt.Arguments = append(p.Prompt.Arguments, &mcp.PromptArgument{Name: a.Name, Title: clean(a.Title), Description: desc, Required: a.Required})
+			// Cleaned whole: the enum values are text clients read too.
+			p.Prompt.Arguments = append(p.Prompt.Arguments, &mcp.PromptArgument{Name: a.Name, Title: clean(a.Title), Description: clean(desc), Required: a.Required})
 		}
 		for _, part := range parts {
 			if part.Arg != "" && !declared[part.Arg] {
@@ -81,12 +84,17 @@ func (p *Prompt) Render(args map[string]string) (string, error) {
 			return "", fmt.Errorf("prompt %q: argument %q is required", p.Prompt.Name, a.Name)
 		}
 	}
-	for k, v := range args {
+	for _, k := range slices.Sorted(maps.Keys(args)) { // the same error for the same request
+		v := args[k]
 		if !slices.Contains(names, k) {
-			return "", fmt.Errorf("prompt %q takes no argument %q (it takes: %s)", p.Prompt.Name, k, strings.Join(names, ", "))
+			takes := "it takes no arguments"
+			if len(names) > 0 {
+				takes = "it takes: " + strings.Join(names, ", ")
+			}
+			return "", fmt.Errorf("prompt %q takes no argument %q (%s)", p.Prompt.Name, clip(k), takes)
 		}
 		if e, ok := p.enums[k]; ok && v != "" && !slices.Contains(e, v) {
-			return "", fmt.Errorf("prompt %q: argument %q is %q, not one of %s", p.Prompt.Name, k, v, strings.Join(e, ", "))
+			return "", fmt.Errorf("prompt %q: argument %q is %q, not one of %s", p.Prompt.Name, k, clip(v), strings.Join(e, ", "))
 		}
 	}
 	var b strings.Builder
@@ -98,6 +106,14 @@ func (p *Prompt) Render(args map[string]string) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// clip shortens a caller's value quoted in an error to 60 characters.
+func clip(s string) string {
+	if utf8.RuneCountInString(s) <= 60 {
+		return s
+	}
+	return string([]rune(s)[:57]) + "..."
 }
 
 // Complete returns the enum values of argument arg that start with
@@ -130,7 +146,13 @@ func (p *Prompt) TemplateSHA256() string {
 func (c *Catalog) LockedPrompts(cfg *config.Config) []annotations.LockedPrompt {
 	var out []annotations.LockedPrompt
 	for _, p := range c.Prompts {
-		out = append(out, annotations.PromptFacts(p.Prompt.Name, "config", p.Prompt.Title, p.Prompt.Description, p.Prompt.Arguments, p.TemplateSHA256()))
+		// The enums themselves, not only the descriptions that list them:
+		// ["a, b"] and ["a", "b"] read alike and accept different values.
+		args := struct {
+			Arguments []*mcp.PromptArgument `json:"arguments"`
+			Enums     map[string][]string   `json:"enums"`
+		}{p.Prompt.Arguments, p.enums}
+		out = append(out, annotations.PromptFacts(p.Prompt.Name, "config", p.Prompt.Title, p.Prompt.Description, args, p.TemplateSHA256()))
 	}
 	for _, s := range c.MCP {
 		u := cfg.UpstreamNamed(s.Upstream)

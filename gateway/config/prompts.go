@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mcpgate/mcpgate/tagging"
 )
@@ -78,10 +79,10 @@ func ParseTemplate(s string) ([]TemplatePart, error) {
 }
 
 func clip(s string) string {
-	if len(s) > 60 {
-		return s[:57] + "..."
+	if utf8.RuneCountInString(s) <= 60 {
+		return s
 	}
-	return s
+	return string([]rune(s)[:57]) + "..."
 }
 
 // validatePrompts checks the prompts' shape: names the clients take
