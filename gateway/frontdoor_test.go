@@ -335,7 +335,13 @@ func TestFrontDoorTricklingBody(t *testing.T) {
 		t.Run(fmt.Sprintf("stateful=%v,server ReadTimeout=%v", stateful, tt.serverBound), func(t *testing.T) {
 			var tune func(*Gateway, *http.Server)
 			if tt.serverBound {
-				tune = func(_ *Gateway, s *http.Server) { s.ReadTimeout = 300 * time.Millisecond }
+				tune = func(_ *Gateway, s *http.Server) {
+					s.ReadTimeout = 300 * time.Millisecond
+					// As mcpgate serve sets it: with none, net/http closes
+					// an idle keep-alive connection at ReadTimeout, which
+					// raced the next POST's reuse of it (EOF, seen in CI).
+					s.IdleTimeout = 120 * time.Second
+				}
 			}
 			rec, url := startGatewayOn(t, Config{Stateful: stateful, BodyTimeout: 300 * time.Millisecond}, nil, tune)
 			h := http.Header{}
