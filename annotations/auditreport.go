@@ -153,6 +153,16 @@ func (r *Report) writeTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if len(r.Prompts) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "\nPROMPT\tSOURCE\tTEMPLATE")
+		for _, p := range r.Prompts {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Name, p.Source, orNone(short(p.TemplateSHA256)))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(w, "\n%d tools, %d findings\n", len(r.Tools), len(r.Findings))
 	for _, f := range r.Findings {
 		fmt.Fprintf(w, "%-7s %s %s [%s]\n", f.Severity, f.Rule, f.Message, f.where())
@@ -179,6 +189,12 @@ func (r *Report) writeMarkdown(w io.Writer) error {
 			c[j] = mdEscape(c[j])
 		}
 		fmt.Fprintf(w, "| `%s` | `%s` | %s |\n", r.Tools[i].Name, c[0], strings.Join(c[1:], " | "))
+	}
+	if len(r.Prompts) > 0 {
+		fmt.Fprintln(w, "\n## Prompts\n\n| prompt | source | template |\n|---|---|---|")
+		for _, p := range r.Prompts {
+			fmt.Fprintf(w, "| `%s` | %s | %s |\n", mdEscape(p.Name), mdEscape(p.Source), orNone(short(p.TemplateSHA256)))
+		}
 	}
 	fmt.Fprintln(w, "\n## Findings")
 	fmt.Fprintln(w)

@@ -68,3 +68,33 @@ func TestComparePrompts(t *testing.T) {
 		t.Errorf("a prompt twice: %v", err)
 	}
 }
+
+// TestReportListsPrompts: the table and Markdown audits list the prompts
+// served, with their source and template hash; a report without prompts
+// prints no section for them.
+func TestReportListsPrompts(t *testing.T) {
+	r := NewReport(nil, nil)
+	r.Prompts = []LockedPrompt{
+		PromptFacts("summarize", "config", "", "d", nil, textHash("t")),
+		PromptFacts("fs_greet", "upstream:fs", "", "d", nil, ""),
+	}
+	for format, want := range map[string][]string{
+		"table":    {"PROMPT", "summarize", "config", textHash("t")[:12], "fs_greet", "upstream:fs", "none"},
+		"markdown": {"## Prompts", "| `summarize` | config | " + textHash("t")[:12] + " |", "| `fs_greet` | upstream:fs | none |"},
+	} {
+		var b bytes.Buffer
+		if err := r.Write(&b, format); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s report lacks %q:\n%s", format, w, b.String())
+			}
+		}
+		var none bytes.Buffer
+		NewReport(nil, nil).Write(&none, format)
+		if strings.Contains(none.String(), "rompt") {
+			t.Errorf("%s report without prompts mentions them:\n%s", format, none.String())
+		}
+	}
+}
