@@ -287,8 +287,10 @@ func TestReviewForwardRedirectKeepsCredential(t *testing.T) {
 
 // TestReviewForwardEndlessStream (sound): an upstream that keeps the
 // call's stream open, sending log lines forever, is cut at the call's
-// timeout.
+// timeout. It sends the next line once the last one was relayed (no
+// pacing by the clock), until the test ends.
 func TestReviewForwardEndlessStream(t *testing.T) {
+	relayed, done := make(chan struct{}, 1), make(chan struct{})
 	srv := rawUpstream(t, func(w http.ResponseWriter, _ json.RawMessage, _ []byte) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		for {
@@ -296,13 +298,24 @@ func TestReviewForwardEndlessStream(t *testing.T) {
 				return
 			}
 			w.(http.Flusher).Flush()
-			time.Sleep(10 * time.Millisecond)
+			select {
+			case <-relayed:
+			case <-done:
+				return
+			}
 		}
 	})
+	t.Cleanup(func() { close(done) }) // before the server's Close, which waits for this handler
 	u := newUpstream(t, Config{URL: srv.URL, Timeout: 300 * time.Millisecond}, nil)
 	start := time.Now()
 	var notes atomic.Int32
-	_, err := u.Forward(t.Context(), "", "2025-06-18", &ForwardParams{Name: "x"}, func(*mcp.LoggingMessageParams) { notes.Add(1) })
+	_, err := u.Forward(t.Context(), "", "2025-06-18", &ForwardParams{Name: "x"}, func(*mcp.LoggingMessageParams) {
+		notes.Add(1)
+		select {
+		case relayed <- struct{}{}:
+		default:
+		}
+	})
 	if err == nil || time.Since(start) > 2*time.Second {
 		t.Errorf("after %v: %v", time.Since(start), err)
 	}
