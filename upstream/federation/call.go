@@ -49,6 +49,9 @@ type call struct {
 	token       string          // ours, sent upstream; "": none
 	ended       atomic.Bool     // the result arrived
 	returned    atomic.Bool     // its method returned, late notifications awaited
+	// forwarded: a call of Upstream.Forward, whose notifications come on
+	// its own POST, none through go-sdk's handlers after it ends.
+	forwarded bool
 }
 
 func (u *Upstream) newCall(r *Relay) *call {
@@ -127,6 +130,12 @@ func (u *Upstream) release(c *call) {
 // upstream lost is replaced once; the call is sent again only when it did
 // not reach the upstream, or when idempotent.
 func (u *Upstream) do(ctx context.Context, cred Credential, method string, idempotent bool, c *call, send func(context.Context, *mcp.ClientSession) error) error {
+	return u.doOn(ctx, u.slotFor(cred), method, idempotent, c, send)
+}
+
+// doOn is do on the session of slot s. [ErrNotForwarded] from send is
+// returned as it is, the session kept.
+func (u *Upstream) doOn(ctx context.Context, s *slot, method string, idempotent bool, c *call, send func(context.Context, *mcp.ClientSession) error) error {
 	if err := u.downErr(); err != nil {
 		return err
 	}
@@ -137,7 +146,6 @@ func (u *Upstream) do(ctx context.Context, cred Credential, method string, idemp
 		c = u.newCall(nil)
 	}
 	c.ctx = ctx
-	s := u.slotFor(cred)
 	for attempt := 0; ; attempt++ {
 		cs, err := s.session(ctx)
 		if err != nil {
@@ -145,16 +153,23 @@ func (u *Upstream) do(ctx context.Context, cred Credential, method string, idemp
 		}
 		s.begin(c)
 		err = send(ctx, cs)
-		s.end(c)
+		if c.forwarded {
+			s.endForwarded(c)
+		} else {
+			s.end(c)
+		}
 		if own {
 			c.returned.Store(true)
+		}
+		if errors.Is(err, ErrNotForwarded) {
+			return err
 		}
 		if final, err := u.outcome(ctx, method, err); final {
 			return err
 		}
 		s.drop(cs)
 		if attempt == 0 && (notSent(err) || idempotent) {
-			u.log.Debug("upstream session lost; starting another", "method", method, "error", err)
+			u.log.Debug("upstream session lost; starting another", "method", method, "error", u.redact(err))
 			continue
 		}
 		if !notSent(err) {

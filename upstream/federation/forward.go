@@ -66,50 +66,28 @@ func (u *Upstream) Forward(ctx context.Context, cred Credential, version string,
 	if version >= "2026-07-28" {
 		return nil, ErrNotForwarded
 	}
-	if err := u.downErr(); err != nil {
-		return nil, err
-	}
 	id := u.tokenPrefix + "fwd-" + strconv.FormatUint(u.seq.Add(1), 10)
 	body, err := forwardBody(id, p)
 	if err != nil {
 		return nil, fmt.Errorf("federation: upstream %q: tools/call: %v", u.name, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
-	defer cancel()
-	s := u.slotForVersion(cred, version)
 	c := u.newCall(nil)
-	c.ctx = ctx
+	c.forwarded = true
 	h := &hop{u: u, cred: cred, id: id, note: note}
-	for attempt := 0; ; attempt++ {
-		cs, err := s.session(ctx)
-		if err != nil {
-			return nil, u.callErr(ctx, "tools/call", fmt.Errorf("connecting: %w", err))
-		}
+	var res *mcp.CallToolResult
+	err = u.doOn(ctx, u.slotForVersion(cred, version), "tools/call", p.Idempotent, c, func(ctx context.Context, cs *mcp.ClientSession) error {
 		h.cs, h.version = cs, cs.InitializeResult().ProtocolVersion
 		if h.version >= "2026-07-28" {
-			return nil, ErrNotForwarded
+			return ErrNotForwarded
 		}
-		// Listed while in flight, so that a log message on the session's
-		// own stream is not taken for another call's (soleCall).
-		s.begin(c)
-		res, err := h.post(ctx, body)
-		s.endForwarded(c)
-		if final, err := u.outcome(ctx, "tools/call", err); final {
-			if err != nil {
-				return nil, err
-			}
-			return res, nil
-		}
-		s.drop(cs)
-		if attempt == 0 && (notSent(err) || p.Idempotent) {
-			u.log.Debug("upstream session lost; starting another", "method", "tools/call", "error", u.redact(err))
-			continue
-		}
-		if !notSent(err) {
-			err = fmt.Errorf("the session was lost, the call may have run: %w", err)
-		}
-		return nil, u.callErr(ctx, "tools/call", err)
+		var err error
+		res, err = h.post(ctx, body)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return res, nil
 }
 
 // Forwards reports whether [Upstream.Forward] speaks to the upstream: a
