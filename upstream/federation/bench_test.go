@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -31,7 +32,7 @@ func BenchmarkCallTool(b *testing.B) {
 
 	direct := func(b *testing.B) func(context.Context) error {
 		c := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, nil)
-		cs, err := c.Connect(b.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: newHTTPTransport()}}, nil)
+		cs, err := c.Connect(b.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: upstream.NewTransport()}}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -67,7 +68,7 @@ func BenchmarkCallTool(b *testing.B) {
 	// raw: the same POST by net/http alone, its answer read and not
 	// decoded: the floor of any Go client of this server.
 	raw := func(b *testing.B) func(context.Context) error {
-		hc := &http.Client{Transport: newHTTPTransport()}
+		hc := &http.Client{Transport: upstream.NewTransport()}
 		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"q":"hello"}}}`)
 		return func(ctx context.Context) error {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, bytes.NewReader(body))

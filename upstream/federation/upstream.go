@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -187,7 +187,7 @@ func New(cfg Config, opts *Options) (*Upstream, error) {
 		u.endpoint = ep
 	}
 	if u.endpoint != "" {
-		hc := http.Client{Transport: newHTTPTransport()}
+		hc := http.Client{Transport: upstream.NewTransport()} // one per upstream, tuned as a REST upstream's
 		if u.opts.HTTPClient != nil {
 			hc = *u.opts.HTTPClient
 		}
@@ -225,22 +225,6 @@ func New(cfg Config, opts *Options) (*Upstream, error) {
 	u.shared = newSlot(u, "")
 	u.client = u.newClient()
 	return u, nil
-}
-
-// newHTTPTransport is one transport per upstream with explicit timeouts
-// and an idle pool (cf. caddy's httptransport.go).
-func newHTTPTransport() *http.Transport {
-	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          64,
-		MaxIdleConnsPerHost:   64,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 0, // an SSE answer may take as long as the call
-		ExpectContinueTimeout: time.Second,
-	}
 }
 
 // Name is the upstream's name from [Options].
