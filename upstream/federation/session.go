@@ -86,6 +86,19 @@ func (s *slot) used() time.Time {
 	return s.lastUse
 }
 
+// poolKey is the pool key of the slot of cred whose session offers
+// version first; "" names the shared slot (no credential and no version,
+// or a stdio child, which has one session).
+func (u *Upstream) poolKey(cred Credential, version string) string {
+	switch {
+	case u.endpoint == "" || cred == "" && version == "":
+		return ""
+	case version != "":
+		return versionKey(cred, version)
+	}
+	return cred.key()
+}
+
 // slotFor returns the slot of cred, adding it to the pool if need be.
 func (u *Upstream) slotFor(cred Credential) *slot {
 	return u.slotForVersion(cred, "")
@@ -95,17 +108,15 @@ func (u *Upstream) slotFor(cred Credential) *slot {
 // first ("": the negotiated one of slotFor), adding it to the pool if need
 // be. A stdio child has one session, whatever the version.
 func (u *Upstream) slotForVersion(cred Credential, version string) *slot {
-	if u.endpoint == "" || cred == "" && version == "" {
+	k := u.poolKey(cred, version)
+	if k == "" {
 		return u.shared
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if v, ok := u.versions[version]; ok {
 		version = v // the upstream answers that offer with v: share v's session
-	}
-	k := cred.key()
-	if version != "" {
-		k = versionKey(cred, version)
+		k = u.poolKey(cred, version)
 	}
 	if s, ok := u.pool.Get(k); ok {
 		return s
