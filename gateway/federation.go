@@ -352,14 +352,15 @@ func (g *Gateway) relay(ss *mcp.ServerSession) *federation.Relay {
 	return r
 }
 
-// addFederatedPrompts serves every upstream MCP server's prompts, under
-// the upstream's tool prefix, and its resources and templates, under
-// federatedURI.
+// addPromptsAndResources serves the configuration's prompts, and every
+// upstream MCP server's prompts, under the upstream's tool prefix, and its
+// resources and templates, under federatedURI; none that Options.Lock
+// withholds.
 //
 // Their texts are cleaned as tools' are (sanitize_text), and two that end
 // up with one name or URI are a start-up error naming both upstreams, as
 // for tools: go-sdk would let the later one replace the earlier silently.
-func (g *Gateway) addFederatedPrompts() error {
+func (g *Gateway) addPromptsAndResources() error {
 	clean := func(s *string) {
 		if g.cfg.SanitizesText() {
 			*s = annotations.SanitizeText(*s)
@@ -381,12 +382,9 @@ func (g *Gateway) addFederatedPrompts() error {
 	}
 	claim := func(kind, served, upstream, own string) error {
 		if by, ok := held[kind+" "+served]; ok {
-			if !strings.HasPrefix(by, "the configuration") {
-				by = "upstream " + by
-			}
 			return fmt.Errorf("%s %q is served by %s and by upstream %s (%s): set a tool_prefix on the upstream, or rename", kind, served, by, upstream, own)
 		}
-		held[kind+" "+served] = upstream
+		held[kind+" "+served] = "upstream " + upstream
 		return nil
 	}
 	for _, s := range g.catalog.MCP {

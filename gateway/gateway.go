@@ -185,7 +185,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		g.server.AddReceivingMiddleware(refuseSubscriptions("no upstream of this gateway offers resource subscriptions"))
 	}
 	g.addListFilter() // auth.list: callable (auth.go)
-	if err := g.addFederatedPrompts(); err != nil {
+	if err := g.addPromptsAndResources(); err != nil {
 		return nil, err
 	}
 	cat.DropDocuments()

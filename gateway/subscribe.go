@@ -101,7 +101,7 @@ func (b *subscriptions) addResource(uri string, o *resourceOwner) { b.resources[
 func (b *subscriptions) addTemplate(template string, o *resourceOwner) {
 	t, err := uritemplate.New(template)
 	if err != nil {
-		return // not served either (addFederatedPrompts)
+		return // not served either (addPromptsAndResources)
 	}
 	re := t.Regexp()
 	b.templates = append(b.templates, templateOwner{template, re.MatchString, o})
