@@ -570,8 +570,8 @@ func (g *Gateway) federatedCredential(ctx context.Context, u *config.Upstream, e
 }
 
 // asRPCError turns an upstream failure into the JSON-RPC error the caller
-// gets: the upstream's own error as it is, else an internal error whose
-// message names the upstream and what failed.
+// gets: the upstream's own error as it is, else upstreamRPCError's
+// internal error naming the upstream and what failed.
 func asRPCError[T any](res T, err error) (T, error) {
 	if err == nil {
 		return res, nil
@@ -580,7 +580,7 @@ func asRPCError[T any](res T, err error) (T, error) {
 	if errors.As(err, &je) {
 		return res, je
 	}
-	return res, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: strings.TrimPrefix(err.Error(), "federation: ")}
+	return res, upstreamRPCError(err)
 }
 
 // federatedURI is how the gateway serves an upstream's resource URI (or
