@@ -57,21 +57,26 @@ func mcpgateBin(t *testing.T) string {
 
 var rowRE = regexp.MustCompile(`(?m)^(direct|baseline|mcpgate|mcp|federated)\s+(\d+)\s+([\d.]+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(\d+)\s+(\d+)\s`)
 
-// TestBench runs the whole command briefly: every target answers every call
-// with its own answer, and the ratio lines are printed.
-func TestBench(t *testing.T) {
-	bin := mcpgateBin(t)
+// benchRun runs the command with args and checks what every run must
+// show: want table rows, each with calls measured, no errors and no answer
+// to the wrong client, of the targets in targets, and a line matching
+// each of lines. It returns the output.
+func benchRun(t *testing.T, args []string, want int, targets []string, lines []string) string {
+	t.Helper()
 	var out bytes.Buffer
-	err := runBench(t.Context(), []string{"-c", "1,2", "-duration", "1s", "-warmup", "200ms", "-rounds", "2", "-mcpgate-bin", bin}, &out)
+	err := runBench(t.Context(), append(args, "-mcpgate-bin", mcpgateBin(t)), &out)
 	t.Logf("output:\n%s", out.String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	rows := rowRE.FindAllStringSubmatch(out.String(), -1)
-	if len(rows) != 12 {
-		t.Fatalf("got %d table rows, want 12 (3 targets × 2 concurrencies × 2 rounds)", len(rows))
+	if len(rows) != want {
+		t.Fatalf("got %d table rows, want %d", len(rows), want)
 	}
 	for _, r := range rows {
+		if !slices.Contains(targets, r[1]) {
+			t.Errorf("row of target %s, want only %v", r[1], targets)
+		}
 		if r[3] == "0" {
 			t.Errorf("%s c=%s: no calls measured", r[1], r[2])
 		}
@@ -82,60 +87,42 @@ func TestBench(t *testing.T) {
 			t.Errorf("%s c=%s: %s wrong-client answers", r[1], r[2], r[5])
 		}
 	}
-	for _, re := range []string{
-		`(?m)^ratio mcpgate/baseline req/s c=1: \d+\.\d\d$`,
-		`(?m)^ratio mcpgate/baseline req/s c=2: \d+\.\d\d$`,
-		`(?m)^ratio mcpgate/baseline p50 added latency c=1: (\d+\.\d\d|n/a)`,
-		`(?m)^over 2 rounds, ratio mcpgate/baseline req/s c=2: median \d+\.\d\d, range \d+\.\d\d-\d+\.\d\d \(\d+\.\d\d \d+\.\d\d\)$`,
-		`(?m)^over 2 rounds, ratio mcpgate/baseline p50 added latency c=1: `,
-	} {
+	for _, re := range lines {
 		if !regexp.MustCompile(re).MatchString(out.String()) {
 			t.Errorf("output has no line matching %s", re)
 		}
 	}
+	return out.String()
+}
+
+// TestBench runs the whole command briefly: every target answers every call
+// with its own answer (3 targets × 2 concurrencies × 2 rounds), and the
+// ratio lines are printed.
+func TestBench(t *testing.T) {
+	benchRun(t, []string{"-c", "1,2", "-duration", "1s", "-warmup", "200ms", "-rounds", "2"}, 12,
+		[]string{"direct", "baseline", "mcpgate"}, []string{
+			`(?m)^ratio mcpgate/baseline req/s c=1: \d+\.\d\d$`,
+			`(?m)^ratio mcpgate/baseline req/s c=2: \d+\.\d\d$`,
+			`(?m)^ratio mcpgate/baseline p50 added latency c=1: (\d+\.\d\d|n/a)`,
+			`(?m)^over 2 rounds, ratio mcpgate/baseline req/s c=2: median \d+\.\d\d, range \d+\.\d\d-\d+\.\d\d \(\d+\.\d\d \d+\.\d\d\)$`,
+			`(?m)^over 2 rounds, ratio mcpgate/baseline p50 added latency c=1: `,
+		})
 }
 
 // TestBenchFederated runs the federated comparison briefly: the go-sdk
-// server directly and through mcpgate, every call answered with its own
-// answer, the ratio lines printed, and no upstream handshake while measuring.
+// server directly and through mcpgate (2 targets × 2 concurrencies), every
+// call answered with its own answer, the ratio lines printed, and no
+// upstream handshake while measuring.
 func TestBenchFederated(t *testing.T) {
-	bin := mcpgateBin(t)
-	var out bytes.Buffer
-	err := runBench(t.Context(), []string{"-targets", "mcp,federated", "-c", "1,2", "-duration", "1s", "-warmup", "200ms", "-mcpgate-bin", bin}, &out)
-	t.Logf("output:\n%s", out.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := rowRE.FindAllStringSubmatch(out.String(), -1)
-	if len(rows) != 4 {
-		t.Fatalf("got %d table rows, want 4 (2 targets × 2 concurrencies)", len(rows))
-	}
-	for _, r := range rows {
-		if r[1] != "mcp" && r[1] != "federated" {
-			t.Errorf("row of target %s, want only mcp and federated", r[1])
-		}
-		if r[3] == "0" {
-			t.Errorf("%s c=%s: no calls measured", r[1], r[2])
-		}
-		if r[4] != "0" {
-			t.Errorf("%s c=%s: %s errors", r[1], r[2], r[4])
-		}
-		if r[5] != "0" {
-			t.Errorf("%s c=%s: %s wrong-client answers", r[1], r[2], r[5])
-		}
-	}
-	for _, re := range []string{
-		`(?m)^ratio federated/mcp req/s c=1: \d+\.\d\d$`,
-		`(?m)^ratio federated/mcp req/s c=2: \d+\.\d\d$`,
-		`(?m)^federated added p50 c=1 ms: -?\d+\.\d{3} \(target ≤ 0\.3: (met|MISSED); federated \d+\.\d{3} ms, mcp \d+\.\d{3} ms\)$`,
-		`(?m)^federated c=1 handshakes during the measured window: 0 `,
-		`(?m)^federated c=2 handshakes during the measured window: 0 `,
-	} {
-		if !regexp.MustCompile(re).MatchString(out.String()) {
-			t.Errorf("output has no line matching %s", re)
-		}
-	}
-	if strings.Contains(out.String(), "mcpgate/baseline") {
+	out := benchRun(t, []string{"-targets", "mcp,federated", "-c", "1,2", "-duration", "1s", "-warmup", "200ms"}, 4,
+		[]string{"mcp", "federated"}, []string{
+			`(?m)^ratio federated/mcp req/s c=1: \d+\.\d\d$`,
+			`(?m)^ratio federated/mcp req/s c=2: \d+\.\d\d$`,
+			`(?m)^federated added p50 c=1 ms: -?\d+\.\d{3} \(target ≤ 0\.3: (met|MISSED); federated \d+\.\d{3} ms, mcp \d+\.\d{3} ms\)$`,
+			`(?m)^federated c=1 handshakes during the measured window: 0 `,
+			`(?m)^federated c=2 handshakes during the measured window: 0 `,
+		})
+	if strings.Contains(out, "mcpgate/baseline") {
 		t.Error("output has mcpgate/baseline ratios, but neither target ran")
 	}
 }
