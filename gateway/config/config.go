@@ -158,6 +158,11 @@ type Config struct {
 
 	// Prompts are prompt templates served beside the tools (see Prompt).
 	Prompts []Prompt `yaml:"prompts"`
+
+	// Catalog says how tools/list presents the tools: all of them (flat,
+	// the default) or the pinned ones and search meta-tools (see
+	// CatalogConfig).
+	Catalog CatalogConfig `yaml:"catalog"`
 }
 
 // MetricsConfig configures the gateway's Prometheus metrics. The endpoint is
@@ -456,6 +461,9 @@ func (c *Config) resolve() error {
 		return err
 	}
 	if err := c.validatePrompts(); err != nil {
+		return err
+	}
+	if err := c.Catalog.resolve(); err != nil {
 		return err
 	}
 	if len(c.Upstreams) == 0 {

@@ -126,6 +126,11 @@ func TestConfigErrors(t *testing.T) {
 		{"bad queue_timeout", "upstreams:\n  - openapi: a\n    queue_timeout: later\n", `line 3: upstreams[0].queue_timeout is "later", not a duration such as "30s"`},
 		{"negative max_response_memory", "max_response_memory: -1\nupstreams:\n  - openapi: a\n", "max_response_memory: must not be negative"},
 		{"bad name style", "name_style: loose\nupstreams:\n  - openapi: a\n", "name_style"},
+		{"bad catalog mode", "catalog: {mode: lazy}\nupstreams:\n  - openapi: a\n", `catalog.mode: "lazy" is not flat, search or auto`},
+		{"negative threshold", "catalog: {mode: auto, search_threshold: -1}\nupstreams:\n  - openapi: a\n", "catalog.search_threshold: -1 is negative"},
+		{"pinned twice", "catalog: {pinned: [a, b, a]}\nupstreams:\n  - openapi: a\n", `catalog.pinned: "a" is listed twice (items 0 and 2)`},
+		{"pinned empty", "catalog: {pinned: [\"\"]}\nupstreams:\n  - openapi: a\n", "catalog.pinned[0]: empty tool name"},
+		{"pinned unknown key", "catalog: {pin: [a]}\nupstreams:\n  - openapi: a\n", `unknown key "pin"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -245,6 +250,42 @@ upstreams:
 		}
 		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 			t.Errorf("%s:\n got %v\nwant %s…", tt.yaml, err, tt.want)
+		}
+	}
+}
+
+// TestCatalogMode: the catalog section's defaults, and when each mode
+// lists in search mode.
+func TestCatalogMode(t *testing.T) {
+	cfg, err := Parse([]byte("upstreams:\n  - openapi: a\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := cfg.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := r.Catalog; c.Mode != CatalogFlat || c.SearchThreshold != DefaultSearchThreshold || c.Search(10_000) {
+		t.Errorf("defaults: %+v", c)
+	}
+	for _, tc := range []struct {
+		c    CatalogConfig
+		n    int
+		want bool
+	}{
+		{CatalogConfig{Mode: CatalogSearch, SearchThreshold: 100}, 1, true},
+		{CatalogConfig{Mode: CatalogAuto, SearchThreshold: 100}, 100, false},
+		{CatalogConfig{Mode: CatalogAuto, SearchThreshold: 100}, 101, true},
+		{CatalogConfig{Mode: CatalogFlat, SearchThreshold: 100}, 5000, false},
+	} {
+		if got := tc.c.Search(tc.n); got != tc.want {
+			t.Errorf("%+v with %d tools: %v", tc.c, tc.n, got)
+		}
+	}
+	many := "catalog:\n  pinned: [" + strings.Repeat("a,", MaxPinned) + "b]\nupstreams:\n  - openapi: a\n"
+	if c, err := Parse([]byte(many)); err == nil {
+		if _, err = c.Resolve(); err == nil || !strings.Contains(err.Error(), "at most 64") {
+			t.Errorf("too many pinned: %v", err)
 		}
 	}
 }
