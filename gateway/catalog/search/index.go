@@ -1,0 +1,349 @@
+package search
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Doc is one searchable tool: the texts the index reads of it.
+type Doc struct {
+	Name        string
+	Title       string
+	Description string
+	// Params are the tool's top-level input properties.
+	Params []Field
+	Tags   []string
+	// Path is the HTTP path template, e.g. /repos/{owner}/{repo}/issues;
+	// "" for a tool that is not a REST operation.
+	Path string
+	// Method is the HTTP method, upper or lower case; "" for none.
+	Method   string
+	Upstream string
+}
+
+// Field is one named parameter and its description.
+type Field struct {
+	Name, Description string
+}
+
+// Hit is one search result: the position of the document in the slice
+// given to New, and its score (higher is better; only comparable within
+// one query).
+type Hit struct {
+	Doc   int
+	Score float64
+}
+
+// Index ranks documents for free-text queries (see the package doc for
+// how). It is immutable once New returns, and safe for concurrent use by
+// any number of goroutines.
+type Index struct {
+	n        int
+	terms    map[string]int32 // term → its row in postings
+	postings [][]posting      // by term: the documents holding it, by doc
+	idf      []float64        // by term
+	scratch  sync.Pool        // *scratch, one per concurrent Search
+}
+
+// posting is one document that holds a term, with the term's BM25F
+// saturated weight in it (before the idf): tf/(k1+tf) over the weighted,
+// length-normalised frequencies of every field. Everything but the query
+// is known at build time, so a query only sums these.
+type posting struct {
+	doc    int32
+	weight float32
+}
+
+// field is one weighted part of a document.
+type field int
+
+const (
+	fName field = iota
+	fTitle
+	fSummary
+	fBody
+	fPath
+	fMethod
+	fTags
+	fParamName
+	fParamDesc
+	fUpstream
+	nFields
+)
+
+// fieldWeight and fieldB are BM25F's per-field weight and length
+// normalisation. They were set against testdata/queries.yaml (see the
+// package doc); a name or path term is worth several description terms,
+// since the name and path say what a tool does and the description says
+// much else besides.
+var (
+	fieldWeight = [nFields]float64{
+		fName:      3.0,
+		fTitle:     1.0,
+		fSummary:   2.0,
+		fBody:      0.5,
+		fPath:      1.5,
+		fMethod:    0.8,
+		fTags:      0.8,
+		fParamName: 0.3,
+		fParamDesc: 0.1,
+		fUpstream:  0.5,
+	}
+	fieldB = [nFields]float64{
+		fName:      0.5,
+		fTitle:     0.5,
+		fSummary:   0.5,
+		fBody:      0.75,
+		fPath:      0.5,
+		fMethod:    0,
+		fTags:      0.3,
+		fParamName: 0.5,
+		fParamDesc: 0.75,
+		fUpstream:  0,
+	}
+)
+
+// k1 is BM25's term-frequency saturation: how soon more occurrences of a
+// term stop adding to a document's score.
+const k1 = 1.2
+
+// methodVerbs are the verbs an HTTP method stands for, indexed as a field
+// of their own: Stripe names most operations Get…/Post…, so "create" or
+// "remove" would otherwise reach its tools only through the descriptions.
+var methodVerbs = map[string]string{
+	"GET":    "get list",
+	"POST":   "create",
+	"PUT":    "replace update",
+	"PATCH":  "update",
+	"DELETE": "delete",
+}
+
+// New indexes docs. The Index keeps no reference to docs; hits name them
+// by position.
+func New(docs []Doc) *Index {
+	x := &Index{n: len(docs), terms: map[string]int32{}}
+	// Per document: each field's terms, counted.
+	type fieldTerms struct {
+		tf  map[string]int
+		len int
+	}
+	all := make([][nFields]fieldTerms, len(docs))
+	var totalLen [nFields]float64
+	for i := range docs {
+		texts := docTexts(&docs[i])
+		for f := range nFields {
+			tf := map[string]int{}
+			n := 0
+			for _, s := range texts[f] {
+				for _, t := range Tokens(s) {
+					tf[t]++
+					n++
+				}
+			}
+			all[i][f] = fieldTerms{tf: tf, len: n}
+			totalLen[f] += float64(n)
+		}
+	}
+	var avgLen [nFields]float64
+	for f := range nFields {
+		avgLen[f] = max(totalLen[f]/float64(max(len(docs), 1)), 1)
+	}
+	for i := range docs {
+		// The document's terms, in a fixed order, with their pseudo
+		// frequency: Σ weight·tf / (1 − b + b·len/avglen) over fields.
+		freq := map[string]float64{}
+		var order []string
+		for f := range nFields {
+			ft := all[i][f]
+			norm := 1 - fieldB[f] + fieldB[f]*float64(ft.len)/avgLen[f]
+			for t, c := range ft.tf {
+				if _, ok := freq[t]; !ok {
+					order = append(order, t)
+				}
+				freq[t] += fieldWeight[f] * float64(c) / norm
+			}
+		}
+		slices.Sort(order)
+		for _, t := range order {
+			id, ok := x.terms[t]
+			if !ok {
+				id = int32(len(x.postings))
+				x.terms[t] = id
+				x.postings = append(x.postings, nil)
+			}
+			tf := freq[t]
+			x.postings[id] = append(x.postings[id], posting{doc: int32(i), weight: float32(tf / (k1 + tf))})
+		}
+	}
+	x.idf = make([]float64, len(x.postings))
+	for id, p := range x.postings {
+		df := float64(len(p))
+		x.idf[id] = math.Log(1 + (float64(len(docs))-df+0.5)/(df+0.5))
+	}
+	x.scratch.New = func() any { return &scratch{acc: make([]float64, x.n)} }
+	return x
+}
+
+// docTexts returns each field's texts of d.
+func docTexts(d *Doc) [nFields][]string {
+	var t [nFields][]string
+	t[fName] = []string{d.Name}
+	t[fTitle] = []string{d.Title}
+	summary, body, _ := strings.Cut(strings.TrimSpace(d.Description), "\n\n")
+	t[fSummary] = []string{summary}
+	t[fBody] = []string{body}
+	t[fPath] = []string{d.Path}
+	t[fMethod] = []string{methodVerbs[strings.ToUpper(d.Method)]}
+	t[fTags] = d.Tags
+	for _, p := range d.Params {
+		t[fParamName] = append(t[fParamName], p.Name)
+		t[fParamDesc] = append(t[fParamDesc], p.Description)
+	}
+	t[fUpstream] = []string{d.Upstream}
+	return t
+}
+
+// scratch is one Search's working memory, pooled so that a query
+// allocates nothing per document.
+type scratch struct {
+	acc     []float64 // score by document; 0: not reached
+	reached []int32   // the documents acc holds a score for
+}
+
+// queryTerm is one term of a query, with its weight: 1 per occurrence
+// for the query's own words, synonymWeight for a synonym's.
+type queryTerm struct {
+	id     int32
+	weight float64
+}
+
+// Search returns at most limit hits for query, best first, only of
+// documents for which keep returns true (every document when keep is
+// nil). A blank query, or one of nothing but stopwords and unknown words,
+// has no hits; so does a limit below 1: the result is then nil, never an
+// error. Equal scores rank by document position, so the same query
+// always gives the same hits.
+func (x *Index) Search(query string, limit int, keep func(doc int) bool) []Hit {
+	if limit < 1 || x.n == 0 {
+		return nil
+	}
+	terms := x.queryTerms(query)
+	if len(terms) == 0 {
+		return nil
+	}
+	s := x.scratch.Get().(*scratch)
+	defer x.scratch.Put(s)
+	for _, qt := range terms {
+		w := qt.weight * x.idf[qt.id]
+		for _, p := range x.postings[qt.id] {
+			if s.acc[p.doc] == 0 {
+				s.reached = append(s.reached, p.doc)
+			}
+			s.acc[p.doc] += w * float64(p.weight)
+		}
+	}
+	hits := make([]Hit, 0, min(limit, len(s.reached)))
+	for _, d := range s.reached {
+		score := s.acc[d]
+		s.acc[d] = 0
+		if keep != nil && !keep(int(d)) {
+			continue
+		}
+		h := Hit{Doc: int(d), Score: score}
+		if len(hits) == limit && !better(h, hits[limit-1]) {
+			continue
+		}
+		// Insert in order; hits is short (limit), so a shift is cheaper
+		// than a heap.
+		at := len(hits)
+		for at > 0 && better(h, hits[at-1]) {
+			at--
+		}
+		if len(hits) < limit {
+			hits = append(hits, Hit{})
+		}
+		copy(hits[at+1:], hits[at:len(hits)-1])
+		hits[at] = h
+	}
+	s.reached = s.reached[:0]
+	return hits
+}
+
+// better reports whether a ranks before b: a higher score, or the same
+// score and an earlier document.
+func better(a, b Hit) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	return a.Doc < b.Doc
+}
+
+// synonymWeight is what a synonym of a query word counts for, against 1
+// for the word itself: enough to find a tool that says "remove" for a
+// query that says "delete", not enough to outrank one that says "delete".
+const synonymWeight = 0.4
+
+// queryTerms returns the indexed terms of query, with their weights, in
+// the order they first appear (so that scores sum in a fixed order).
+func (x *Index) queryTerms(query string) []queryTerm {
+	var out []queryTerm
+	add := func(t string, w float64) {
+		id, ok := x.terms[t]
+		if !ok {
+			return
+		}
+		for i := range out {
+			if out[i].id == id {
+				out[i].weight = max(out[i].weight, w)
+				return
+			}
+		}
+		out = append(out, queryTerm{id: id, weight: w})
+	}
+	var words []string
+	eachWord(query, func(w string) { words = append(words, w) })
+	for _, w := range words {
+		if t := term(w); t != "" {
+			add(t, 1)
+		}
+	}
+	for _, w := range words {
+		for _, syn := range synonyms[w] {
+			if t := term(syn); t != "" {
+				add(t, synonymWeight)
+			}
+		}
+	}
+	return out
+}
+
+// synonyms are the few generic equivalences of API verbs and nouns a
+// person uses for one another; each query word brings its synonyms in
+// at synonymWeight. The table is kept small and generic on purpose: it
+// names no API's resources, only how people phrase requests.
+var synonyms = map[string][]string{}
+
+func init() {
+	groups := [][]string{
+		{"delete", "remove", "destroy", "erase"},
+		{"create", "add", "new", "make"},
+		{"get", "read", "retrieve", "fetch", "show", "view", "describe", "details"},
+		{"list", "all", "enumerate"},
+		{"update", "modify", "edit", "change", "patch", "set"},
+		{"cancel", "abort", "stop"},
+	}
+	for _, g := range groups {
+		for _, w := range g {
+			for _, o := range g {
+				if o != w {
+					synonyms[w] = append(synonyms[w], o)
+				}
+			}
+		}
+	}
+	// Abbreviations that stand for more than one word.
+	synonyms["pr"] = []string{"pull", "request"}
+	synonyms["prs"] = []string{"pull", "request"}
+}
