@@ -43,7 +43,8 @@ import (
 // still go to go-sdk.
 type fastPath struct {
 	g      *Gateway
-	served []*Tool                        // the tools served, for the views
+	served []*Tool                        // the tools listed, for the views: every tool served, or search mode's pinned ones
+	meta   []*mcp.Tool                    // search mode's meta-tools, listed to everyone; nil when flat
 	tools  map[string]*Tool               // the tools served, by name
 	all    *toolPages                     // every tool: the list of `auth.list: all`
 	views  *lru.Cache[string, *toolPages] // nil unless auth.list is callable
@@ -90,7 +91,7 @@ func (f *fastPath) viewOf(r *http.Request) (*toolPages, error) {
 	if p, ok := f.views.Get(key); ok {
 		return p, nil
 	}
-	p, err := buildToolPages(f.g.callableBy(key, f.served), mcp.DefaultPageSize, cacheScopeOf(true))
+	p, err := buildToolPages(f.g.callableBy(key, f.served), f.meta, mcp.DefaultPageSize, cacheScopeOf(true))
 	if err != nil {
 		return nil, err
 	}
@@ -126,13 +127,18 @@ func newFastPath(g *Gateway, served []*Tool) (*fastPath, error) {
 	for _, t := range served {
 		f.tools[t.Tool.Name] = t
 	}
+	if g.search != nil {
+		// Search mode lists the pinned tools and the meta-tools; every
+		// tool stays callable by name.
+		f.served, f.meta = g.search.listed(nil), g.search.metaList()
+	}
 	var err error
 	if g.listCallable() {
 		// Built per caller's scopes, on first use (viewOf).
 		f.views, err = lru.New[string, *toolPages](maxViews)
 		f.viewKey = g.listKey()
 	} else {
-		f.all, err = buildToolPages(served, mcp.DefaultPageSize, cacheScopeOf(false))
+		f.all, err = buildToolPages(f.served, f.meta, mcp.DefaultPageSize, cacheScopeOf(false))
 	}
 	if err != nil {
 		return nil, err
@@ -146,12 +152,14 @@ func newFastPath(g *Gateway, served []*Tool) (*fastPath, error) {
 // encoding, so that a cursor made by either path is accepted by both. (The
 // bytes differ from go-sdk's own, whose gob type id depends on what the
 // process encoded first; within one binary they are the same on every
-// start.) cacheScope is the result's cacheScope (see cacheScopeOf).
-func buildToolPages(served []*Tool, pageSize int, cacheScope string) (*toolPages, error) {
-	tools := make([]*mcp.Tool, 0, len(served))
+// start.) cacheScope is the result's cacheScope (see cacheScopeOf). meta
+// are search mode's meta-tools, listed beside served.
+func buildToolPages(served []*Tool, meta []*mcp.Tool, pageSize int, cacheScope string) (*toolPages, error) {
+	tools := make([]*mcp.Tool, 0, len(served)+len(meta))
 	for _, t := range served {
 		tools = append(tools, t.Tool)
 	}
+	tools = append(tools, meta...)
 	slices.SortFunc(tools, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
 	tasks := taskToolNames(served) // go-sdk's answer gets them from taskDoor.middleware
 	p := &toolPages{cursors: map[string]int{}, after: map[string]int{}}
@@ -275,6 +283,9 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 	}
 	if sdkHandsOff(p.Meta) || p.InputResponses != nil || p.RequestState != "" {
 		return false
+	}
+	if f.meta != nil && f.g.search.meta[p.Name] != nil {
+		return false // a search meta-call: go-sdk's handler runs it (search.go)
 	}
 	t, ok := f.tools[p.Name]
 	if f.dynamic {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -170,7 +171,7 @@ func (g *Gateway) relist(name string) {
 	}
 	tools, warnings := g.catalog.Relist(u, l, g.cfg.NameStyle, func(n string) bool {
 		t := g.live.tools[n]
-		return t != nil && t.Upstream != name
+		return t != nil && t.Upstream != name || g.search != nil && g.search.meta[n] != nil
 	})
 	for _, w := range warnings {
 		g.logger.Warn("federation", "warning", w)
@@ -211,6 +212,12 @@ func (g *Gateway) relist(name string) {
 		differs[c.Tool] = true
 	}
 	added, changed := 0, 0
+	if g.search != nil {
+		// Before go-sdk's list_changed (sent shortly after AddTool) goes out:
+		// it is every session's to receive (searchMode.notifyMiddleware).
+		g.search.changes.Add(1)
+		defer func() { g.search.rebuild(slices.Collect(maps.Values(g.live.tools))) }()
+	}
 	for _, t := range tools {
 		switch {
 		case g.live.tools[t.Tool.Name] == nil:

@@ -74,6 +74,9 @@ type frontDoor struct {
 	// anything is dispatched; when it says no, the front door answers with
 	// status and the WWW-Authenticate challenge, and go-sdk sees nothing.
 	authorize func(r *http.Request, method, tool string) (status int, challenge string, ok bool)
+	// metaCalls: the gateway is in search mode, and a call_tool or
+	// call_read_only_tool is authorized as the tool it names.
+	metaCalls bool
 }
 
 // message is a POSTed body as go-sdk reads it (sdkwire.Parse into sdkwire.Message:
@@ -312,6 +315,11 @@ func (f *frontDoor) stepUp(x *exchange) bool {
 			Message: "invalid request: the method, or a tools/call's params, is not of the type JSON-RPC and MCP give it",
 		})
 		return false
+	}
+	if f.metaCalls {
+		if real, ok := metaCallTarget(tool, x.msg().Params); ok {
+			tool = real // a search meta-call is decided on the tool it runs (search.go)
+		}
 	}
 	if status, challenge, ok := f.authorize(x.r, method, tool); !ok {
 		refuseCall(x.w, status, challenge)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/internal/httpbound"
 	"github.com/mcpgate/mcpgate/gateway/internal/parallel"
 	"github.com/mcpgate/mcpgate/upstream"
@@ -75,6 +76,7 @@ type Gateway struct {
 	// federation.go); live, the tools served, as relist changes them.
 	federated map[string]*federation.Upstream
 	live      liveTools
+	search    *searchMode              // nil: tools/list lists every tool (search.go)
 	subs      *subscriptions           // resources/subscribe (subscribe.go)
 	budget    *upstream.ResponseBudget // max_response_memory, shared by the clients
 
@@ -166,7 +168,8 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 			// tools may change while serving (relist): a stateless POST
 			// has no stream to notify on, and otherwise the catalog is
 			// fixed for the life of the process (there is no reload yet).
-			Tools:   &mcp.ToolCapabilities{ListChanged: len(g.federated) > 0},
+			// So is search mode's, for a session that describes tools.
+			Tools:   &mcp.ToolCapabilities{ListChanged: len(g.federated) > 0 || cfg.Stateful && cfg.Catalog.Mode != config.CatalogFlat},
 			Logging: &mcp.LoggingCapabilities{},
 		},
 		// nil (no completions capability) unless a configured prompt has
@@ -184,7 +187,6 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	default:
 		g.server.AddReceivingMiddleware(refuseSubscriptions("no upstream of this gateway offers resource subscriptions"))
 	}
-	g.addListFilter() // auth.list: callable (auth.go)
 	if err := g.addPromptsAndResources(); err != nil {
 		return nil, err
 	}
@@ -200,20 +202,22 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	// lock only to add the checked tool, and lists tools by name whatever
 	// the order they were added in: check them on every core.
 	parallel.Do(len(served), func(i int) {
-		switch t := served[i]; {
-		case t.IsPlaybook():
-			// A playbook tool runs the runner (and may report progress),
-			// so the fast path hands its calls to go-sdk; it lists it.
-			g.server.AddTool(t.Tool, g.playbookHandler(t))
-		case t.Federated != nil:
-			// Relayed to its MCP server, with progress, logs and requests
-			// back: go-sdk's session serves it too.
-			g.server.AddTool(t.Tool, g.federatedHandler(t))
-		default:
-			g.server.AddTool(t.Tool, g.toolHandler(t))
-		}
+		g.server.AddTool(served[i].Tool, g.handler(served[i]))
 	})
 	g.served = len(served)
+	if g.search, err = newSearchMode(g, served); err != nil {
+		return nil, err
+	}
+	if g.search != nil {
+		for _, n := range metaToolNames {
+			g.server.AddTool(g.search.meta[n], g.search.handler(n))
+		}
+		g.server.AddReceivingMiddleware(g.search.listMiddleware)
+		if g.cfg.Stateful {
+			g.server.AddSendingMiddleware(g.search.notifyMiddleware)
+		}
+	}
+	g.addListFilter() // auth.list: callable (auth.go), over search mode's list
 	if len(g.federated) > 0 {
 		g.live.tools = make(map[string]*Tool, len(served))
 		for _, t := range served {
@@ -372,6 +376,7 @@ func (g *Gateway) newMux() (*mux.Router, http.Handler) {
 		metrics:     g.metrics,
 		fast:        g.fast,
 		tasks:       g.tasks,
+		metaCalls:   g.search != nil,
 	}
 	if g.cfg.Stateful {
 		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions, g.cfg.MaxSessionsPerCaller)
@@ -482,6 +487,22 @@ func (w *statusWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// handler is the go-sdk tool handler of t, by its kind.
+func (g *Gateway) handler(t *Tool) mcp.ToolHandler {
+	switch {
+	case t.IsPlaybook():
+		// A playbook tool runs the runner (and may report progress),
+		// so the fast path hands its calls to go-sdk; it lists it.
+		return g.playbookHandler(t)
+	case t.Federated != nil:
+		// Relayed to its MCP server, with progress, logs and requests
+		// back: go-sdk's session serves it too.
+		return g.federatedHandler(t)
+	default:
+		return g.toolHandler(t)
+	}
+}
 
 func (g *Gateway) toolHandler(t *Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
