@@ -17,6 +17,30 @@ type Report struct {
 	// Prompts are the prompts served, as the lockfile records them (JSON
 	// only; their drift is in Drift).
 	Prompts []LockedPrompt `json:"prompts,omitempty"`
+	// Listing says how tools/list presents the tools (config catalog:);
+	// nil when that was not asked.
+	Listing *Listing `json:"listing,omitempty"`
+}
+
+// Listing is how tools/list presents the tools (config catalog:). In
+// search mode it lists only Listed; every tool stays callable by name.
+type Listing struct {
+	Mode      string `json:"mode"`   // flat, search or auto
+	Search    bool   `json:"search"` // tools/list is search mode's
+	Threshold int    `json:"search_threshold"`
+	// Listed are what tools/list holds in search mode: the meta-tools,
+	// then the pinned tools served.
+	Listed []string `json:"listed,omitempty"`
+}
+
+// line is the listing's sentence in the table and Markdown reports.
+func (l *Listing) line(tools int) string {
+	if l == nil || !l.Search {
+		return ""
+	}
+	return fmt.Sprintf("tools/list: search mode (catalog.mode %s, %d tools, threshold %d) lists %s; "+
+		"call_read_only_tool claims readOnlyHint and refuses any tool whose hints are not read-only; call_tool is destructive; every tool stays callable by name",
+		l.Mode, tools, l.Threshold, strings.Join(l.Listed, ", "))
 }
 
 // NewReport lints tools and, with a lock, compares them against it. skipped
@@ -163,6 +187,9 @@ func (r *Report) writeTable(w io.Writer) error {
 			return err
 		}
 	}
+	if l := r.Listing.line(len(r.Tools)); l != "" {
+		fmt.Fprintf(w, "\n%s\n", l)
+	}
 	fmt.Fprintf(w, "\n%d tools, %d findings\n", len(r.Tools), len(r.Findings))
 	for _, f := range r.Findings {
 		fmt.Fprintf(w, "%-7s %s %s [%s]\n", f.Severity, f.Rule, f.Message, f.where())
@@ -195,6 +222,9 @@ func (r *Report) writeMarkdown(w io.Writer) error {
 		for _, p := range r.Prompts {
 			fmt.Fprintf(w, "| `%s` | %s | %s |\n", mdEscape(p.Name), mdEscape(p.Source), orNone(short(p.TemplateSHA256)))
 		}
+	}
+	if l := r.Listing.line(len(r.Tools)); l != "" {
+		fmt.Fprintf(w, "\n%s.\n", mdEscape(l))
 	}
 	fmt.Fprintln(w, "\n## Findings")
 	fmt.Fprintln(w)

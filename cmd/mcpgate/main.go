@@ -3,8 +3,8 @@
 //
 // Usage:
 //
-//	mcpgate serve  [--config F | --openapi SRC] [--upstream URL] [--addr HOST:PORT] [--metrics-addr HOST:PORT] [--stateful]
-//	mcpgate stdio  [--config F | --openapi SRC] [--upstream URL]
+//	mcpgate serve  [--config F | --openapi SRC] [--upstream URL] [--addr HOST:PORT] [--metrics-addr HOST:PORT] [--stateful] [--catalog flat|search|auto]
+//	mcpgate stdio  [--config F | --openapi SRC] [--upstream URL] [--catalog flat|search|auto]
 //	mcpgate tools  [--config F | --openapi SRC] [--all] [--expose-tag T] [--format json|table] [--explain]
 //	mcpgate audit  [--config F | --openapi SRC] [--format table|json|markdown|sarif]
 //	               [--write-lock FILE] [--lock FILE] [--fail-on error|warning|never] [--explain]
@@ -174,6 +174,13 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.Var(&c.nameStyle, "name-style", "`STYLE` of tool names: strict (default, ^[a-zA-Z0-9_-]{1,64}$) or spec (SEP-986)")
 	c.logLevel = choice{value: "info", allowed: []string{"debug", "info", "warn", "error"}}
 	fs.Var(&c.logLevel, "log-level", "log `LEVEL`: debug, info, warn or error (default info)")
+}
+
+// catalogFlag registers --catalog, config catalog.mode.
+func catalogFlag(fs *flag.FlagSet) *choice {
+	c := &choice{allowed: []string{"flat", "search", "auto"}}
+	fs.Var(c, "catalog", "`MODE` of tools/list (catalog.mode): flat (every tool; default), search (pinned tools and search meta-tools) or auto (search past catalog.search_threshold tools)")
+	return c
 }
 
 type stringList []string
@@ -355,6 +362,7 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 	metricsAddr := fs.String("metrics-addr", "", "serve /metrics on a listener of its own at `HOST:PORT` (metrics.listen), not beside /mcp")
 	stateful := fs.Bool("stateful", false, "keep an MCP session per client (default: stateless)")
 	lockFile := fs.String("lock", "", "serve only the tools of this reviewed `lockfile` unchanged (see mcpgate audit --write-lock)")
+	catalogMode := catalogFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -365,7 +373,7 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	cfg, demo, err := c.loadConfig(gateway.Overrides{Listen: *addr, MetricsListen: *metricsAddr, Stateful: *stateful}, true)
+	cfg, demo, err := c.loadConfig(gateway.Overrides{Listen: *addr, MetricsListen: *metricsAddr, Stateful: *stateful, CatalogMode: catalogMode.value}, true)
 	if err != nil {
 		return err
 	}
@@ -482,10 +490,11 @@ func (m *cli) stdio(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("mcpgate stdio", flag.ContinueOnError)
 	var c common
 	c.register(fs)
+	catalogMode := catalogFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg, _, err := c.loadConfig(gateway.Overrides{}, true)
+	cfg, _, err := c.loadConfig(gateway.Overrides{CatalogMode: catalogMode.value}, true)
 	if err != nil {
 		return err
 	}
@@ -618,6 +627,7 @@ func (m *cli) audit(ctx context.Context, args []string) (int, error) {
 	}
 	report := annotations.NewReport(facts, lock, cat.Skipped...)
 	report.Prompts = prompts
+	report.Listing = cat.ListingMode(cfg)
 	if lock != nil {
 		report.Drift.ComparePrompts(lock, prompts)
 	}
