@@ -677,6 +677,7 @@ type Overrides struct {
 	BaseURL       string
 	ExposeTags    []string
 	ExposeAll     bool
+	CatalogMode   string // catalog.mode: flat, search or auto
 }
 
 // Apply merges o into c. The upstream settings (OpenAPI, BaseURL, ExposeTags,
@@ -696,6 +697,9 @@ func (c *Config) Apply(o Overrides) error {
 	}
 	if o.NameStyle != "" {
 		c.NameStyle = o.NameStyle
+	}
+	if o.CatalogMode != "" {
+		c.Catalog.Mode = o.CatalogMode
 	}
 	if o.OpenAPI == "" && o.BaseURL == "" && len(o.ExposeTags) == 0 && !o.ExposeAll {
 		return nil
