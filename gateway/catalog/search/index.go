@@ -45,6 +45,7 @@ type Index struct {
 	postings [][]posting      // by term: the documents holding it, by doc
 	idf      []float64        // by term
 	scratch  sync.Pool        // *scratch, one per concurrent Search
+	synonym  float64          // a synonym's weight in a query (params.synonym)
 }
 
 // posting is one document that holds a term, with the term's BM25F
@@ -73,26 +74,42 @@ const (
 	nFields
 )
 
-// fieldWeight and fieldB are BM25F's per-field weight and length
-// normalisation. They were set against testdata/queries.yaml (see the
-// package doc); a name or path term is worth several description terms,
-// since the name and path say what a tool does and the description says
-// much else besides.
-var (
-	fieldWeight = [nFields]float64{
+// params are the ranking's tunable numbers.
+type params struct {
+	// weight and b are BM25F's per-field weight and length normalisation.
+	weight, b [nFields]float64
+	// k1 is BM25's term-frequency saturation: how soon more occurrences
+	// of a term stop adding to a document's score.
+	k1 float64
+	// synonym is what a synonym of a query word counts for, against 1 for
+	// the word itself: enough to find a tool that says "remove" for a
+	// query that says "delete", not enough to outrank one that says
+	// "delete".
+	synonym float64
+}
+
+// defaults are the numbers New uses. They were set against
+// testdata/queries.yaml (see the package doc); a name or path term is worth
+// several description terms, since the name and path say what a tool does
+// and the description says much else besides.
+var defaults = params{
+	weight: [nFields]float64{
 		fName:      3.0,
 		fTitle:     1.0,
 		fSummary:   2.0,
 		fBody:      0.5,
 		fPath:      1.5,
 		fMethod:    0.8,
-		fTags:      0.8,
+		fTags:      0.5,
 		fParamName: 0.3,
 		fParamDesc: 0.1,
 		fUpstream:  0.5,
-	}
-	fieldB = [nFields]float64{
-		fName:      0.5,
+	},
+	// A name is not normalised by its length: a longer name is a more
+	// specific operation (listCoreV1PodForAllNamespaces), not a padded
+	// text, and normalising it lost the all-namespaces lists.
+	b: [nFields]float64{
+		fName:      0,
 		fTitle:     0.5,
 		fSummary:   0.5,
 		fBody:      0.75,
@@ -102,18 +119,18 @@ var (
 		fParamName: 0.5,
 		fParamDesc: 0.75,
 		fUpstream:  0,
-	}
-)
-
-// k1 is BM25's term-frequency saturation: how soon more occurrences of a
-// term stop adding to a document's score.
-const k1 = 1.2
+	},
+	k1:      1.2,
+	synonym: 0.4,
+}
 
 // methodVerbs are the verbs an HTTP method stands for, indexed as a field
-// of their own: Stripe names most operations Get…/Post…, so "create" or
-// "remove" would otherwise reach its tools only through the descriptions.
+// of their own: Stripe names its operations Get…, Post… and Delete…, so
+// "create" or "update" would otherwise reach its tools only through their
+// descriptions. GET stands for "get" only: adding "list" to every GET
+// drowned the lists that say "list" themselves.
 var methodVerbs = map[string]string{
-	"GET":    "get list",
+	"GET":    "get",
 	"POST":   "create",
 	"PUT":    "replace update",
 	"PATCH":  "update",
@@ -123,7 +140,12 @@ var methodVerbs = map[string]string{
 // New indexes docs. The Index keeps no reference to docs; hits name them
 // by position.
 func New(docs []Doc) *Index {
-	x := &Index{n: len(docs), terms: map[string]int32{}}
+	return build(docs, &defaults)
+}
+
+// build is New with the numbers of p.
+func build(docs []Doc, p *params) *Index {
+	x := &Index{n: len(docs), terms: map[string]int32{}, synonym: p.synonym}
 	// Per document: each field's terms, counted.
 	type fieldTerms struct {
 		tf  map[string]int
@@ -157,12 +179,12 @@ func New(docs []Doc) *Index {
 		var order []string
 		for f := range nFields {
 			ft := all[i][f]
-			norm := 1 - fieldB[f] + fieldB[f]*float64(ft.len)/avgLen[f]
+			norm := 1 - p.b[f] + p.b[f]*float64(ft.len)/avgLen[f]
 			for t, c := range ft.tf {
 				if _, ok := freq[t]; !ok {
 					order = append(order, t)
 				}
-				freq[t] += fieldWeight[f] * float64(c) / norm
+				freq[t] += p.weight[f] * float64(c) / norm
 			}
 		}
 		slices.Sort(order)
@@ -174,12 +196,12 @@ func New(docs []Doc) *Index {
 				x.postings = append(x.postings, nil)
 			}
 			tf := freq[t]
-			x.postings[id] = append(x.postings[id], posting{doc: int32(i), weight: float32(tf / (k1 + tf))})
+			x.postings[id] = append(x.postings[id], posting{doc: int32(i), weight: float32(tf / (p.k1 + tf))})
 		}
 	}
 	x.idf = make([]float64, len(x.postings))
-	for id, p := range x.postings {
-		df := float64(len(p))
+	for id, ps := range x.postings {
+		df := float64(len(ps))
 		x.idf[id] = math.Log(1 + (float64(len(docs))-df+0.5)/(df+0.5))
 	}
 	x.scratch.New = func() any { return &scratch{acc: make([]float64, x.n)} }
@@ -212,8 +234,8 @@ type scratch struct {
 	reached []int32   // the documents acc holds a score for
 }
 
-// queryTerm is one term of a query, with its weight: 1 per occurrence
-// for the query's own words, synonymWeight for a synonym's.
+// queryTerm is one term of a query, with its weight: 1 for the query's
+// own words (however often they occur), params.synonym for a synonym's.
 type queryTerm struct {
 	id     int32
 	weight float64
@@ -280,11 +302,6 @@ func better(a, b Hit) bool {
 	return a.Doc < b.Doc
 }
 
-// synonymWeight is what a synonym of a query word counts for, against 1
-// for the word itself: enough to find a tool that says "remove" for a
-// query that says "delete", not enough to outrank one that says "delete".
-const synonymWeight = 0.4
-
 // queryTerms returns the indexed terms of query, with their weights, in
 // the order they first appear (so that scores sum in a fixed order).
 func (x *Index) queryTerms(query string) []queryTerm {
@@ -312,8 +329,11 @@ func (x *Index) queryTerms(query string) []queryTerm {
 	for _, w := range words {
 		for _, syn := range synonyms[w] {
 			if t := term(syn); t != "" {
-				add(t, synonymWeight)
+				add(t, x.synonym)
 			}
+		}
+		for _, e := range expansions[w] {
+			add(term(e), 1)
 		}
 	}
 	return out
@@ -321,7 +341,7 @@ func (x *Index) queryTerms(query string) []queryTerm {
 
 // synonyms are the few generic equivalences of API verbs and nouns a
 // person uses for one another; each query word brings its synonyms in
-// at synonymWeight. The table is kept small and generic on purpose: it
+// at params.synonym. The table is kept small and generic on purpose: it
 // names no API's resources, only how people phrase requests.
 var synonyms = map[string][]string{}
 
@@ -329,9 +349,9 @@ func init() {
 	groups := [][]string{
 		{"delete", "remove", "destroy", "erase"},
 		{"create", "add", "new", "make"},
-		{"get", "read", "retrieve", "fetch", "show", "view", "describe", "details"},
-		{"list", "all", "enumerate"},
-		{"update", "modify", "edit", "change", "patch", "set"},
+		{"get", "read", "retrieve", "fetch", "show"},
+		{"update", "modify", "edit", "change"},
+		{"search", "find", "lookup", "query"},
 		{"cancel", "abort", "stop"},
 	}
 	for _, g := range groups {
@@ -343,7 +363,15 @@ func init() {
 			}
 		}
 	}
-	// Abbreviations that stand for more than one word.
-	synonyms["pr"] = []string{"pull", "request"}
-	synonyms["prs"] = []string{"pull", "request"}
+	// A question about which things there are asks for a list.
+	for _, w := range []string{"which", "what", "who"} {
+		synonyms[w] = []string{"list"}
+	}
+}
+
+// expansions are abbreviations that stand for more than one word; they
+// count as the words themselves.
+var expansions = map[string][]string{
+	"pr":  {"pull", "request"},
+	"prs": {"pull", "request"},
 }
