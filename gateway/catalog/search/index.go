@@ -146,45 +146,48 @@ func New(docs []Doc) *Index {
 // build is New with the numbers of p.
 func build(docs []Doc, p *params) *Index {
 	x := &Index{n: len(docs), terms: map[string]int32{}, synonym: p.synonym}
-	// Per document: each field's terms, counted.
-	type fieldTerms struct {
-		tf  map[string]int
-		len int
+	// Tools repeat their texts (Kubernetes gives hundreds of operations
+	// the same parameter descriptions): each distinct text is tokenized
+	// once.
+	memo := map[string][]string{}
+	tokens := func(s string) []string {
+		ts, ok := memo[s]
+		if !ok {
+			ts = Tokens(s)
+			memo[s] = ts
+		}
+		return ts
 	}
-	all := make([][nFields]fieldTerms, len(docs))
-	var totalLen [nFields]float64
+	// First the fields' lengths, for their averages.
+	lens := make([][nFields]int, len(docs))
+	var avgLen [nFields]float64
 	for i := range docs {
 		texts := docTexts(&docs[i])
 		for f := range nFields {
-			tf := map[string]int{}
-			n := 0
 			for _, s := range texts[f] {
-				for _, t := range Tokens(s) {
-					tf[t]++
-					n++
-				}
+				lens[i][f] += len(tokens(s))
 			}
-			all[i][f] = fieldTerms{tf: tf, len: n}
-			totalLen[f] += float64(n)
+			avgLen[f] += float64(lens[i][f])
 		}
 	}
-	var avgLen [nFields]float64
 	for f := range nFields {
-		avgLen[f] = max(totalLen[f]/float64(max(len(docs), 1)), 1)
+		avgLen[f] = max(avgLen[f]/float64(max(len(docs), 1)), 1)
 	}
 	for i := range docs {
 		// The document's terms, in a fixed order, with their pseudo
 		// frequency: Σ weight·tf / (1 − b + b·len/avglen) over fields.
 		freq := map[string]float64{}
 		var order []string
+		texts := docTexts(&docs[i])
 		for f := range nFields {
-			ft := all[i][f]
-			norm := 1 - p.b[f] + p.b[f]*float64(ft.len)/avgLen[f]
-			for t, c := range ft.tf {
-				if _, ok := freq[t]; !ok {
-					order = append(order, t)
+			norm := 1 - p.b[f] + p.b[f]*float64(lens[i][f])/avgLen[f]
+			for _, s := range texts[f] {
+				for _, t := range tokens(s) {
+					if _, ok := freq[t]; !ok {
+						order = append(order, t)
+					}
+					freq[t] += p.weight[f] / norm
 				}
-				freq[t] += p.weight[f] * float64(c) / norm
 			}
 		}
 		slices.Sort(order)
