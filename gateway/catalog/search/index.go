@@ -246,10 +246,11 @@ type queryTerm struct {
 
 // Search returns at most limit hits for query, best first, only of
 // documents for which keep returns true (every document when keep is
-// nil). A blank query, or one of nothing but stopwords and unknown words,
-// has no hits; so does a limit below 1: the result is then nil, never an
-// error. Equal scores rank by document position, so the same query
-// always gives the same hits.
+// nil); keep is called at most once for each document the query matches,
+// from the calling goroutine, and for no other. A blank query, or one of
+// nothing but stopwords and unknown words, has no hits; so does a limit
+// below 1: the result is then nil, never an error. Equal scores rank by
+// document position, so the same query always gives the same hits.
 func (x *Index) Search(query string, limit int, keep func(doc int) bool) []Hit {
 	if limit < 1 || x.n == 0 {
 		return nil
@@ -258,8 +259,9 @@ func (x *Index) Search(query string, limit int, keep func(doc int) bool) []Hit {
 	if len(terms) == 0 {
 		return nil
 	}
+	// Not deferred: a scratch that a panicking keep left half-cleared
+	// must not go back to the pool.
 	s := x.scratch.Get().(*scratch)
-	defer x.scratch.Put(s)
 	for _, qt := range terms {
 		w := qt.weight * x.idf[qt.id]
 		for _, p := range x.postings[qt.id] {
@@ -293,6 +295,7 @@ func (x *Index) Search(query string, limit int, keep func(doc int) bool) []Hit {
 		hits[at] = h
 	}
 	s.reached = s.reached[:0]
+	x.scratch.Put(s)
 	return hits
 }
 

@@ -168,3 +168,19 @@ func FuzzSearch(f *testing.F) {
 		_ = search.Tokens(query)
 	})
 }
+
+// TestSearchKeepPanics: a keep that panics leaves the index as it was for
+// the next query (its working memory is not reused half-cleared).
+func TestSearchKeepPanics(t *testing.T) {
+	x := search.New(toyDocs)
+	want := x.Search("list issues pulls", 10, nil)
+	func() {
+		defer func() { _ = recover() }()
+		x.Search("list issues pulls", 10, func(int) bool { panic("keep") })
+	}()
+	for range 5 {
+		if got := x.Search("list issues pulls", 10, nil); !slices.Equal(got, want) {
+			t.Fatalf("after a panicking keep: %v, want %v", got, want)
+		}
+	}
+}
