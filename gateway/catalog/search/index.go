@@ -45,6 +45,7 @@ type Index struct {
 	postings [][]posting      // by term: the documents holding it, by doc
 	idf      []float64        // by term
 	scratch  sync.Pool        // *scratch, one per concurrent Search
+	synonym  float64          // a synonym's weight in a query (params.synonym)
 }
 
 // posting is one document that holds a term, with the term's BM25F
@@ -73,26 +74,42 @@ const (
 	nFields
 )
 
-// fieldWeight and fieldB are BM25F's per-field weight and length
-// normalisation. They were set against testdata/queries.yaml (see the
-// package doc); a name or path term is worth several description terms,
-// since the name and path say what a tool does and the description says
-// much else besides.
-var (
-	fieldWeight = [nFields]float64{
+// params are the ranking's tunable numbers.
+type params struct {
+	// weight and b are BM25F's per-field weight and length normalisation.
+	weight, b [nFields]float64
+	// k1 is BM25's term-frequency saturation: how soon more occurrences
+	// of a term stop adding to a document's score.
+	k1 float64
+	// synonym is what a synonym of a query word counts for, against 1 for
+	// the word itself: enough to find a tool that says "remove" for a
+	// query that says "delete", not enough to outrank one that says
+	// "delete".
+	synonym float64
+}
+
+// defaults are the numbers New uses. They were set against
+// testdata/queries.yaml (see the package doc); a name or path term is worth
+// several description terms, since the name and path say what a tool does
+// and the description says much else besides.
+var defaults = params{
+	weight: [nFields]float64{
 		fName:      3.0,
 		fTitle:     1.0,
 		fSummary:   2.0,
 		fBody:      0.5,
 		fPath:      1.5,
 		fMethod:    0.8,
-		fTags:      0.8,
+		fTags:      0.5,
 		fParamName: 0.3,
 		fParamDesc: 0.1,
 		fUpstream:  0.5,
-	}
-	fieldB = [nFields]float64{
-		fName:      0.5,
+	},
+	// A name is not normalised by its length: a longer name is a more
+	// specific operation (listCoreV1PodForAllNamespaces), not a padded
+	// text, and normalising it lost the all-namespaces lists.
+	b: [nFields]float64{
+		fName:      0,
 		fTitle:     0.5,
 		fSummary:   0.5,
 		fBody:      0.75,
@@ -102,18 +119,18 @@ var (
 		fParamName: 0.5,
 		fParamDesc: 0.75,
 		fUpstream:  0,
-	}
-)
-
-// k1 is BM25's term-frequency saturation: how soon more occurrences of a
-// term stop adding to a document's score.
-const k1 = 1.2
+	},
+	k1:      1.2,
+	synonym: 0.4,
+}
 
 // methodVerbs are the verbs an HTTP method stands for, indexed as a field
-// of their own: Stripe names most operations Get…/Post…, so "create" or
-// "remove" would otherwise reach its tools only through the descriptions.
+// of their own: Stripe names its operations Get…, Post… and Delete…, so
+// "create" or "update" would otherwise reach its tools only through their
+// descriptions. GET stands for "get" only: adding "list" to every GET
+// drowned the lists that say "list" themselves.
 var methodVerbs = map[string]string{
-	"GET":    "get list",
+	"GET":    "get",
 	"POST":   "create",
 	"PUT":    "replace update",
 	"PATCH":  "update",
@@ -123,46 +140,54 @@ var methodVerbs = map[string]string{
 // New indexes docs. The Index keeps no reference to docs; hits name them
 // by position.
 func New(docs []Doc) *Index {
-	x := &Index{n: len(docs), terms: map[string]int32{}}
-	// Per document: each field's terms, counted.
-	type fieldTerms struct {
-		tf  map[string]int
-		len int
+	return build(docs, &defaults)
+}
+
+// build is New with the numbers of p.
+func build(docs []Doc, p *params) *Index {
+	x := &Index{n: len(docs), terms: map[string]int32{}, synonym: p.synonym}
+	// Tools repeat their texts (Kubernetes gives hundreds of operations
+	// the same parameter descriptions): each distinct text is tokenized
+	// once.
+	memo := map[string][]string{}
+	tokens := func(s string) []string {
+		ts, ok := memo[s]
+		if !ok {
+			ts = Tokens(s)
+			memo[s] = ts
+		}
+		return ts
 	}
-	all := make([][nFields]fieldTerms, len(docs))
-	var totalLen [nFields]float64
+	// First the fields' lengths, for their averages.
+	lens := make([][nFields]int, len(docs))
+	var avgLen [nFields]float64
 	for i := range docs {
 		texts := docTexts(&docs[i])
 		for f := range nFields {
-			tf := map[string]int{}
-			n := 0
 			for _, s := range texts[f] {
-				for _, t := range Tokens(s) {
-					tf[t]++
-					n++
-				}
+				lens[i][f] += len(tokens(s))
 			}
-			all[i][f] = fieldTerms{tf: tf, len: n}
-			totalLen[f] += float64(n)
+			avgLen[f] += float64(lens[i][f])
 		}
 	}
-	var avgLen [nFields]float64
 	for f := range nFields {
-		avgLen[f] = max(totalLen[f]/float64(max(len(docs), 1)), 1)
+		avgLen[f] = max(avgLen[f]/float64(max(len(docs), 1)), 1)
 	}
 	for i := range docs {
 		// The document's terms, in a fixed order, with their pseudo
 		// frequency: Σ weight·tf / (1 − b + b·len/avglen) over fields.
 		freq := map[string]float64{}
 		var order []string
+		texts := docTexts(&docs[i])
 		for f := range nFields {
-			ft := all[i][f]
-			norm := 1 - fieldB[f] + fieldB[f]*float64(ft.len)/avgLen[f]
-			for t, c := range ft.tf {
-				if _, ok := freq[t]; !ok {
-					order = append(order, t)
+			norm := 1 - p.b[f] + p.b[f]*float64(lens[i][f])/avgLen[f]
+			for _, s := range texts[f] {
+				for _, t := range tokens(s) {
+					if _, ok := freq[t]; !ok {
+						order = append(order, t)
+					}
+					freq[t] += p.weight[f] / norm
 				}
-				freq[t] += fieldWeight[f] * float64(c) / norm
 			}
 		}
 		slices.Sort(order)
@@ -174,12 +199,12 @@ func New(docs []Doc) *Index {
 				x.postings = append(x.postings, nil)
 			}
 			tf := freq[t]
-			x.postings[id] = append(x.postings[id], posting{doc: int32(i), weight: float32(tf / (k1 + tf))})
+			x.postings[id] = append(x.postings[id], posting{doc: int32(i), weight: float32(tf / (p.k1 + tf))})
 		}
 	}
 	x.idf = make([]float64, len(x.postings))
-	for id, p := range x.postings {
-		df := float64(len(p))
+	for id, ps := range x.postings {
+		df := float64(len(ps))
 		x.idf[id] = math.Log(1 + (float64(len(docs))-df+0.5)/(df+0.5))
 	}
 	x.scratch.New = func() any { return &scratch{acc: make([]float64, x.n)} }
@@ -212,8 +237,8 @@ type scratch struct {
 	reached []int32   // the documents acc holds a score for
 }
 
-// queryTerm is one term of a query, with its weight: 1 per occurrence
-// for the query's own words, synonymWeight for a synonym's.
+// queryTerm is one term of a query, with its weight: 1 for the query's
+// own words (however often they occur), params.synonym for a synonym's.
 type queryTerm struct {
 	id     int32
 	weight float64
@@ -221,10 +246,11 @@ type queryTerm struct {
 
 // Search returns at most limit hits for query, best first, only of
 // documents for which keep returns true (every document when keep is
-// nil). A blank query, or one of nothing but stopwords and unknown words,
-// has no hits; so does a limit below 1: the result is then nil, never an
-// error. Equal scores rank by document position, so the same query
-// always gives the same hits.
+// nil); keep is called at most once for each document the query matches,
+// from the calling goroutine, and for no other. A blank query, or one of
+// nothing but stopwords and unknown words, has no hits; so does a limit
+// below 1: the result is then nil, never an error. Equal scores rank by
+// document position, so the same query always gives the same hits.
 func (x *Index) Search(query string, limit int, keep func(doc int) bool) []Hit {
 	if limit < 1 || x.n == 0 {
 		return nil
@@ -233,8 +259,9 @@ func (x *Index) Search(query string, limit int, keep func(doc int) bool) []Hit {
 	if len(terms) == 0 {
 		return nil
 	}
+	// Not deferred: a scratch that a panicking keep left half-cleared
+	// must not go back to the pool.
 	s := x.scratch.Get().(*scratch)
-	defer x.scratch.Put(s)
 	for _, qt := range terms {
 		w := qt.weight * x.idf[qt.id]
 		for _, p := range x.postings[qt.id] {
@@ -268,6 +295,7 @@ func (x *Index) Search(query string, limit int, keep func(doc int) bool) []Hit {
 		hits[at] = h
 	}
 	s.reached = s.reached[:0]
+	x.scratch.Put(s)
 	return hits
 }
 
@@ -279,11 +307,6 @@ func better(a, b Hit) bool {
 	}
 	return a.Doc < b.Doc
 }
-
-// synonymWeight is what a synonym of a query word counts for, against 1
-// for the word itself: enough to find a tool that says "remove" for a
-// query that says "delete", not enough to outrank one that says "delete".
-const synonymWeight = 0.4
 
 // queryTerms returns the indexed terms of query, with their weights, in
 // the order they first appear (so that scores sum in a fixed order).
@@ -312,8 +335,11 @@ func (x *Index) queryTerms(query string) []queryTerm {
 	for _, w := range words {
 		for _, syn := range synonyms[w] {
 			if t := term(syn); t != "" {
-				add(t, synonymWeight)
+				add(t, x.synonym)
 			}
+		}
+		for _, e := range expansions[w] {
+			add(term(e), 1)
 		}
 	}
 	return out
@@ -321,7 +347,7 @@ func (x *Index) queryTerms(query string) []queryTerm {
 
 // synonyms are the few generic equivalences of API verbs and nouns a
 // person uses for one another; each query word brings its synonyms in
-// at synonymWeight. The table is kept small and generic on purpose: it
+// at params.synonym. The table is kept small and generic on purpose: it
 // names no API's resources, only how people phrase requests.
 var synonyms = map[string][]string{}
 
@@ -329,9 +355,9 @@ func init() {
 	groups := [][]string{
 		{"delete", "remove", "destroy", "erase"},
 		{"create", "add", "new", "make"},
-		{"get", "read", "retrieve", "fetch", "show", "view", "describe", "details"},
-		{"list", "all", "enumerate"},
-		{"update", "modify", "edit", "change", "patch", "set"},
+		{"get", "read", "retrieve", "fetch", "show"},
+		{"update", "modify", "edit", "change"},
+		{"search", "find", "lookup", "query"},
 		{"cancel", "abort", "stop"},
 	}
 	for _, g := range groups {
@@ -343,7 +369,15 @@ func init() {
 			}
 		}
 	}
-	// Abbreviations that stand for more than one word.
-	synonyms["pr"] = []string{"pull", "request"}
-	synonyms["prs"] = []string{"pull", "request"}
+	// A question about which things there are asks for a list.
+	for _, w := range []string{"which", "what", "who"} {
+		synonyms[w] = []string{"list"}
+	}
+}
+
+// expansions are abbreviations that stand for more than one word; they
+// count as the words themselves.
+var expansions = map[string][]string{
+	"pr":  {"pull", "request"},
+	"prs": {"pull", "request"},
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -74,7 +75,11 @@ func loadIndex(tb testing.TB, name string) *corpusIndex {
 			ci.err = err
 			return
 		}
-		cat, err := catalog.Build(context.Background(), cfg, nil)
+		// Validation only adds warnings, never changes the tools: a
+		// closed ValidateAfter abandons it, which saves seconds under -race.
+		never := make(chan bool)
+		close(never)
+		cat, err := catalog.Build(context.Background(), cfg, &catalog.Options{Validated: func([]string) {}, ValidateAfter: never})
 		if err != nil {
 			ci.err = err
 			return
@@ -99,19 +104,26 @@ type query struct {
 	Expect  []string `yaml:"expect"`
 }
 
+// loadQueries reads the query set; loadQueriesFile reads file of testdata.
 func loadQueries(tb testing.TB) []query {
 	tb.Helper()
-	raw, err := os.ReadFile("testdata/queries.yaml")
+	return loadQueriesFile(tb, "queries.yaml")
+}
+
+func loadQueriesFile(tb testing.TB, file string) []query {
+	tb.Helper()
+	path := filepath.Join("testdata", file)
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	var qs []query
 	if err := yaml.Unmarshal(raw, &qs); err != nil {
-		tb.Fatalf("testdata/queries.yaml: %v", err)
+		tb.Fatalf("%s: %v", path, err)
 	}
 	for i, q := range qs {
 		if _, ok := corpora[q.Catalog]; !ok || q.Query == "" || len(q.Expect) == 0 {
-			tb.Fatalf("testdata/queries.yaml entry %d (%q): needs a catalog of %v, a query and an expected tool", i, q.Query, catalogOrder)
+			tb.Fatalf("%s entry %d (%q): needs a catalog of %v, a query and an expected tool", path, i, q.Query, catalogOrder)
 		}
 	}
 	return qs
@@ -121,9 +133,26 @@ func loadQueries(tb testing.TB) []query {
 // share of queries with an expected tool among the first eight hits) and
 // MRR (the mean of 1/rank of the first expected tool, 0 when it is not in
 // the first 100), per catalog and overall. It fails under the quality
-// floor of issue 23 §3, overall recall@8 ≥ 0.9.
+// floor of issue 23 §3, overall recall@8 ≥ 0.9. It reports the same for
+// the held-out requests (testdata/holdout.yaml), which the ranking was
+// never tuned against, without a floor.
 func TestRecall(t *testing.T) {
-	qs := loadQueries(t)
+	recall, n := measure(t, loadQueries(t))
+	if n < 60 {
+		t.Errorf("the query set has %d queries; issue 23 asks for at least 60", n)
+	}
+	if recall < 0.9 {
+		t.Errorf("overall recall@%d is %.3f, under the 0.9 floor", recallAt, recall)
+	}
+	t.Run("holdout", func(t *testing.T) {
+		measure(t, loadQueriesFile(t, "holdout.yaml"))
+	})
+}
+
+// measure logs recall@8 and MRR of qs, per catalog and overall, and
+// returns the overall recall and the number of queries.
+func measure(t *testing.T, qs []query) (float64, int) {
+	t.Helper()
 	type tally struct {
 		n, found int
 		rr       float64
@@ -136,14 +165,14 @@ func TestRecall(t *testing.T) {
 	for _, q := range qs {
 		ci := loadIndex(t, q.Catalog)
 		for _, e := range q.Expect {
-			if !contains(ci.names, e) {
+			if !slices.Contains(ci.names, e) {
 				t.Errorf("%s: query %q expects %s, which is no tool of the catalog", q.Catalog, q.Query, e)
 			}
 		}
 		hits := ci.index.Search(q.Query, 100, nil)
 		rank := 0
 		for i, h := range hits {
-			if contains(q.Expect, ci.names[h.Doc]) {
+			if slices.Contains(q.Expect, ci.names[h.Doc]) {
 				rank = i + 1
 				break
 			}
@@ -173,21 +202,7 @@ func TestRecall(t *testing.T) {
 			t.Logf("%-10s %3d queries  recall@%d %.3f  MRR %.3f", c, tl.n, recallAt, float64(tl.found)/float64(tl.n), tl.rr/float64(tl.n))
 		}
 	}
-	recall := float64(all.found) / float64(all.n)
-	t.Logf("%-10s %3d queries  recall@%d %.3f  MRR %.3f", "overall", all.n, recallAt, recall, all.rr/float64(all.n))
-	if all.n < 60 {
-		t.Errorf("the query set has %d queries; issue 23 asks for at least 60", all.n)
-	}
-	if recall < 0.9 {
-		t.Errorf("overall recall@%d is %.3f, under the 0.9 floor", recallAt, recall)
-	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	recall := float64(all.found) / float64(max(all.n, 1))
+	t.Logf("%-10s %3d queries  recall@%d %.3f  MRR %.3f", "overall", all.n, recallAt, recall, all.rr/float64(max(all.n, 1)))
+	return recall, all.n
 }

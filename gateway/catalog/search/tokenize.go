@@ -86,7 +86,8 @@ func init() {
 		i me my we our you your he she they them their his her
 		do does did can could would should will shall may might must
 		please want need like just also some any which what who whom whose how when where why
-		via per than then so if else not no yes about over under out up down`) {
+		via per than then so if else not no yes about over under out up down
+		have has had`) {
 		stopwords[w] = true
 	}
 }
@@ -141,6 +142,9 @@ func Stem(w string) string {
 		w = w[:len(w)-1]
 	}
 	switch {
+	case (strings.HasSuffix(w, "tion") || strings.HasSuffix(w, "sion")) && len(w) >= 7:
+		// eviction, deletion, collection: the verb's stem.
+		w = w[:len(w)-3]
 	case strings.HasSuffix(w, "ing") && len(w) >= 6:
 		w = undouble(w[:len(w)-3])
 	case strings.HasSuffix(w, "ed") && len(w) >= 5 && !strings.HasSuffix(w, "eed"):
