@@ -287,7 +287,8 @@ var LintRules = []Rule{
 				return fmt.Sprintf("%q suggests it is destructive, but readOnlyHint is true (from %s)", strings.ToLower(m[2]), t.Provenance.ReadOnly)
 			}
 			return ""
-		}},
+		}}, {ID: RulePlaybookMCP, Name: "playbook-mcp-unresolved", Severity: SeverityWarning,
+		Description: "A playbook's mcp: section (NoETL's MCP schema extension) names what it does not declare (a turn's tools_allowed, model, or use: resource:NAME), declares a name twice within a section, or has a prompt the gateway cannot serve: the engine would fail the run, and the gateway serves what it can of the rest."},
 }
 
 // sanitized says what becomes of the hidden characters a finding names.
@@ -308,6 +309,11 @@ func SkippedFinding(source, location string, line int, method, path, reason stri
 	return Finding{Rule: RuleOperationSkipped, Severity: SeverityWarning, Tool: method + " " + path,
 		Message: fmt.Sprintf("%s %s is not served: %s", method, path, reason), Source: source, Location: location, Line: line}
 }
+
+// RulePlaybookMCP is the ID of the finding for a playbook's mcp: section
+// (NoETL's MCP schema extension) that names what it does not declare, or
+// declares a name twice: see the catalog's playbookmcp.go.
+const RulePlaybookMCP = "MCPG022"
 
 func destructive(t *ToolFacts) bool {
 	return t.Annotations.DestructiveHint == nil || *t.Annotations.DestructiveHint

@@ -383,6 +383,9 @@ func (g *Gateway) addPromptsAndResources() error {
 	}
 	for _, p := range g.catalog.Prompts {
 		held["prompt "+p.Prompt.Name] = "the configuration (prompts:)"
+		if path, ok := strings.CutPrefix(p.Source, "playbook:"); ok {
+			held["prompt "+p.Prompt.Name] = "playbook " + path + " (mcp.prompts)"
+		}
 		if !withheld(p.Prompt.Name) {
 			g.server.AddPrompt(p.Prompt, configPrompt(p))
 		}

@@ -632,7 +632,7 @@ func (m *cli) audit(ctx context.Context, args []string) (int, error) {
 		report.Drift.ComparePrompts(lock, prompts)
 	}
 	if *explain {
-		err = (&gateway.ExplainedReport{Report: report, Selection: cat.Selection}).Write(m.stdout, format.value)
+		err = (&gateway.ExplainedReport{Report: report, Selection: cat.Selection, PlaybookMCP: cat.PlaybookParts}).Write(m.stdout, format.value)
 	} else {
 		err = report.Write(m.stdout, format.value)
 	}

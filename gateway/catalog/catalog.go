@@ -87,9 +87,15 @@ type Tool struct {
 type Catalog struct {
 	Tools []*Tool
 	// Prompts are the prompts of the configuration (`prompts:`), in its
-	// order.
-	Prompts  []*Prompt
-	Warnings []string
+	// order, then those of playbooks' mcp sections (playbookmcp.go).
+	Prompts []*Prompt
+	// PlaybookParts are the entries of playbooks' mcp sections, and what
+	// became of each (`--explain`).
+	PlaybookParts []PlaybookPart
+	// PlaybookResources are playbooks' http GET resources, served as
+	// resource templates.
+	PlaybookResources []*PlaybookHTTPResource
+	Warnings          []string
 	// Skipped are the selected operations that could not be made tools, as
 	// audit findings (each is also a warning).
 	Skipped []annotations.Finding

@@ -95,6 +95,7 @@ func (c *Catalog) ExplainListing() *Listing {
 	if l.Selection == nil {
 		l.Selection = []Selection{}
 	}
+	l.PlaybookMCP = c.PlaybookParts
 	return l
 }
 
@@ -135,6 +136,9 @@ func writeSelection(w io.Writer, sel []Selection, warnings int) error {
 type ExplainedReport struct {
 	*annotations.Report
 	Selection []Selection `json:"selection"`
+	// PlaybookMCP are the entries of playbooks' mcp: sections and what
+	// became of each.
+	PlaybookMCP []PlaybookPart `json:"playbook_mcp,omitempty"`
 }
 
 // Write writes the report in format: table, json or markdown. SARIF has no
@@ -149,7 +153,7 @@ func (r *ExplainedReport) Write(w io.Writer, format string) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
-		return enc.Encode(&ExplainedReport{Report: r.Report, Selection: sel})
+		return enc.Encode(&ExplainedReport{Report: r.Report, Selection: sel, PlaybookMCP: r.PlaybookMCP})
 	case "sarif":
 		return errors.New("--explain: not available with --format sarif (use table, json or markdown)")
 	}
@@ -165,10 +169,19 @@ func (r *ExplainedReport) Write(w io.Writer, format string) error {
 			}
 			fmt.Fprintf(w, "| `%s` (%s) | %s | %s |\n", s.operation(), s.Upstream, tool, mdCell(s.Reason))
 		}
+		if len(r.PlaybookMCP) > 0 {
+			fmt.Fprintf(w, "\n## Playbooks' mcp sections\n\n| playbook | entry | served as | why |\n|---|---|---|---|\n")
+			for _, p := range r.PlaybookMCP {
+				fmt.Fprintf(w, "| `%s` (%s) | `mcp.%s.%s` | %s | %s |\n", p.Playbook, p.Upstream, p.Section, p.Name, orDash(p.Served), mdCell(p.Reason))
+			}
+		}
 		return nil
 	}
 	fmt.Fprintln(w, "\nSELECTION")
-	return WriteSelection(w, sel)
+	if err := WriteSelection(w, sel); err != nil {
+		return err
+	}
+	return writePlaybookParts(w, r.PlaybookMCP)
 }
 
 // mdCell keeps a Markdown table cell in its column.

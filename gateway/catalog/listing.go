@@ -20,6 +20,9 @@ type Listing struct {
 	// operation and why it is or is not a tool; WriteTable then prints it
 	// instead of the tools.
 	Selection []Selection `json:"selection,omitempty"`
+	// PlaybookMCP, set with Selection, are the entries of playbooks' mcp:
+	// sections and what became of each.
+	PlaybookMCP []PlaybookPart `json:"playbook_mcp,omitempty"`
 	// Prompts are the configuration's prompts (`prompts:`); none: left out.
 	Prompts []ListedPrompt `json:"prompts,omitempty"`
 }
@@ -90,7 +93,7 @@ func (c *Catalog) Listing() *Listing {
 		}
 		l.Prompts = append(l.Prompts, ListedPrompt{
 			Name: p.Prompt.Name, Title: p.Prompt.Title, Description: p.Prompt.Description,
-			Arguments: args, Source: "config", TemplateSHA256: p.TemplateSHA256(),
+			Arguments: args, Source: p.Source, TemplateSHA256: p.TemplateSHA256(),
 		})
 	}
 	return l
@@ -108,7 +111,10 @@ func (l *Listing) WriteJSON(w io.Writer) error {
 // with a Selection, one line per operation (see WriteSelection).
 func (l *Listing) WriteTable(w io.Writer) error {
 	if l.Selection != nil {
-		return writeSelection(w, l.Selection, len(l.Warnings))
+		if err := writeSelection(w, l.Selection, len(l.Warnings)); err != nil {
+			return err
+		}
+		return writePlaybookParts(w, l.PlaybookMCP)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tMETHOD\tPATH\tREAD-ONLY\tDESTRUCTIVE\tIDEMPOTENT\tOPEN-WORLD")

@@ -142,6 +142,7 @@ func (c *Catalog) buildPlaybooks(ctx context.Context, namer *tagging.Namer, u *c
 		}
 		c.Tools = append(c.Tools, t)
 		c.playbooks.tools[it.Path] = t
+		c.addPlaybookMCP(u, t, it, c.sanitized)
 	}
 	return nil
 }
@@ -249,6 +250,7 @@ func discoverPlaybooks(ctx context.Context, client *upstream.Client, route strin
 		}
 		if src := cmp.Or(e.Content, e.Source); src != "" {
 			warnings = append(warnings, applySource(&it, src)...)
+			it.Source = src
 		}
 		out = append(out, it)
 	}

@@ -16,59 +16,74 @@ import (
 )
 
 // Prompt is a prompt the gateway serves from its configuration
-// (config.Prompt): what prompts/list shows, and how prompts/get renders
-// it.
+// (config.Prompt) or a playbook's mcp.prompts: what prompts/list shows,
+// and how prompts/get renders it.
 type Prompt struct {
 	// Prompt is the prompt as listed: its arguments are the declared ones,
 	// in order, then those its placeholders name without declaring them
 	// (required), in the order they first appear.
 	Prompt   *mcp.Prompt
 	Template string // as configured: its hash is what the lock compares
-	parts    []config.TemplatePart
-	enums    map[string][]string // argument → its values, when declared
+	// Source is where it is declared: "config", or "playbook:PATH" for a
+	// playbook's mcp.prompts (playbookmcp.go).
+	Source string
+	parts  []config.TemplatePart
+	enums  map[string][]string // argument → its values, when declared
 }
 
 // buildPrompts makes the served prompts of cfg, in configuration order.
 // Their texts are cleaned as tools' are when sanitize is set.
 func buildPrompts(cfg *config.Config, sanitize bool) ([]*Prompt, error) {
+	var out []*Prompt
+	for _, c := range cfg.Prompts {
+		p, err := newPrompt(c, sanitize)
+		if err != nil { // Resolve checked it: not reached
+			return nil, fmt.Errorf("prompts (%s): template: %v", c.Name, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// newPrompt makes the prompt c declares (from the configuration, or a
+// playbook's mcp.prompts): its declared arguments, then those its
+// placeholders name without declaring them, required.
+func newPrompt(c config.Prompt, sanitize bool) (*Prompt, error) {
 	clean := func(s string) string {
 		if sanitize {
 			return annotations.SanitizeText(s)
 		}
 		return s
 	}
-	var out []*Prompt
-	for _, c := range cfg.Prompts {
-		parts, err := config.ParseTemplate(c.Template)
-		if err != nil { // Resolve checked it: not reached
-			return nil, fmt.Errorf("prompts (%s): template: %v", c.Name, err)
-		}
-		p := &Prompt{
-			Prompt:   &mcp.Prompt{Name: c.Name, Title: clean(c.Title), Description: clean(c.Description)},
-			Template: c.Template,
-			parts:    parts,
-			enums:    map[string][]string{},
-		}
-		declared := map[string]bool{}
-		for _, a := range c.Arguments {
-			declared[a.Name] = true
-			desc := a.Description
-			if len(a.Enum) > 0 {
-				p.enums[a.Name] = slices.Clone(a.Enum)
-				desc = strings.TrimSpace(desc + " One of: " + strings.Join(a.Enum, ", ") + ".")
-			}
-			// Cleaned whole: the enum values are text clients read too.
-			p.Prompt.Arguments = append(p.Prompt.Arguments, &mcp.PromptArgument{Name: a.Name, Title: clean(a.Title), Description: clean(desc), Required: a.Required})
-		}
-		for _, part := range parts {
-			if part.Arg != "" && !declared[part.Arg] {
-				declared[part.Arg] = true
-				p.Prompt.Arguments = append(p.Prompt.Arguments, &mcp.PromptArgument{Name: part.Arg, Required: true})
-			}
-		}
-		out = append(out, p)
+	parts, err := config.ParseTemplate(c.Template)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	p := &Prompt{
+		Prompt:   &mcp.Prompt{Name: c.Name, Title: clean(c.Title), Description: clean(c.Description)},
+		Template: c.Template,
+		Source:   "config",
+		parts:    parts,
+		enums:    map[string][]string{},
+	}
+	declared := map[string]bool{}
+	for _, a := range c.Arguments {
+		declared[a.Name] = true
+		desc := a.Description
+		if len(a.Enum) > 0 {
+			p.enums[a.Name] = slices.Clone(a.Enum)
+			desc = strings.TrimSpace(desc + " One of: " + strings.Join(a.Enum, ", ") + ".")
+		}
+		// Cleaned whole: the enum values are text clients read too.
+		p.Prompt.Arguments = append(p.Prompt.Arguments, &mcp.PromptArgument{Name: a.Name, Title: clean(a.Title), Description: clean(desc), Required: a.Required})
+	}
+	for _, part := range parts {
+		if part.Arg != "" && !declared[part.Arg] {
+			declared[part.Arg] = true
+			p.Prompt.Arguments = append(p.Prompt.Arguments, &mcp.PromptArgument{Name: part.Arg, Required: true})
+		}
+	}
+	return p, nil
 }
 
 // Render is the prompt's text for args: each placeholder replaced by its
@@ -152,7 +167,7 @@ func (c *Catalog) LockedPrompts(cfg *config.Config) []annotations.LockedPrompt {
 			Arguments []*mcp.PromptArgument `json:"arguments"`
 			Enums     map[string][]string   `json:"enums"`
 		}{p.Prompt.Arguments, p.enums}
-		out = append(out, annotations.PromptFacts(p.Prompt.Name, "config", p.Prompt.Title, p.Prompt.Description, args, p.TemplateSHA256()))
+		out = append(out, annotations.PromptFacts(p.Prompt.Name, p.Source, p.Prompt.Title, p.Prompt.Description, args, p.TemplateSHA256()))
 	}
 	for _, s := range c.MCP {
 		u := cfg.UpstreamNamed(s.Upstream)

@@ -104,6 +104,10 @@ type PlaybookItem struct {
 	// Inputs refine workload keys: secret (the default is never shown),
 	// description, enum.
 	Inputs map[string]PlaybookInput `yaml:"inputs" json:"-"`
+	// Source is the playbook's YAML source, as the engine's catalog gave
+	// it (content or source); "" for a configured item. Its mcp: section
+	// is read for prompts and resources (catalog's playbookmcp.go).
+	Source string `yaml:"-" json:"-"`
 }
 
 // PlaybookInput refines one workload key (the config's form of a

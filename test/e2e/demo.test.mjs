@@ -57,6 +57,18 @@ describe('built-in demo (in-process)', () => {
     assert.deepEqual(done.completion.values, ['detailed']);
   });
 
+  test("serves a playbook's mcp.prompts (NoETL's MCP schema extension) under the playbook tool's name", async () => {
+    const { prompts } = await client.listPrompts();
+    const greet = prompts.find((p) => p.name === 'demo_fast_greet');
+    assert.ok(greet, JSON.stringify(prompts));
+    assert.deepEqual(greet.arguments.map((a) => [a.name, a.required ?? false]), [['tone', false], ['name', true]]);
+    const got = await client.getPrompt({ name: 'demo_fast_greet', arguments: { tone: 'warm', name: 'Ada' } });
+    assert.equal(got.messages[0].content.text, 'Write a warm greeting for Ada.\n');
+    await assert.rejects(client.getPrompt({ name: 'demo_fast_greet', arguments: { tone: 'warm' } }), /argument "name" is required/);
+    const done = await client.complete({ ref: { type: 'ref/prompt', name: 'demo_fast_greet' }, argument: { name: 'tone', value: 'f' } });
+    assert.deepEqual(done.completion.values, ['formal']);
+  });
+
   test('calls a playbook of the demo engine', async () => {
     const res = await client.callTool({ name: 'demo_fast', arguments: { name: 'Ada' } });
     assert.equal(res.isError ?? false, false);

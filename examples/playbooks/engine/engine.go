@@ -91,7 +91,7 @@ func Playbooks() []Playbook {
 			Workload: map[string]any{"name": "world"},
 			Metadata: Metadata{ExposesAsMCP: true},
 			Content: source("demo/fast", "Says hello at once.", `
-  name: world  # ui:description=Whom to greet.`),
+  name: world  # ui:description=Whom to greet.`) + demoMCP,
 			run: func(w map[string]any) (any, string, error) {
 				msg := fmt.Sprintf("Hello, %v!", orDefault(w["name"], "world"))
 				return map[string]any{"greeting": msg}, msg, nil
@@ -132,6 +132,36 @@ func Playbooks() []Playbook {
 		},
 	}
 }
+
+// demoMCP is demo/fast's mcp: section (NoETL's MCP schema extension): a
+// prompt a gateway serves, and a model, tool, resource and turn that run
+// only inside an engine (this one runs none of them).
+const demoMCP = `mcp:
+  models:
+    - name: small
+      provider: openai
+  tools:
+    - name: lookup_name
+      type: python
+      spec: {code: "def main(name): return name.title()"}
+  resources:
+    - name: greetings_log
+      type: postgres
+      spec: {sql: "SELECT name, greeted_at FROM greetings"}
+  prompts:
+    - name: greet
+      description: Write a greeting for someone, in a given tone.
+      arguments: [{name: tone, description: "The greeting's tone", enum: [warm, formal]}]
+      template: |
+        Write a {{ input.tone }} greeting for {{ input.name }}.
+  turns:
+    - name: compose
+      model: small
+      user:
+        - use: resource:greetings_log
+        - text: Greet the next person.
+      tools_allowed: [lookup_name]
+`
 
 // source is a playbook's YAML file in NoETL's shape, around its workload
 // block (indented two spaces, as in a NoETL playbook).
