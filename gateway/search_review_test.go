@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -303,5 +304,109 @@ func TestReviewSearchNamesHiddenUpstreams(t *testing.T) {
 	res, _ := callJSON(t, s, metaSearch, map[string]any{"query": "x", "upstream": "nope"})
 	if txt := callText(res); strings.Contains(txt, "admin") {
 		t.Errorf("search_tools names an upstream none of whose tools the caller may call: %q", txt)
+	}
+}
+
+// TestReviewRelistNotifiesBeforeSearchRebuild: relist bumps
+// searchMode.changes, AddTools the changed tools (go-sdk sends
+// notifications/tools/list_changed 10 ms later), and only when it returns
+// rebuilds the search state (a deferred searchMode.rebuild, which indexes
+// every tool: ~45 ms for 600 tools, ~360 ms for 3000, measured here). A
+// client that re-lists on the notification — what it is for — is answered
+// from the old state: a pinned (or described) tool the upstream just added
+// is missing from its tools/list, and it will not be told again; a changed
+// one is listed as it was; search_tools does not find it. Here the pinned
+// tool big_late arrives (and goes) at each relist, and the test checks,
+// when list_changed goes out, that the search state already holds the
+// change. Timing-dependent: each round catches it about half the time on 2
+// cores, so the test stops at the first stale round of up to 8.
+// Fix: rebuild the search state before the AddTool/RemoveTools calls that
+// make go-sdk notify (or hold the notification until it is rebuilt).
+func TestReviewRelistNotifiesBeforeSearchRebuild(t *testing.T) {
+	var late atomic.Bool
+	newServer := func() *mcp.Server {
+		s := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "1"}, nil)
+		h := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil }
+		for i := range 1500 {
+			s.AddTool(&mcp.Tool{Name: fmt.Sprintf("op_%d", i), Description: fmt.Sprintf("Lists the things of kind %d for a repository, paginated and sorted.", i),
+				InputSchema: map[string]any{"type": "object", "properties": map[string]any{"owner": map[string]any{"type": "string", "description": "The owner."}}}}, h)
+		}
+		if late.Load() {
+			s.AddTool(&mcp.Tool{Name: "late", Description: "Arrived late.", InputSchema: map[string]any{"type": "object"}}, h)
+		}
+		return s
+	}
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newServer() }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(srv.Close)
+	cfg := &Config{Stateful: true, Catalog: config.CatalogConfig{Mode: "search", Pinned: []string{"big_late"}},
+		Upstreams: []Upstream{{Name: "big", MCP: &federation.Config{URL: srv.URL}}}}
+	g, url := serveGateway(t, cfg, nil)
+	fresh := make(chan bool, 16)
+	var want atomic.Bool
+	g.server.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "notifications/tools/list_changed" {
+				fresh <- (g.search.state.Load().byName["big_late"] != nil) == want.Load()
+			}
+			return next(ctx, method, req)
+		}
+	})
+	client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {},
+	})
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for round := range 8 {
+		want.Store(round%2 == 0)
+		late.Store(round%2 == 0)
+		g.relist("big")
+		select {
+		case ok := <-fresh:
+			if !ok {
+				t.Fatalf("round %d: list_changed went out while the search state still had big_late %s: a client re-listing on it gets the old list",
+					round, map[bool]string{true: "absent", false: "present"}[want.Load()])
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: no list_changed", round)
+		}
+	}
+}
+
+// TestReviewUpstreamToolNamedLikeMetaToolStopsGateway: in search mode an
+// MCP upstream served without a prefix (tool_prefix: "") that offers a
+// tool named call_tool (or search_tools, describe_tools,
+// call_read_only_tool) makes New fail: newSearchMode refuses any served
+// tool named like a meta-tool. relist, for the same tool arriving later,
+// withholds it with a warning; at start-up the whole gateway, every other
+// upstream included, does not start. So an upstream MCP server — the party
+// whose hints the gateway does not even believe — decides whether the
+// gateway comes back after its next restart (and in auto mode, whether it
+// crosses the threshold too). Fix: withhold a federated tool named like a
+// meta-tool with a warning, as relist does (keep the error for the
+// operator's own OpenAPI and playbook tools, which config can rename).
+func TestReviewUpstreamToolNamedLikeMetaToolStopsGateway(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
+	h := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil }
+	s.AddTool(&mcp.Tool{Name: "call_tool", InputSchema: map[string]any{"type": "object"}}, h)
+	s.AddTool(&mcp.Tool{Name: "harmless", InputSchema: map[string]any{"type": "object"}}, h)
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(srv.Close)
+	rec := &credRecorder{}
+	api := httptest.NewServer(rec)
+	t.Cleanup(api.Close)
+	cfg := &Config{Catalog: config.CatalogConfig{Mode: "search"}, Upstreams: []Upstream{
+		{Name: "api", OpenAPI: "auth.json", Document: []byte(authDoc), BaseURL: api.URL, Auth: auth.Upstream{Mode: auth.ModeNone}},
+		{Name: "tools", ToolPrefix: "", ToolPrefixSet: true, MCP: &federation.Config{URL: srv.URL}, Auth: auth.Upstream{Mode: auth.ModeNone}},
+	}}
+	g, err := New(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatalf("an MCP upstream's tool named call_tool stopped the gateway: %v", err)
+	}
+	t.Cleanup(func() { g.Close() })
+	if _, ok := g.live.lookup("call_tool"); ok {
+		t.Errorf("the upstream's call_tool is served beside the meta-tool")
 	}
 }
