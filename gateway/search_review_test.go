@@ -326,7 +326,9 @@ func TestReviewRelistNotifiesBeforeSearchRebuild(t *testing.T) {
 	var late atomic.Bool
 	newServer := func() *mcp.Server {
 		s := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "1"}, nil)
-		h := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil }
+		h := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		}
 		for i := range 1500 {
 			s.AddTool(&mcp.Tool{Name: fmt.Sprintf("op_%d", i), Description: fmt.Sprintf("Lists the things of kind %d for a repository, paginated and sorted.", i),
 				InputSchema: map[string]any{"type": "object", "properties": map[string]any{"owner": map[string]any{"type": "string", "description": "The owner."}}}}, h)
@@ -389,7 +391,9 @@ func TestReviewRelistNotifiesBeforeSearchRebuild(t *testing.T) {
 // operator's own OpenAPI and playbook tools, which config can rename).
 func TestReviewUpstreamToolNamedLikeMetaToolStopsGateway(t *testing.T) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
-	h := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil }
+	h := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	}
 	s.AddTool(&mcp.Tool{Name: "call_tool", InputSchema: map[string]any{"type": "object"}}, h)
 	s.AddTool(&mcp.Tool{Name: "harmless", InputSchema: map[string]any{"type": "object"}}, h)
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
