@@ -32,6 +32,11 @@ type Selection struct {
 	// false", "skipped: path template … has {x}, which no path parameter
 	// declares".
 	Reason string `json:"reason"`
+	// Resource says what became of an operation selected as a resource
+	// (x-mcp-resource, the agent-resource tag, the resources rules):
+	// "resource petstore://pets/{petId} (by tag agent-resource)", or "not
+	// a resource (selected by …): why". Empty when none selected it.
+	Resource string `json:"resource,omitempty"`
 }
 
 // operation names what s is about: "METHOD /path", or "MCP name" for a
