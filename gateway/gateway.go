@@ -145,6 +145,11 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		for _, n := range g.drift.HeldPrompts() {
 			g.heldPrompts[n] = true
 		}
+		g.drift.CompareResources(g.opts.Lock, cat.LockedResources())
+		g.heldResources = map[string]bool{}
+		for _, uri := range g.drift.HeldResources() {
+			g.heldResources[uri] = true
+		}
 	}
 	if err := g.startClients(); err != nil {
 		return nil, err

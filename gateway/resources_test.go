@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/upstream"
 )
 
@@ -209,5 +211,51 @@ func TestOpenAPIResourceURIClash(t *testing.T) {
 	}
 	if w := strings.Join(g.Catalog().Warnings, "\n"); !strings.Contains(w, "GET /readme: not a resource (selected by tag agent-resource): its URI petstore://readme is petstore GET /big's already") {
 		t.Errorf("warnings:\n%s", w)
+	}
+}
+
+// TestOpenAPIResourcesLock: serve --lock withholds the resources the lock
+// does not hold unchanged, and serves those it does.
+func TestOpenAPIResourcesLock(t *testing.T) {
+	cfg := &Config{Upstreams: []Upstream{{Name: "petstore", OpenAPI: "pets.json", Document: []byte(resourceDoc), BaseURL: "http://127.0.0.1:1"}}}
+	cat, err := BuildCatalog(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := annotations.NewLock(cat.Facts())
+	locked := cat.LockedResources()
+	// readme is locked with another description: changed; big is not
+	// locked: added. Both are withheld; the templates are served.
+	for i := range locked {
+		if locked[i].Name == "readme" {
+			locked[i].DescriptionSHA256 = "0000"
+		}
+	}
+	lock.SetResources(slices.DeleteFunc(locked, func(r annotations.LockedResource) bool { return r.Name == "big" }))
+	g, err := New(t.Context(), cfg, &Options{Lock: lock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(g.Drift().HeldResources(), " "); got != "petstore://big petstore://readme" {
+		t.Errorf("held %q", got)
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := g.Server().Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	l, err := cs.ListResources(t.Context(), nil)
+	if err != nil || len(l.Resources) != 0 {
+		t.Errorf("resources/list: %v %+v; want none served", err, l)
+	}
+	tl, err := cs.ListResourceTemplates(t.Context(), nil)
+	if err != nil || len(tl.ResourceTemplates) != 2 {
+		t.Errorf("resources/templates/list: %v %+v; want both templates", err, tl)
 	}
 }

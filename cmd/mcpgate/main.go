@@ -394,6 +394,9 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 		if n := len(d.HeldPrompts()); n > 0 {
 			what += fmt.Sprintf(" and %d added or changed prompts", n)
 		}
+		if n := len(d.HeldResources()); n > 0 {
+			what += fmt.Sprintf(" and %d added or changed resources", n)
+		}
 		fmt.Fprintf(&b, "mcpgate: --lock %s: not serving the %s:\n", *lockFile, what)
 		d.WriteText(&b)
 		m.stderr.Write(b.Bytes())
@@ -610,6 +613,7 @@ func (m *cli) audit(ctx context.Context, args []string) (int, error) {
 		var buf bytes.Buffer
 		l := annotations.NewLock(facts)
 		l.SetPrompts(prompts)
+		l.SetResources(cat.LockedResources())
 		l.Write(&buf)
 		if err := os.WriteFile(*writeLock, buf.Bytes(), 0o644); err != nil {
 			return 0, fmt.Errorf("--write-lock: %v", err)
@@ -623,13 +627,22 @@ func (m *cli) audit(ctx context.Context, args []string) (int, error) {
 		default:
 			what += fmt.Sprintf(" and %d prompts", len(prompts))
 		}
+		switch n := len(cat.Resources); n {
+		case 0:
+		case 1:
+			what += " and 1 resource"
+		default:
+			what += fmt.Sprintf(" and %d resources", n)
+		}
 		fmt.Fprintf(m.stderr, "mcpgate: wrote %s to %s\n", what, *writeLock)
 	}
 	report := annotations.NewReport(facts, lock, cat.Skipped...)
 	report.Prompts = prompts
 	report.Listing = cat.ListingMode(cfg)
+	report.Resources = cat.ResourceFacts()
 	if lock != nil {
 		report.Drift.ComparePrompts(lock, prompts)
+		report.Drift.CompareResources(lock, cat.LockedResources())
 	}
 	if *explain {
 		err = (&gateway.ExplainedReport{Report: report, Selection: cat.Selection}).Write(m.stdout, format.value)

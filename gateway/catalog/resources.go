@@ -463,3 +463,31 @@ func responseMediaType(op *openapi3.Operation) string {
 	}
 	return ""
 }
+
+// ResourceFacts are the resources served as the audit lists them: what
+// the lockfile records, and what selected each.
+func (c *Catalog) ResourceFacts() []annotations.ResourceFacts {
+	out := make([]annotations.ResourceFacts, 0, len(c.Resources))
+	for _, r := range c.Resources {
+		l := annotations.LockedResource{Name: r.Name(), MIMEType: r.MIMEType(), DescriptionSHA256: r.descriptionSHA,
+			Upstream: r.Upstream, Method: r.Operation.Method, Path: r.Operation.Path}
+		if r.Template != nil {
+			l.URITemplate = r.URI()
+		} else {
+			l.URI = r.URI()
+		}
+		out = append(out, annotations.ResourceFacts{LockedResource: l, SelectedBy: r.By})
+	}
+	return out
+}
+
+// LockedResources are the resources served, as the lockfile records
+// them.
+func (c *Catalog) LockedResources() []annotations.LockedResource {
+	facts := c.ResourceFacts()
+	out := make([]annotations.LockedResource, len(facts))
+	for i, f := range facts {
+		out[i] = f.LockedResource
+	}
+	return out
+}
