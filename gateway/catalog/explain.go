@@ -48,6 +48,15 @@ func (s Selection) operation() string {
 	return s.Method + " " + s.Path
 }
 
+// why is the reason, and what became of the operation as a resource when
+// something selected it as one.
+func (s Selection) why() string {
+	if s.Resource == "" {
+		return s.Reason
+	}
+	return s.Reason + "; " + s.Resource
+}
+
 // explain records the decisions about upstream's operations and returns the
 // selected ones.
 func (c *Catalog) explain(upstream string, ds []tagging.Decision) []tagging.Operation {
@@ -121,7 +130,7 @@ func writeSelection(w io.Writer, sel []Selection, warnings int) error {
 		} else {
 			served++
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Upstream, s.operation(), tool, s.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Upstream, s.operation(), tool, s.why())
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -168,7 +177,7 @@ func (r *ExplainedReport) Write(w io.Writer, format string) error {
 			if s.Tool != "" {
 				tool = "`" + s.Tool + "`"
 			}
-			fmt.Fprintf(w, "| `%s` (%s) | %s | %s |\n", s.operation(), s.Upstream, tool, mdCell(s.Reason))
+			fmt.Fprintf(w, "| `%s` (%s) | %s | %s |\n", s.operation(), s.Upstream, tool, mdCell(s.why()))
 		}
 		return nil
 	}

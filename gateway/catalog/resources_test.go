@@ -234,3 +234,53 @@ func TestResourceURITemplates(t *testing.T) {
 		t.Errorf("varName = %q, %q", a, b)
 	}
 }
+
+// TestResourceListing: `mcpgate tools` (table and JSON), `--explain` and
+// `mcpgate audit` (table, Markdown, JSON) list the resources with what
+// selected each, and the audit the refused ones as MCPG021 findings.
+func TestResourceListing(t *testing.T) {
+	cat := buildResourcesCatalog(t, "GET /readme")
+	var table, js, explain strings.Builder
+	if err := cat.Listing().WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.Listing().WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.ExplainListing().WriteTable(&explain); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ what, out, want string }{
+		{"table", table.String(), "RESOURCE"},
+		{"table", table.String(), "petstore://pets/{petId}{?fields}  getPet"},
+		{"table", table.String(), "GET /readme"},
+		{"table", table.String(), "rule GET /readme"},
+		{"table", table.String(), ", 4 resources"},
+		{"json", js.String(), `"uriTemplate": "petstore://pets/{petId}{?fields}"`},
+		{"json", js.String(), `"selectedBy": "tag agent-resource"`},
+		{"json", js.String(), `"uri": "petstore://readme"`},
+		{"explain", explain.String(), "; resource petstore://readme (by rule GET /readme)"},
+		{"explain", explain.String(), "; not a resource (selected by x-mcp-resource): only GET operations are resources, not POST"},
+	} {
+		if !strings.Contains(c.out, c.want) {
+			t.Errorf("%s lacks %q:\n%s", c.what, c.want, c.out)
+		}
+	}
+	report := annotations.NewReport(cat.Facts(), nil, cat.Skipped...)
+	report.Resources = cat.ResourceFacts()
+	for format, want := range map[string][]string{
+		"table":    {"RESOURCE", "petstore://readme", "petstore GET /readme", "MCPG021 GET /search is selected as a resource (by x-mcp-resource) but is not served as one"},
+		"markdown": {"## Resources", "| `petstore://pets{?limit,offset}` | listPets | application/json | `GET /pets` (petstore) | tag agent-resource |"},
+		"json":     {`"resources": [`, `"selectedBy": "x-mcp-resource"`, `"rule": "MCPG021"`},
+	} {
+		var out strings.Builder
+		if err := report.Write(&out, format); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("audit %s lacks %q:\n%s", format, w, out.String())
+			}
+		}
+	}
+}
