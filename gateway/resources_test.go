@@ -15,7 +15,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/annotations"
+	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/upstream"
+	"github.com/mcpgate/mcpgate/upstream/federation"
 )
 
 // resourceDoc is an API whose GET operations are resources: a plain one
@@ -257,5 +259,26 @@ func TestOpenAPIResourcesLock(t *testing.T) {
 	tl, err := cs.ListResourceTemplates(t.Context(), nil)
 	if err != nil || len(tl.ResourceTemplates) != 2 {
 		t.Errorf("resources/templates/list: %v %+v; want both templates", err, tl)
+	}
+}
+
+// TestOpenAPIResourceFederatedClash: an OpenAPI resource and an MCP
+// upstream's on one URI are a start-up error naming both.
+func TestOpenAPIResourceFederatedClash(t *testing.T) {
+	up := newFedUpstream(t)
+	doc := strings.Replace(resourceDoc, `"operationId": "readme", "summary": "The API's readme", "tags": ["agent-resource"]`,
+		`"operationId": "readme", "x-mcp-resource": {"uri": "file:///motd"}`, 1)
+	none := auth.Upstream{Mode: auth.ModeNone}
+	cfg := &Config{Upstreams: []Upstream{
+		{Name: "petstore", OpenAPI: "pets.json", Document: []byte(doc), BaseURL: "http://127.0.0.1:1", Auth: none},
+		{Name: "fs", MCP: &federation.Config{URL: up.srv.URL}, ToolPrefixSet: true, Auth: none},
+	}}
+	g, err := New(t.Context(), cfg, nil)
+	if err == nil {
+		g.Close()
+		t.Fatal("an OpenAPI resource and an upstream's of one URI: no error")
+	}
+	if !strings.Contains(err.Error(), `resource "file:///motd" is served by upstream petstore (GET /readme) and by upstream fs (file:///motd)`) {
+		t.Errorf("error: %v", err)
 	}
 }
