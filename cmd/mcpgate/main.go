@@ -395,7 +395,11 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 			what += fmt.Sprintf(" and %d added or changed prompts", n)
 		}
 		if n := len(d.HeldResources()); n > 0 {
-			what += fmt.Sprintf(" and %d added or changed resources", n)
+			if len(d.Held())+len(d.HeldPrompts()) == 0 {
+				what = fmt.Sprintf("%d added or changed resources", n)
+			} else {
+				what += fmt.Sprintf(" and %d added or changed resources", n)
+			}
 		}
 		fmt.Fprintf(&b, "mcpgate: --lock %s: not serving the %s:\n", *lockFile, what)
 		d.WriteText(&b)
@@ -619,20 +623,22 @@ func (m *cli) audit(ctx context.Context, args []string) (int, error) {
 			return 0, fmt.Errorf("--write-lock: %v", err)
 		}
 		// stdout carries the report: the confirmation goes with the logs.
-		what := fmt.Sprintf("%d tools", len(facts))
-		switch len(prompts) {
-		case 0:
-		case 1:
-			what += " and 1 prompt"
-		default:
-			what += fmt.Sprintf(" and %d prompts", len(prompts))
+		parts := []string{fmt.Sprintf("%d tools", len(facts))}
+		for _, c := range []struct {
+			n    int
+			noun string
+		}{{len(prompts), "prompt"}, {len(cat.Resources), "resource"}} {
+			switch c.n {
+			case 0:
+			case 1:
+				parts = append(parts, "1 "+c.noun)
+			default:
+				parts = append(parts, fmt.Sprintf("%d %ss", c.n, c.noun))
+			}
 		}
-		switch n := len(cat.Resources); n {
-		case 0:
-		case 1:
-			what += " and 1 resource"
-		default:
-			what += fmt.Sprintf(" and %d resources", n)
+		what := parts[0]
+		if len(parts) > 1 {
+			what = strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 		}
 		fmt.Fprintf(m.stderr, "mcpgate: wrote %s to %s\n", what, *writeLock)
 	}
