@@ -282,3 +282,36 @@ func TestOpenAPIResourceFederatedClash(t *testing.T) {
 		t.Errorf("error: %v", err)
 	}
 }
+
+// TestOpenAPIResourceStdio: over a transport with no HTTP header (stdio,
+// here in memory), a read carries the static token, as a tool call does.
+func TestOpenAPIResourceStdio(t *testing.T) {
+	api := &resourceAPI{}
+	up := httptest.NewServer(api)
+	t.Cleanup(up.Close)
+	g, err := New(t.Context(), &Config{Upstreams: []Upstream{{Name: "petstore", OpenAPI: "pets.json", Document: []byte(resourceDoc), BaseURL: up.URL}}},
+		&Options{StaticToken: "local-user"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := g.Server().Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "petstore://pets/3"})
+	if err != nil || len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, `"id":"3"`) {
+		t.Fatalf("read: %v %+v", err, res)
+	}
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if got := api.auth[len(api.auth)-1]; got != "Bearer local-user" {
+		t.Errorf("Authorization = %q, want the static token", got)
+	}
+}
