@@ -17,6 +17,10 @@ type Report struct {
 	// Prompts are the prompts served, as the lockfile records them (JSON
 	// only; their drift is in Drift).
 	Prompts []LockedPrompt `json:"prompts,omitempty"`
+	// Resources are the OpenAPI resources served, with what selected each
+	// (their drift is in Drift; operations refused as resources are
+	// findings).
+	Resources []ResourceFacts `json:"resources,omitempty"`
 	// Listing says how tools/list presents the tools (config catalog:);
 	// nil when that was not asked.
 	Listing *Listing `json:"listing,omitempty"`
@@ -187,6 +191,16 @@ func (r *Report) writeTable(w io.Writer) error {
 			return err
 		}
 	}
+	if len(r.Resources) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "\nRESOURCE\tNAME\tMIME TYPE\tOPERATION\tSELECTED BY")
+		for _, x := range r.Resources {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", x.Key(), x.Name, orNone(x.MIMEType), x.Upstream+" "+x.Method+" "+x.Path, x.SelectedBy)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	if l := r.Listing.line(len(r.Tools)); l != "" {
 		fmt.Fprintf(w, "\n%s\n", l)
 	}
@@ -221,6 +235,13 @@ func (r *Report) writeMarkdown(w io.Writer) error {
 		fmt.Fprintln(w, "\n## Prompts\n\n| prompt | source | template |\n|---|---|---|")
 		for _, p := range r.Prompts {
 			fmt.Fprintf(w, "| `%s` | %s | %s |\n", mdEscape(p.Name), mdEscape(p.Source), orNone(short(p.TemplateSHA256)))
+		}
+	}
+	if len(r.Resources) > 0 {
+		fmt.Fprintln(w, "\n## Resources\n\n| resource | name | mimeType | operation | selected by |\n|---|---|---|---|---|")
+		for _, x := range r.Resources {
+			fmt.Fprintf(w, "| `%s` | %s | %s | `%s %s` (%s) | %s |\n", mdEscape(x.Key()), mdEscape(x.Name), mdEscape(orNone(x.MIMEType)),
+				x.Method, mdEscape(x.Path), mdEscape(x.Upstream), mdEscape(x.SelectedBy))
 		}
 	}
 	if l := r.Listing.line(len(r.Tools)); l != "" {

@@ -287,7 +287,10 @@ var LintRules = []Rule{
 				return fmt.Sprintf("%q suggests it is destructive, but readOnlyHint is true (from %s)", strings.ToLower(m[2]), t.Provenance.ReadOnly)
 			}
 			return ""
-		}}, {ID: RulePlaybookMCP, Name: "playbook-mcp-unresolved", Severity: SeverityWarning,
+		}},
+	{ID: RuleResourceRefused, Name: "resource-refused", Severity: SeverityWarning,
+		Description: "An operation selected as an MCP resource (x-mcp-resource, the agent-resource tag, an upstream's resources rules) cannot be one and is not served as one: it is not a GET, or it requires a header, cookie or request body that a resource URI cannot carry, or its URI does not parse or is taken."},
+	{ID: RulePlaybookMCP, Name: "playbook-mcp-unresolved", Severity: SeverityWarning,
 		Description: "A playbook's mcp: section (NoETL's MCP schema extension) names what it does not declare (a turn's tools_allowed, model, or use: resource:NAME), declares a name twice within a section, or has a prompt the gateway cannot serve: the engine would fail the run, and the gateway serves what it can of the rest."},
 }
 
@@ -308,6 +311,19 @@ const RuleOperationSkipped = "MCPG011"
 func SkippedFinding(source, location string, line int, method, path, reason string) Finding {
 	return Finding{Rule: RuleOperationSkipped, Severity: SeverityWarning, Tool: method + " " + path,
 		Message: fmt.Sprintf("%s %s is not served: %s", method, path, reason), Source: source, Location: location, Line: line}
+}
+
+// RuleResourceRefused is the ID of the finding for an operation selected
+// as a resource that cannot be one (see ResourceRefusedFinding).
+const RuleResourceRefused = "MCPG021"
+
+// ResourceRefusedFinding is the finding for an operation that by
+// (x-mcp-resource, the agent-resource tag, a resources rule) selected as
+// a resource and that cannot be one: method and path name it, reason says
+// why (not a GET; a required header, cookie or body).
+func ResourceRefusedFinding(source, location string, line int, method, path, by, reason string) Finding {
+	return Finding{Rule: RuleResourceRefused, Severity: SeverityWarning, Tool: method + " " + path,
+		Message: fmt.Sprintf("%s %s is selected as a resource (by %s) but is not served as one: %s", method, path, by, reason), Source: source, Location: location, Line: line}
 }
 
 // RulePlaybookMCP is the ID of the finding for a playbook's mcp: section

@@ -31,6 +31,10 @@ type Lock struct {
 	// Prompts are the prompts served (see LockedPrompt); a lock written
 	// before prompts were locked has none, and every prompt is then new.
 	Prompts []LockedPrompt `json:"prompts,omitempty"`
+	// Resources are the OpenAPI resources served (see LockedResource); a
+	// lock written before resources were locked has none, and every
+	// resource is then new.
+	Resources []LockedResource `json:"resources,omitempty"`
 }
 
 // LockedTool is one tool of a Lock. OperationID lets a rename be told from
@@ -119,6 +123,9 @@ func ReadLock(r io.Reader) (*Lock, error) {
 	if err := l.readPrompts(); err != nil {
 		return nil, err
 	}
+	if err := l.readResources(); err != nil {
+		return nil, err
+	}
 	return &l, nil
 }
 
@@ -170,6 +177,11 @@ type Drift struct {
 	PromptsAdded   []string       `json:"promptsAdded,omitempty"`
 	PromptsRemoved []string       `json:"promptsRemoved,omitempty"`
 	PromptsChanged []PromptChange `json:"promptsChanged,omitempty"`
+
+	// The OpenAPI resources' drift (CompareResources), by URI or template.
+	ResourcesAdded   []string         `json:"resourcesAdded,omitempty"`
+	ResourcesRemoved []string         `json:"resourcesRemoved,omitempty"`
+	ResourcesChanged []ResourceChange `json:"resourcesChanged,omitempty"`
 }
 
 // Compare returns how tools differ from l. A tool whose name is not in the
@@ -307,7 +319,8 @@ func short(hash string) string {
 // Empty reports whether nothing drifted.
 func (d *Drift) Empty() bool {
 	return d == nil || len(d.Added)+len(d.Removed)+len(d.Renamed)+len(d.Changed)+
-		len(d.PromptsAdded)+len(d.PromptsRemoved)+len(d.PromptsChanged) == 0
+		len(d.PromptsAdded)+len(d.PromptsRemoved)+len(d.PromptsChanged)+
+		len(d.ResourcesAdded)+len(d.ResourcesRemoved)+len(d.ResourcesChanged) == 0
 }
 
 // Held returns the tools `serve --lock` does not serve, sorted: those added,
@@ -388,7 +401,8 @@ func (d *Drift) Lines() []string {
 		seen[c.Tool] = true
 		lines = append(lines, "~ "+c.Tool+": "+strings.Join(changes[c.Tool], "; "))
 	}
-	return append(lines, d.promptLines()...)
+	lines = append(lines, d.promptLines()...)
+	return append(lines, d.resourceLines()...)
 }
 
 // WriteText writes a summary line, then Lines:
@@ -407,6 +421,10 @@ func (d *Drift) WriteText(w io.Writer) error {
 	if held := d.HeldPrompts(); len(held)+len(d.PromptsRemoved) > 0 {
 		fmt.Fprintf(w, "lock: %d prompts drifted: %d added, %d removed, %d changed\n",
 			len(held)+len(d.PromptsRemoved), len(d.PromptsAdded), len(d.PromptsRemoved), len(held)-len(d.PromptsAdded))
+	}
+	if held := d.HeldResources(); len(held)+len(d.ResourcesRemoved) > 0 {
+		fmt.Fprintf(w, "lock: %d resources drifted: %d added, %d removed, %d changed\n",
+			len(held)+len(d.ResourcesRemoved), len(d.ResourcesAdded), len(d.ResourcesRemoved), len(held)-len(d.ResourcesAdded))
 	}
 	if slices.ContainsFunc(d.Changed, func(c Change) bool { return c.From == notRecorded }) {
 		fmt.Fprintln(w, "lock: it records no descriptions or titles (written by an older mcpgate): review them, then write it again (audit --write-lock)")

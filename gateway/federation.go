@@ -18,6 +18,7 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/mcpgate/mcpgate/annotations"
+	"github.com/mcpgate/mcpgate/gateway/catalog"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/mcpgate/mcpgate/upstream/federation"
@@ -359,10 +360,10 @@ func (g *Gateway) relay(ss *mcp.ServerSession) *federation.Relay {
 	return r
 }
 
-// addPromptsAndResources serves the configuration's prompts, and every
-// upstream MCP server's prompts, under the upstream's tool prefix, and its
-// resources and templates, under federatedURI; none that Options.Lock
-// withholds.
+// addPromptsAndResources serves the configuration's prompts, the OpenAPI
+// upstreams' resources (resources.go), and every upstream MCP server's
+// prompts, under the upstream's tool prefix, and its resources and
+// templates, under federatedURI; none that Options.Lock withholds.
 //
 // Their texts are cleaned as tools' are (sanitize_text), and two that end
 // up with one name or URI are a start-up error naming both upstreams, as
@@ -390,6 +391,7 @@ func (g *Gateway) addPromptsAndResources() error {
 			g.server.AddPrompt(p.Prompt, configPrompt(p))
 		}
 	}
+	g.addOpenAPIResources(held)
 	claim := func(kind, served, upstream, own string) error {
 		if by, ok := held[kind+" "+served]; ok {
 			return fmt.Errorf("%s %q is served by %s and by upstream %s (%s): set a tool_prefix on the upstream, or rename", kind, served, by, upstream, own)
@@ -603,7 +605,7 @@ func federatedURI(u *config.Upstream, uri string) string {
 	if u.ToolPrefix == "" {
 		return uri
 	}
-	return schemeName(u.Name) + "+" + uri
+	return catalog.SchemeName(u.Name) + "+" + uri
 }
 
 // upstreamURI reverses federatedURI.
@@ -611,21 +613,5 @@ func upstreamURI(u *config.Upstream, uri string) string {
 	if u.ToolPrefix == "" {
 		return uri
 	}
-	return strings.TrimPrefix(uri, schemeName(u.Name)+"+")
-}
-
-// schemeName writes an upstream name with only the characters a URI
-// scheme allows (RFC 3986: letters, digits, "+", "-", "."), "+" excepted,
-// since it separates the name from the URI.
-func schemeName(name string) string {
-	b := []byte(name)
-	for i, c := range b {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.') {
-			b[i] = '-'
-		}
-	}
-	if len(b) == 0 || !('a' <= b[0] && b[0] <= 'z' || 'A' <= b[0] && b[0] <= 'Z') {
-		b = append([]byte("u"), b...)
-	}
-	return string(b)
+	return strings.TrimPrefix(uri, catalog.SchemeName(u.Name)+"+")
 }

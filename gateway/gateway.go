@@ -64,9 +64,12 @@ type Gateway struct {
 	// heldPrompts are the prompts Options.Lock withholds (drift's
 	// HeldPrompts): not listed, rendered or completed.
 	heldPrompts map[string]bool
-	served      int           // tools registered: the catalog less what the lock held back
-	calls       *callContexts // the POSTs being served, for the tool handlers (see frontDoor)
-	metrics     *metrics      // nil when metrics are off
+	// heldResources are the OpenAPI resources (by URI or template)
+	// Options.Lock withholds (drift's HeldResources): not served.
+	heldResources map[string]bool
+	served        int           // tools registered: the catalog less what the lock held back
+	calls         *callContexts // the POSTs being served, for the tool handlers (see frontDoor)
+	metrics       *metrics      // nil when metrics are off
 
 	// The serving state: one client per upstream, by name, all under one
 	// response budget; the runner of each upstream that has playbooks.
@@ -141,6 +144,11 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		g.heldPrompts = map[string]bool{}
 		for _, n := range g.drift.HeldPrompts() {
 			g.heldPrompts[n] = true
+		}
+		g.drift.CompareResources(g.opts.Lock, cat.LockedResources())
+		g.heldResources = map[string]bool{}
+		for _, uri := range g.drift.HeldResources() {
+			g.heldResources[uri] = true
 		}
 	}
 	if err := g.startClients(); err != nil {

@@ -394,6 +394,13 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 		if n := len(d.HeldPrompts()); n > 0 {
 			what += fmt.Sprintf(" and %d added or changed prompts", n)
 		}
+		if n := len(d.HeldResources()); n > 0 {
+			if len(d.Held())+len(d.HeldPrompts()) == 0 {
+				what = fmt.Sprintf("%d added or changed resources", n)
+			} else {
+				what += fmt.Sprintf(" and %d added or changed resources", n)
+			}
+		}
 		fmt.Fprintf(&b, "mcpgate: --lock %s: not serving the %s:\n", *lockFile, what)
 		d.WriteText(&b)
 		m.stderr.Write(b.Bytes())
@@ -610,26 +617,38 @@ func (m *cli) audit(ctx context.Context, args []string) (int, error) {
 		var buf bytes.Buffer
 		l := annotations.NewLock(facts)
 		l.SetPrompts(prompts)
+		l.SetResources(cat.LockedResources())
 		l.Write(&buf)
 		if err := os.WriteFile(*writeLock, buf.Bytes(), 0o644); err != nil {
 			return 0, fmt.Errorf("--write-lock: %v", err)
 		}
 		// stdout carries the report: the confirmation goes with the logs.
-		what := fmt.Sprintf("%d tools", len(facts))
-		switch len(prompts) {
-		case 0:
-		case 1:
-			what += " and 1 prompt"
-		default:
-			what += fmt.Sprintf(" and %d prompts", len(prompts))
+		parts := []string{fmt.Sprintf("%d tools", len(facts))}
+		for _, c := range []struct {
+			n    int
+			noun string
+		}{{len(prompts), "prompt"}, {len(cat.Resources), "resource"}} {
+			switch c.n {
+			case 0:
+			case 1:
+				parts = append(parts, "1 "+c.noun)
+			default:
+				parts = append(parts, fmt.Sprintf("%d %ss", c.n, c.noun))
+			}
+		}
+		what := parts[0]
+		if len(parts) > 1 {
+			what = strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 		}
 		fmt.Fprintf(m.stderr, "mcpgate: wrote %s to %s\n", what, *writeLock)
 	}
 	report := annotations.NewReport(facts, lock, cat.Skipped...)
 	report.Prompts = prompts
 	report.Listing = cat.ListingMode(cfg)
+	report.Resources = cat.ResourceFacts()
 	if lock != nil {
 		report.Drift.ComparePrompts(lock, prompts)
+		report.Drift.CompareResources(lock, cat.LockedResources())
 	}
 	if *explain {
 		err = (&gateway.ExplainedReport{Report: report, Selection: cat.Selection, PlaybookMCP: cat.PlaybookParts}).Write(m.stdout, format.value)

@@ -95,7 +95,11 @@ type Catalog struct {
 	// PlaybookResources are playbooks' http GET resources, served as
 	// resource templates.
 	PlaybookResources []*PlaybookHTTPResource
-	Warnings          []string
+	// Resources are the OpenAPI operations served as MCP resources (see
+	// resources.go), by upstream in configuration order, then in
+	// document order.
+	Resources []*Resource
+	Warnings  []string
 	// Skipped are the selected operations that could not be made tools, as
 	// audit findings (each is also a warning).
 	Skipped []annotations.Finding
@@ -210,8 +214,9 @@ func Build(ctx context.Context, cfg *config.Config, opts *Options) (*Catalog, er
 	if cat.Prompts, err = buildPrompts(cfg, cfg.SanitizesText()); err != nil {
 		return nil, err
 	}
-	var validations []func() []string // each waits for one document's validation
-	var startValidations []func()     // with o.Validated: started after the build
+	resourceURIs := map[string]string{} // a resource's URI → who serves it
+	var validations []func() []string   // each waits for one document's validation
+	var startValidations []func()       // with o.Validated: started after the build
 	for i := range cfg.Upstreams {
 		u := &cfg.Upstreams[i]
 		if u.MCP != nil {
@@ -309,6 +314,9 @@ func Build(ctx context.Context, cfg *config.Config, opts *Options) (*Catalog, er
 			if err := cat.buildPlaybooks(ctx, namer, u, doc); err != nil {
 				return nil, fmt.Errorf("upstream %s: playbooks: %v", u.Name, err)
 			}
+		}
+		if err := cat.buildResources(u, doc, resourceURIs); err != nil {
+			return nil, err
 		}
 		cat.Upstreams = append(cat.Upstreams, countOperations(u, doc, len(ops)))
 		name := u.Name
@@ -649,6 +657,14 @@ func loadUpstreamDocument(ctx context.Context, u *config.Upstream, lo *upstream.
 // are tens of MB of live heap. Serving needs only the bindings. The catalog
 // can no longer be rebuilt or re-bound afterwards.
 func (c *Catalog) DropDocuments() {
+	for _, r := range c.Resources {
+		r.Binding.ForgetDeclared()
+		if op := r.Operation.Operation; op != nil {
+			r.Operation = tagging.Operation{Method: r.Operation.Method, Path: r.Operation.Path, Operation: &openapi3.Operation{
+				OperationID: op.OperationID, Summary: op.Summary, Description: op.Description, Tags: op.Tags,
+			}}
+		}
+	}
 	for _, t := range c.Tools {
 		if t.Binding != nil {
 			t.Binding.ForgetDeclared()

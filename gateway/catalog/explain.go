@@ -32,6 +32,11 @@ type Selection struct {
 	// false", "skipped: path template … has {x}, which no path parameter
 	// declares".
 	Reason string `json:"reason"`
+	// Resource says what became of an operation selected as a resource
+	// (x-mcp-resource, the agent-resource tag, the resources rules):
+	// "resource petstore://pets/{petId} (by tag agent-resource)", or "not
+	// a resource (selected by …): why". Empty when none selected it.
+	Resource string `json:"resource,omitempty"`
 }
 
 // operation names what s is about: "METHOD /path", or "MCP name" for a
@@ -41,6 +46,15 @@ func (s Selection) operation() string {
 		return "MCP " + s.OperationID
 	}
 	return s.Method + " " + s.Path
+}
+
+// why is the reason, and what became of the operation as a resource when
+// something selected it as one.
+func (s Selection) why() string {
+	if s.Resource == "" {
+		return s.Reason
+	}
+	return s.Reason + "; " + s.Resource
 }
 
 // explain records the decisions about upstream's operations and returns the
@@ -117,7 +131,7 @@ func writeSelection(w io.Writer, sel []Selection, warnings int) error {
 		} else {
 			served++
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Upstream, s.operation(), tool, s.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Upstream, s.operation(), tool, s.why())
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -167,7 +181,7 @@ func (r *ExplainedReport) Write(w io.Writer, format string) error {
 			if s.Tool != "" {
 				tool = "`" + s.Tool + "`"
 			}
-			fmt.Fprintf(w, "| `%s` (%s) | %s | %s |\n", s.operation(), s.Upstream, tool, mdCell(s.Reason))
+			fmt.Fprintf(w, "| `%s` (%s) | %s | %s |\n", s.operation(), s.Upstream, tool, mdCell(s.why()))
 		}
 		if len(r.PlaybookMCP) > 0 {
 			fmt.Fprintf(w, "\n## Playbooks' mcp sections\n\n| playbook | entry | served as | why |\n|---|---|---|---|\n")

@@ -25,6 +25,23 @@ type Listing struct {
 	PlaybookMCP []PlaybookPart `json:"playbook_mcp,omitempty"`
 	// Prompts are the configuration's prompts (`prompts:`); none: left out.
 	Prompts []ListedPrompt `json:"prompts,omitempty"`
+	// Resources are the OpenAPI operations served as resources; none: left
+	// out.
+	Resources []ListedResource `json:"resources,omitempty"`
+}
+
+// ListedResource is one resource or resource template of a Listing: what
+// resources/list or resources/templates/list shows, the operation a read
+// sends, and what selected it.
+type ListedResource struct {
+	URI         string         `json:"uri,omitempty"`
+	URITemplate string         `json:"uriTemplate,omitempty"`
+	Name        string         `json:"name"`
+	Title       string         `json:"title,omitempty"`
+	Description string         `json:"description,omitempty"`
+	MIMEType    string         `json:"mimeType,omitempty"`
+	Upstream    ListedUpstream `json:"upstream"`
+	SelectedBy  string         `json:"selectedBy"`
 }
 
 // ListedPrompt is one prompt of a Listing: what prompts/list shows, where
@@ -96,6 +113,16 @@ func (c *Catalog) Listing() *Listing {
 			Arguments: args, Source: p.Source, TemplateSHA256: p.TemplateSHA256(),
 		})
 	}
+	for _, r := range c.Resources {
+		lr := ListedResource{Name: r.Name(), Title: r.title(), Description: r.description(), MIMEType: r.MIMEType(),
+			Upstream: ListedUpstream{Name: r.Upstream, Method: r.Operation.Method, Path: r.Operation.Path}, SelectedBy: r.By}
+		if r.Template != nil {
+			lr.URITemplate = r.URI()
+		} else {
+			lr.URI = r.URI()
+		}
+		l.Resources = append(l.Resources, lr)
+	}
 	return l
 }
 
@@ -148,6 +175,20 @@ func (l *Listing) WriteTable(w io.Writer) error {
 			return err
 		}
 	}
+	if len(l.Resources) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "\nRESOURCE\tNAME\tMIME TYPE\tOPERATION\tSELECTED BY")
+		for _, r := range l.Resources {
+			mt := r.MIMEType
+			if mt == "" {
+				mt = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s\t%s\n", r.URI+r.URITemplate, r.Name, mt, r.Upstream.Method, r.Upstream.Path, r.SelectedBy)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(w, "\n%d tools", len(l.Tools))
 	switch n := len(l.Prompts); n {
 	case 0:
@@ -155,6 +196,13 @@ func (l *Listing) WriteTable(w io.Writer) error {
 		fmt.Fprint(w, ", 1 prompt")
 	default:
 		fmt.Fprintf(w, ", %d prompts", n)
+	}
+	switch n := len(l.Resources); n {
+	case 0:
+	case 1:
+		fmt.Fprint(w, ", 1 resource")
+	default:
+		fmt.Fprintf(w, ", %d resources", n)
 	}
 	if n := len(l.Warnings); n > 0 {
 		fmt.Fprintf(w, ", %d warnings (see --format json)", n)

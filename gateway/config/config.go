@@ -230,6 +230,13 @@ type Upstream struct {
 	// Include), whatever the gate or Include says. An operation's own
 	// x-mcp-exposed wins over both lists. Default: none.
 	Exclude []string `yaml:"exclude"`
+	// Resources selects operations served as MCP resources (resources/list,
+	// resources/templates/list, resources/read) besides those the document
+	// marks (x-mcp-resource, the agent-resource tag): same rule syntax as
+	// Include. Only GET operations become resources; another selected is
+	// an audit finding. Independent of the tool gate: an operation may be
+	// both a tool and a resource. Default: none.
+	Resources []string `yaml:"resources"`
 	// Timeout bounds each call to this upstream. Default DefaultTimeout.
 	Timeout time.Duration `yaml:"timeout"`
 	// ToolPrefix is prepended to every tool name of this upstream, to keep
@@ -527,6 +534,9 @@ func (c *Config) resolve() error {
 		if _, err := u.Selection(); err != nil {
 			return fmt.Errorf("upstreams[%d] (%s): %v", i, u.Name, err)
 		}
+		if _, err := u.ResourceRules(); err != nil {
+			return fmt.Errorf("upstreams[%d] (%s): %v", i, u.Name, err)
+		}
 	}
 	return c.validateAuth()
 }
@@ -541,6 +551,7 @@ func resolveMCP(u *Upstream) error {
 	}{
 		{"openapi", u.OpenAPI != "" || u.Document != nil}, {"base_url", u.BaseURL != ""}, {"playbooks", u.Playbooks != nil},
 		{"expose_tags", len(u.ExposeTags) > 0}, {"expose_all", u.ExposeAll}, {"handler", u.Handler != nil},
+		{"resources", len(u.Resources) > 0},
 	} {
 		if k.set {
 			return fmt.Errorf("mcp and %s exclude each other: an upstream is an OpenAPI API, a playbook engine or an MCP server", k.key)
@@ -627,15 +638,31 @@ func (u *Upstream) Selection() (*tagging.Options, error) {
 		texts []string
 		rules *[]tagging.Rule
 	}{{"include", u.Include, &opts.Include}, {"exclude", u.Exclude, &opts.Exclude}} {
-		for j, text := range list.texts {
-			r, err := tagging.ParseRule(text)
-			if err != nil {
-				return nil, fmt.Errorf("%s[%d]: %v", list.name, j, err)
-			}
-			*list.rules = append(*list.rules, r)
+		rules, err := parseRules(list.name, list.texts)
+		if err != nil {
+			return nil, err
 		}
+		*list.rules = rules
 	}
 	return opts, nil
+}
+
+// ResourceRules parses u's resources rules (see Upstream.Resources). An
+// error names the list, the rule's place in it and the rule.
+func (u *Upstream) ResourceRules() ([]tagging.Rule, error) {
+	return parseRules("resources", u.Resources)
+}
+
+func parseRules(list string, texts []string) ([]tagging.Rule, error) {
+	var rules []tagging.Rule
+	for j, text := range texts {
+		r, err := tagging.ParseRule(text)
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d]: %v", list, j, err)
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
 }
 
 // applyFrontDoorDefaults checks the front door's bounds and fills in their

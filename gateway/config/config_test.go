@@ -242,6 +242,7 @@ upstreams:
 		{"  - {name: x, mcp: {}}", "upstreams[0] (x): mcp: "},
 		{"  - {name: x, mcp: {command: [srv]}, auth: {mode: forward}}", "upstreams[0] (x): auth.mode: a stdio child gets no credential (forward); give it what it needs in mcp.env"},
 		{"  - {name: x, mcp: {url: \"http://h/mcp\"}, include: [\"\"]}", `upstreams[0] (x): include[0]: "" is not a tool-name glob`},
+		{"  - {name: x, mcp: {url: \"http://h/mcp\"}, resources: [GET]}", "upstreams[0] (x): mcp and resources exclude each other"},
 		{"  - {name: x, mcp: {url: \"http://h/mcp\"}, tool_prefix: a}\n  - {name: y, mcp: {url: \"http://i/mcp\"}}", "upstreams[0] (x): auth.mode is required when 2 remote upstreams are served"},
 	} {
 		cfg, err := Parse([]byte("upstreams:\n" + tt.yaml + "\n"))
@@ -287,5 +288,29 @@ func TestCatalogMode(t *testing.T) {
 		if _, err = c.Resolve(); err == nil || !strings.Contains(err.Error(), "at most 64") {
 			t.Errorf("too many pinned: %v", err)
 		}
+	}
+}
+
+// TestResourceRules: an upstream's resources rules are parsed as include
+// rules are, and a malformed one is a configuration error naming its place.
+func TestResourceRules(t *testing.T) {
+	cfg, err := Parse([]byte("upstreams:\n  - {name: pets, openapi: p.json, resources: [\"GET /pets/{petId}\", \"tag:catalog\", listPets]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	rules, err := cfg.Upstreams[0].ResourceRules()
+	if err != nil || len(rules) != 3 || rules[0].String() != "GET /pets/{petId}" {
+		t.Errorf("ResourceRules = %v, %v", rules, err)
+	}
+	cfg, err = Parse([]byte("upstreams:\n  - {name: pets, openapi: p.json, resources: [\"GET /a\", \"FETCH /pets\"]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `upstreams[0] (pets): resources[1]: rule "FETCH /pets": FETCH is not an HTTP method`
+	if err := cfg.Validate(); err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Validate = %v, want %s…", err, want)
 	}
 }

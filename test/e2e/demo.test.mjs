@@ -69,6 +69,21 @@ describe('built-in demo (in-process)', () => {
     assert.deepEqual(done.completion.values, ['formal']);
   });
 
+  test('serves a resource and a resource template from the API\'s GET operations', async () => {
+    const { resources } = await client.listResources();
+    const list = resources.find((r) => r.uri === 'orchestrator://api/workflows');
+    assert.ok(list, JSON.stringify(resources));
+    assert.equal(list.mimeType, 'application/json');
+    const { resourceTemplates } = await client.listResourceTemplates();
+    assert.ok(resourceTemplates.some((t) => t.uriTemplate === 'orchestrator://api/workflows/{workflow_id}'), JSON.stringify(resourceTemplates));
+    const { contents } = await client.readResource({ uri: list.uri });
+    const workflows = JSON.parse(contents[0].text);
+    assert.ok(workflows.length >= 3);
+    const one = await client.readResource({ uri: `orchestrator://api/workflows/${workflows[0].workflow_id}` });
+    assert.equal(JSON.parse(one.contents[0].text).workflow_id, workflows[0].workflow_id);
+    await assert.rejects(client.readResource({ uri: 'orchestrator://api/workflows/no-such-workflow' }), (err) => err.code === -32002);
+  });
+
   test('calls a playbook of the demo engine', async () => {
     const res = await client.callTool({ name: 'demo_fast', arguments: { name: 'Ada' } });
     assert.equal(res.isError ?? false, false);

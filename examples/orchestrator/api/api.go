@@ -5,7 +5,9 @@
 // Its OpenAPI document ([OpenAPI]) tags operations the way orchestrator-core
 // does — agent-exposed (the gate), agent-readonly, agent-destructive,
 // agent-large — so mcpgate turns them into MCP tools; delete_process and
-// health are left untagged to show the gate. The package is mcpgate's built-in
+// health are left untagged to show the gate. list_workflows (tagged
+// agent-resource) and get_workflow_by_id (x-mcp-resource) are MCP resources
+// too: a resource and a resource template. The package is mcpgate's built-in
 // demo (served in-process by cmd/mcpgate) and the real upstream of the
 // end-to-end tests (served standalone by the parent command).
 package api

@@ -99,7 +99,7 @@ func TestDocument(t *testing.T) {
 	}
 
 	wantTags := map[string][]string{
-		"list_workflows":                {"workflows", "agent-exposed"},
+		"list_workflows":                {"workflows", "agent-exposed", "agent-resource"},
 		"get_workflow_by_id":            {"workflows", "agent-exposed"},
 		"create_process":                {"processes", "agent-exposed"},
 		"list_processes":                {"processes", "agent-exposed"},
