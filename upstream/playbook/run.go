@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -117,6 +118,22 @@ type run struct {
 	expires  time.Time // when done: the end of its dedup window
 }
 
+// own returns a copy of o for one request (attached: it joined a run
+// another request started), whose Result, and its _meta, the request may
+// write: every request that joins a run gets the run's one outcome, and
+// go-sdk writes a 2026-07-28 answer's result (resultType, _meta
+// serverInfo), as a search meta-call writes its _meta.
+func (o *Outcome) own(attached bool) *Outcome {
+	out := *o
+	out.Attached = attached
+	if o.Result != nil {
+		res := *o.Result
+		res.Meta = maps.Clone(o.Result.Meta)
+		out.Result = &res
+	}
+	return &out
+}
+
 // ErrCallCancelled, as the cause of a Run's ctx (context.WithCancelCause),
 // says that the client cancelled the call on purpose (MCP
 // notifications/cancelled) rather than went away: a client that cancels wants
@@ -150,9 +167,7 @@ func (r *Runner) Run(ctx context.Context, req Request) *Outcome {
 		select {
 		case <-rn.done:
 			r.detach(rn, false)
-			out := *rn.out
-			out.Attached = attached
-			return &out
+			return rn.out.own(attached)
 		case <-ctx.Done():
 			now := errors.Is(context.Cause(ctx), ErrCallCancelled)
 			last := r.detach(rn, now)
@@ -161,9 +176,7 @@ func (r *Runner) Run(ctx context.Context, req Request) *Outcome {
 			rn.mu.Unlock()
 			select {
 			case <-rn.done: // it ended meanwhile: say how
-				out := *rn.out
-				out.Attached = attached
-				return &out
+				return rn.out.own(attached)
 			default:
 			}
 			return &Outcome{State: Cancelled, ExecutionID: id, Attached: attached, Polls: seen, CancelPlanned: last && !r.opts.Routes.Cancel.IsZero(),

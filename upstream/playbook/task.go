@@ -55,9 +55,7 @@ func (r *Runner) Start(ctx context.Context, req Request) (string, time.Time, *Ou
 	id := rn.id
 	rn.mu.Unlock()
 	if id == "" { // done without an id: the engine did not start it
-		out := *rn.out
-		out.Attached = attached
-		return "", time.Time{}, &out
+		return "", time.Time{}, rn.out.own(attached)
 	}
 	return id, rn.begun, nil
 }
