@@ -213,12 +213,7 @@ func (g *Gateway) relist(name string) {
 		differs[c.Tool] = true
 	}
 	added, changed := 0, 0
-	if g.search != nil {
-		// Before go-sdk's list_changed (sent shortly after AddTool) goes out:
-		// it is every session's to receive (searchMode.notifyMiddleware).
-		g.search.changes.Add(1)
-		defer func() { g.search.rebuild(slices.Collect(maps.Values(g.live.tools))) }()
-	}
+	var put []*Tool // added or changed
 	for _, t := range tools {
 		switch {
 		case g.live.tools[t.Tool.Name] == nil:
@@ -229,25 +224,42 @@ func (g *Gateway) relist(name string) {
 			changed++
 		}
 		g.live.tools[t.Tool.Name] = t
-		g.server.AddTool(t.Tool, g.federatedHandler(t))
+		put = append(put, t)
 	}
-	if len(gone) > 0 {
-		g.server.RemoveTools(gone...)
+	if len(put)+len(gone) == 0 {
+		return
 	}
-	if a := g.cfg.Auth; a != nil && added+changed+len(gone) > 0 {
+	// What a call and a list must see before go-sdk sends list_changed
+	// (shortly after AddTool): the step-up requirements of the tools it
+	// adds, and search mode's index, the change being every session's to
+	// be told of (searchMode.notifyMiddleware).
+	a := g.cfg.Auth
+	if a != nil && len(put) > 0 {
 		require := maps.Clone(g.requirements())
-		for _, n := range gone {
-			delete(require, n)
-		}
-		for _, t := range tools {
+		for _, t := range put {
 			require[t.Tool.Name] = a.Policy.Require(g.policyHints(t), t.OAuthScopes)
 		}
 		g.require.Store(&require)
 	}
-	if added+changed+len(gone) > 0 {
-		g.live.publish()
-		g.logger.Info("federation: an upstream's tools changed", "upstream", name, "added", added, "changed", changed, "removed", len(gone))
+	if g.search != nil {
+		g.search.rebuild(slices.Collect(maps.Values(g.live.tools)))
+		g.search.changes.Add(1)
 	}
+	for _, t := range put {
+		g.server.AddTool(t.Tool, g.federatedHandler(t))
+	}
+	if len(gone) > 0 {
+		g.server.RemoveTools(gone...)
+		if a != nil {
+			require := maps.Clone(g.requirements())
+			for _, n := range gone {
+				delete(require, n)
+			}
+			g.require.Store(&require)
+		}
+	}
+	g.live.publish()
+	g.logger.Info("federation: an upstream's tools changed", "upstream", name, "added", added, "changed", changed, "removed", len(gone))
 }
 
 // federatedHandler relays a tools/call to t's upstream MCP server, for

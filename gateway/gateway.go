@@ -205,6 +205,11 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 			served = append(served, t)
 		}
 	}
+	// Search mode (search.go) decides on the tools served, and withholds
+	// an MCP upstream's tool named like a meta-tool.
+	if g.search, served, err = newSearchMode(g, served); err != nil {
+		return nil, err
+	}
 	// go-sdk's AddTool checks a tool by marshalling its schemas and parsing
 	// them back (Kubernetes': 0.15 s on one core). It takes the server's
 	// lock only to add the checked tool, and lists tools by name whatever
@@ -213,9 +218,6 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		g.server.AddTool(served[i].Tool, g.handler(served[i]))
 	})
 	g.served = len(served)
-	if g.search, err = newSearchMode(g, served); err != nil {
-		return nil, err
-	}
 	if g.search != nil {
 		for _, n := range metaToolNames {
 			g.server.AddTool(g.search.meta[n], g.search.handler(n))
@@ -223,6 +225,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		g.server.AddReceivingMiddleware(g.search.listMiddleware)
 		if g.cfg.Stateful {
 			g.server.AddSendingMiddleware(g.search.notifyMiddleware)
+			g.server.AddReceivingMiddleware(g.search.trackSessions)
 		}
 	}
 	g.addListFilter() // auth.list: callable (auth.go), over search mode's list

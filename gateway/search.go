@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -102,19 +103,30 @@ const (
 var metaToolNames = catalog.SearchMetaTools
 
 // newSearchMode returns the search mode of the tools served, or nil when
-// the configuration lists them flat. A served tool named like a meta-tool
-// is an error naming it: the meta-tool would hide it. A pinned name that is
-// not served is a warning (an MCP upstream's tool may arrive later).
-func newSearchMode(g *Gateway, served []*Tool) (*searchMode, error) {
+// the configuration lists them flat, and the tools to serve. A tool of
+// the configuration's own upstreams (OpenAPI, playbooks) named like a
+// meta-tool is an error naming it: the meta-tool would hide it. An MCP
+// upstream's is not served, with a warning, as relist withholds one that
+// arrives later: what an upstream offers must not decide whether the
+// gateway starts. A pinned name that is not served is a warning (an MCP
+// upstream's tool may arrive later).
+func newSearchMode(g *Gateway, served []*Tool) (*searchMode, []*Tool, error) {
 	if !g.cfg.Catalog.Search(len(served)) {
-		return nil, nil
+		return nil, served, nil
 	}
 	s := &searchMode{g: g, meta: metaTools(), pinned: g.cfg.Catalog.Pinned, described: map[*mcp.ServerSession]*sessionTools{}}
+	kept := served[:0:0]
 	for _, t := range served {
-		if s.meta[t.Tool.Name] != nil {
-			return nil, fmt.Errorf("catalog.mode search: upstream %s's tool %s has the name of a search meta-tool; rename it (upstreams[].rename) or list the catalog flat", t.Upstream, t.Tool.Name)
+		switch {
+		case s.meta[t.Tool.Name] == nil:
+			kept = append(kept, t)
+		case t.Federated != nil:
+			g.logger.Warn("catalog.mode search: not serving an MCP upstream's tool named like a search meta-tool; give the upstream a tool_prefix", "upstream", t.Upstream, "tool", t.Tool.Name)
+		default:
+			return nil, nil, fmt.Errorf("catalog.mode search: upstream %s's tool %s has the name of a search meta-tool; rename it (upstreams[].rename) or list the catalog flat", t.Upstream, t.Tool.Name)
 		}
 	}
+	served = kept
 	s.rebuild(served)
 	st := s.state.Load()
 	for _, n := range s.pinned {
@@ -123,7 +135,7 @@ func newSearchMode(g *Gateway, served []*Tool) (*searchMode, error) {
 		}
 	}
 	g.logger.Info("catalog: search mode: tools/list holds the pinned tools and the search meta-tools", "tools", len(served), "pinned", len(s.pinned))
-	return s, nil
+	return s, served, nil
 }
 
 // rebuild indexes the tools served now (at start, and after a relist).
@@ -213,19 +225,48 @@ func (s *searchMode) notifyMiddleware(next mcp.MethodHandler) mcp.MethodHandler 
 		if !ok {
 			return next(ctx, method, req)
 		}
+		// Every session's own account of what it was told: one that
+		// described nothing is told of changes of the tools served only,
+		// never of another session's describe.
 		changes := s.changes.Load()
 		s.mu.Lock()
-		d := s.described[ss]
-		send := d == nil || d.pending || d.seen < changes
-		if d != nil {
-			d.pending, d.seen = false, changes
-		}
+		d := s.session(ss, 0) // not known since its initialize: told of any change
+		send := d.pending || d.seen < changes
+		d.pending, d.seen = false, changes
 		s.mu.Unlock()
-		if d == nil && changes == 0 {
-			send = false // nothing changed for a session that described nothing
-		}
 		if !send {
 			return nil, nil
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// session returns what is kept of ss, made on first use (seen: the changes
+// it knows of) and forgotten when it ends. s.mu is held.
+func (s *searchMode) session(ss *mcp.ServerSession, seen uint64) *sessionTools {
+	d := s.described[ss]
+	if d == nil {
+		d = &sessionTools{seen: seen}
+		s.described[ss] = d
+		go func() { // forget it when the session ends
+			_ = ss.Wait()
+			s.mu.Lock()
+			delete(s.described, ss)
+			s.mu.Unlock()
+		}()
+	}
+	return d
+}
+
+// trackSessions records each stateful session as it initializes, knowing
+// the changes so far, so that it is told of later ones only
+// (notifyMiddleware).
+func (s *searchMode) trackSessions(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && method == "initialize" {
+			s.mu.Lock()
+			s.session(ss, s.changes.Load())
+			s.mu.Unlock()
 		}
 		return next(ctx, method, req)
 	}
@@ -237,18 +278,8 @@ func (s *searchMode) addDescribed(ss *mcp.ServerSession, names []string) {
 		return
 	}
 	s.mu.Lock()
-	d := s.described[ss]
+	d := s.session(ss, s.changes.Load())
 	added := false
-	if d == nil {
-		d = &sessionTools{seen: s.changes.Load()}
-		s.described[ss] = d
-		go func() { // forget it when the session ends
-			_ = ss.Wait()
-			s.mu.Lock()
-			delete(s.described, ss)
-			s.mu.Unlock()
-		}()
-	}
 	for _, n := range names {
 		if slices.Contains(d.names, n) || slices.Contains(s.pinned, n) {
 			continue
@@ -372,6 +403,36 @@ func hintsOf(a *mcp.ToolAnnotations) hintCard {
 	return h
 }
 
+// untrustedHint is the provenance of a hint the gateway does not take
+// from a federated tool's server.
+const untrustedHint = "gateway: the upstream's claim is not trusted (no trust_hints, not in the lock): MCP's default"
+
+// cardHints are the hints of t a card shows, with their provenance: the
+// hints the gateway's policy goes by (policyHints), and for a federated
+// tool whose server's claims it does not trust, MCP's defaults for the
+// idempotent and open-world hints too (the gateway does not retry such a
+// call either: federatedIdempotent), unless the configuration set them.
+func (s *searchMode) cardHints(t *Tool) (hintCard, annotations.Provenance) {
+	a := s.g.policyHints(t)
+	h, p := hintsOf(a), t.Derived.Provenance
+	if a == t.Tool.Annotations || t.Federated == nil {
+		return h, p // trusted as served
+	}
+	if p.ReadOnly != "config" {
+		p.ReadOnly = untrustedHint
+	}
+	if p.Destructive != "config" {
+		h.Destructive, p.Destructive = !h.ReadOnly, untrustedHint
+	}
+	if p.Idempotent != "config" {
+		h.Idempotent, p.Idempotent = false, untrustedHint
+	}
+	if p.OpenWorld != "config" {
+		h.OpenWorld, p.OpenWorld = true, untrustedHint
+	}
+	return h, p
+}
+
 // firstSentence is a description's first sentence, at most maxCardText
 // bytes (cut at a rune boundary, with an ellipsis).
 func firstSentence(s string) string {
@@ -421,15 +482,22 @@ func (s *searchMode) search(req *mcp.CallToolRequest, raw json.RawMessage) *mcp.
 		}
 		limit = *a.Limit
 	}
-	var names []string
-	for _, u := range s.g.cfg.Upstreams {
-		names = append(names, u.Name)
-	}
-	if a.Upstream != "" && !slices.Contains(names, a.Upstream) {
-		return toolError("search_tools: no upstream is named %q (the upstreams are %s)", a.Upstream, strings.Join(names, ", "))
-	}
 	st := s.state.Load()
 	visible := s.visible(req)
+	if a.Upstream != "" {
+		// The upstreams named are those with a tool the caller may see:
+		// under auth.list: callable, no others, and no oracle for them.
+		var names []string
+		for _, t := range st.tools {
+			if !slices.Contains(names, t.Upstream) && visible(t) {
+				names = append(names, t.Upstream)
+			}
+		}
+		if !slices.Contains(names, a.Upstream) {
+			slices.Sort(names)
+			return toolError("search_tools: no upstream named %q has tools for you (those that do: %s)", a.Upstream, strings.Join(names, ", "))
+		}
+	}
 	keep := func(i int) bool {
 		t := st.tools[i]
 		if a.Upstream != "" && t.Upstream != a.Upstream {
@@ -444,12 +512,13 @@ func (s *searchMode) search(req *mcp.CallToolRequest, raw json.RawMessage) *mcp.
 	cards := make([]card, 0, len(hits))
 	for _, h := range hits {
 		t := st.tools[h.Doc]
+		h, p := s.cardHints(t)
 		cards = append(cards, card{
 			Name:        t.Tool.Name,
 			Title:       t.Tool.Title,
 			Description: firstSentence(t.Tool.Description),
-			Hints:       hintsOf(s.g.policyHints(t)),
-			Provenance:  t.Derived.Provenance,
+			Hints:       h,
+			Provenance:  p,
 			Upstream:    t.Upstream,
 		})
 	}
@@ -543,11 +612,15 @@ func (s *searchMode) call(ctx context.Context, meta string, req *mcp.CallToolReq
 		}
 		return toolError("%s: %v", t.Tool.Name, err)
 	}
-	if res.Meta == nil {
-		res.Meta = mcp.Meta{}
+	// The mark goes on a copy: a handler's result may be shared (a
+	// playbook run's, by every request that joined it).
+	out := *res
+	out.Meta = maps.Clone(res.Meta)
+	if out.Meta == nil {
+		out.Meta = mcp.Meta{}
 	}
-	res.Meta[MetaTool] = t.Tool.Name
-	return res
+	out.Meta[MetaTool] = t.Tool.Name
+	return &out
 }
 
 // lookup returns the tool served under name now.

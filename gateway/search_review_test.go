@@ -205,12 +205,41 @@ func TestReviewRelistMakesDescribesNotifyEveryone(t *testing.T) {
 	}
 
 	// Another session describes tools: the bystander's list is unchanged.
-	other := connect(t, url, nil)
-	callJSON(t, other, metaDescribe, map[string]any{"names": []string{"fs_echo"}})
-	callJSON(t, other, metaDescribe, map[string]any{"names": []string{"fs_delete_file"}})
-	time.Sleep(500 * time.Millisecond)
+	// The describing session is told (so go-sdk's broadcast has gone out);
+	// then a second change of the upstream's: the bystander's next
+	// notification must be that one, and the only one (notifications
+	// reach a session in order), with no fixed wait.
+	told := make(chan struct{}, 16)
+	oc := mcp.NewClient(&mcp.Implementation{Name: "describer", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { told <- struct{}{} },
+	})
+	other, err := oc.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, name := range []string{"fs_echo", "fs_delete_file"} {
+		callJSON(t, other, metaDescribe, map[string]any{"names": []string{name}})
+		select {
+		case <-told:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the describing session was not told")
+		}
+	}
+	up.desc.Store("Echoes its text, described a third time.")
+	g.relist("fs")
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no list_changed after the second relist")
+	}
+	// Ping round-trips on the bystander's session: anything sent before
+	// its answer has been handled.
+	if err := bystander.Ping(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
 	if n := len(changed); n != 0 {
-		t.Errorf("the bystander was sent %d list_changed for another session's describe_tools; its tools/list did not change", n)
+		t.Errorf("the bystander was sent %d list_changed more than the upstream's changes: another session's describe_tools reached it", n)
 	}
 }
 

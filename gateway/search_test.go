@@ -178,7 +178,7 @@ func TestSearchModeBadArguments(t *testing.T) {
 		{metaSearch, map[string]any{"query": strings.Repeat("x", 2000)}, "at most 1024"},
 		{metaSearch, map[string]any{"query": "x", "limit": 0}, "limit 0 is not between 1 and 50"},
 		{metaSearch, map[string]any{"query": "x", "limit": 51}, "limit 51 is not between 1 and 50"},
-		{metaSearch, map[string]any{"query": "x", "upstream": "nope"}, `no upstream is named "nope" (the upstreams are api)`},
+		{metaSearch, map[string]any{"query": "x", "upstream": "nope"}, `no upstream named "nope" has tools for you (those that do: api)`},
 		{metaSearch, map[string]any{"query": "x", "Query": "y"}, `unknown argument "Query"`},
 		{metaSearch, map[string]any{"query": 3}, "search_tools:"},
 		{metaDescribe, map[string]any{}, "names is required"},
@@ -464,5 +464,49 @@ func TestSearchModeAudit(t *testing.T) {
 	cfg.Catalog.SearchThreshold = 2
 	if l := cat.ListingMode(cfg); l.Search || l.Listed != nil {
 		t.Errorf("under the threshold: %+v", l)
+	}
+}
+
+// TestSearchModeFastPath: a 2025-06-18 request (the fast path's; the go-sdk
+// client speaks 2026-07-28, which goes to go-sdk) lists search mode's tools
+// from the fast path's prebuilt page, and hands a meta-call to go-sdk's
+// handler, which runs it.
+func TestSearchModeFastPath(t *testing.T) {
+	rec := &credRecorder{}
+	api := httptest.NewServer(rec)
+	t.Cleanup(api.Close)
+	g, err := New(context.Background(), &Config{Catalog: config.CatalogConfig{Mode: "search", Pinned: []string{"list_things"}},
+		Upstreams: []Upstream{{Name: "api", OpenAPI: "auth.json", Document: []byte(authDoc), BaseURL: api.URL}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := 0
+	g.fast.onServe = func() { served++ }
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(srv.Close)
+	h := http.Header{"Mcp-Protocol-Version": {"2025-06-18"}}
+	_, body := authPost(t, srv.URL+"/mcp", rpc("1", "tools/list", ""), h)
+	var list struct {
+		Result struct {
+			Tools []struct{ Name string } `json:"tools"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		t.Fatal(err, body)
+	}
+	var names []string
+	for _, tl := range list.Result.Tools {
+		names = append(names, tl.Name)
+	}
+	if want := []string{"call_read_only_tool", "call_tool", "describe_tools", "list_things", "search_tools"}; !slices.Equal(names, want) || served != 1 {
+		t.Errorf("tools/list: %v (fast path answered %d), want %v", names, served, want)
+	}
+	_, body = authPost(t, srv.URL+"/mcp", toolCallArgs(metaCallReadOnly, `{"name":"list_things"}`), h)
+	if !strings.Contains(body, `"mcpgate/tool":"list_things"`) || served != 1 || rec.count() != 1 {
+		t.Errorf("meta-call (fast path answered %d, upstream %d): %s", served, rec.count(), body)
+	}
+	_, body = authPost(t, srv.URL+"/mcp", toolCallArgs("list_things", `{}`), h)
+	if served != 2 || rec.count() != 2 || strings.Contains(body, "isError\":true") {
+		t.Errorf("a real tool by name (fast path answered %d): %s", served, body)
 	}
 }

@@ -310,6 +310,12 @@ func callRequest(r *http.Request, name string, args json.RawMessage) *mcp.CallTo
 // why, as the call's isError result would have.
 func (d *taskDoor) create(r *http.Request, p *taskParams) (any, *jsonrpc.Error) {
 	t, ok := d.byName[p.Name]
+	if !ok && d.g.search != nil && d.g.search.meta[p.Name] != nil {
+		// A search meta-tool has no execution.taskSupport; the playbook
+		// it would run does, by its own name.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+			Message: fmt.Sprintf("tool %q does not support task-augmented calls; call it without params.task, or call the tool it names by its own name with params.task", p.Name)}
+	}
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", p.Name)}
 	}
