@@ -404,6 +404,9 @@ func (g *Gateway) addPromptsAndResources() error {
 		}
 	}
 	g.addOpenAPIResources(held)
+	if err := g.addPlaybookResources(held); err != nil {
+		return err
+	}
 	claim := func(kind, served, upstream, own string) error {
 		if by, ok := held[kind+" "+served]; ok {
 			return fmt.Errorf("%s %q is served by %s and by upstream %s (%s): set a tool_prefix on the upstream, or rename", kind, served, by, upstream, own)

@@ -111,6 +111,17 @@ func (g *Gateway) fetchResource(ctx context.Context, r *catalog.Resource, uri st
 		}
 		return nil, 0, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("resources/read %s: upstream %s: %s", uri, r.Upstream, msg)}
 	}
+	if e := answerError(uri, "upstream "+r.Upstream, a); e != nil {
+		return nil, a.Status, e
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{resourceContents(uri, r.MIMEType(), a)}}, a.Status, nil
+}
+
+// answerError is the JSON-RPC error of a read whose answer is not a 2xx
+// one (or is over the response cap), nil for a good one; who names the
+// server that answered ("upstream api"). A 404 is codeResourceNotFound
+// with the URI, any other status an error naming it.
+func answerError(uri, who string, a *upstream.Answer) *jsonrpc.Error {
 	data := func(status int) json.RawMessage {
 		raw, _ := json.Marshal(struct {
 			URI    string `json:"uri"`
@@ -120,15 +131,15 @@ func (g *Gateway) fetchResource(ctx context.Context, r *catalog.Resource, uri st
 	}
 	switch {
 	case a.Status == http.StatusNotFound:
-		return nil, a.Status, &jsonrpc.Error{Code: codeResourceNotFound, Message: "Resource not found: " + uri, Data: data(a.Status)}
+		return &jsonrpc.Error{Code: codeResourceNotFound, Message: "Resource not found: " + uri, Data: data(a.Status)}
 	case a.Status < 200 || a.Status > 299:
-		return nil, a.Status, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-			Message: fmt.Sprintf("resources/read %s: upstream %s answered HTTP %d %s", uri, r.Upstream, a.Status, http.StatusText(a.Status)), Data: data(a.Status)}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("resources/read %s: %s answered HTTP %d %s", uri, who, a.Status, http.StatusText(a.Status)), Data: data(a.Status)}
 	case a.Truncated:
-		return nil, a.Status, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 			Message: fmt.Sprintf("resources/read %s: the resource is larger than the gateway's response cap (%d bytes): not served cut", uri, len(a.Body)), Data: data(a.Status)}
 	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{resourceContents(uri, r.MIMEType(), a)}}, a.Status, nil
+	return nil
 }
 
 // resourceContents is a 2xx answer as one content: text when its media

@@ -42,10 +42,16 @@ func (e *SendError) Unwrap() error { return e.Cause }
 // is sent as application/json. A failure to get an answer is a *SendError;
 // any answer, 2xx or not, is an Answer.
 func (c *Client) Send(ctx context.Context, method, path string, body []byte, cred Credentials) (*Answer, error) {
-	if !strings.HasPrefix(path, "/") || hasDotSegment(path) {
-		return nil, &SendError{Outcome: OutcomeInvalidArguments, Msg: "the gateway built an invalid upstream path", Cause: fmt.Errorf("upstream: path %q", path)}
+	return c.SendQuery(ctx, method, path, "", body, cred)
+}
+
+// SendQuery is Send with a query: rawQuery, already escaped, is sent as it
+// is (a '#' in it is refused).
+func (c *Client) SendQuery(ctx context.Context, method, path, rawQuery string, body []byte, cred Credentials) (*Answer, error) {
+	if !strings.HasPrefix(path, "/") || hasDotSegment(path) || strings.Contains(rawQuery, "#") {
+		return nil, &SendError{Outcome: OutcomeInvalidArguments, Msg: "the gateway built an invalid upstream path", Cause: fmt.Errorf("upstream: path %q, query %q", path, rawQuery)}
 	}
-	u, err := joinURL(c.base, path, "")
+	u, err := joinURL(c.base, path, rawQuery)
 	if err != nil {
 		return nil, &SendError{Outcome: OutcomeInvalidArguments, Msg: "the gateway built an invalid upstream path", Cause: err}
 	}
