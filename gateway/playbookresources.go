@@ -70,6 +70,10 @@ func (g *Gateway) addPlaybookResources(held map[string]string) error {
 			return fmt.Errorf("%s %q is served by %s and by playbook %s (mcp.resources %s): rename one", kind, uri, by, r.Playbook, r.Name)
 		}
 		held[kind+" "+uri] = "playbook " + r.Playbook
+		if g.heldResources[uri] {
+			g.logger.Warn("lock: not serving a resource that is not in the lock unchanged", "resource", uri)
+			continue
+		}
 		if vars {
 			g.server.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: uri, Name: r.Name, Description: r.Description, MIMEType: r.MimeType}, g.readPlaybookResource(pr))
 		} else {
@@ -79,21 +83,9 @@ func (g *Gateway) addPlaybookResources(held map[string]string) error {
 	return nil
 }
 
-// uriTemplate is the resource's URI (template): the URL with {x} for each
-// {{ input.x }}; vars says it has any.
-func (p *playbookResource) uriTemplate() (string, bool) {
-	var b strings.Builder
-	vars := false
-	for _, part := range p.r.Parts {
-		if part.Arg != "" {
-			b.WriteString("{" + part.Arg + "}")
-			vars = true
-		} else {
-			b.WriteString(part.Text)
-		}
-	}
-	return b.String(), vars
-}
+// uriTemplate is the resource's URI (template); vars says it has
+// variables.
+func (p *playbookResource) uriTemplate() (string, bool) { return p.r.URI() }
 
 // target is the URL a read of uri sends the GET to: uri matched against
 // the template part by part, each value decoded and escaped again as

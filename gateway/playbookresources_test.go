@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/gateway/catalog"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -119,6 +120,23 @@ mcp:
 				t.Errorf("read: %+v %v", res, err)
 			}
 		})
+	}
+	// In the audit's facts and the lockfile; withheld by a lock without it.
+	facts := g.Catalog().ResourceFacts()
+	if len(facts) != 1 || facts[0].URITemplate != want || facts[0].SelectedBy != "playbook kb/run mcp.resources" || facts[0].DescriptionSHA256 == "" {
+		t.Errorf("facts: %+v", facts)
+	}
+	locked, err := New(context.Background(), cfg, &Options{Lock: annotations.NewLock(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := locked.Drift(); len(d.ResourcesAdded) != 1 || d.ResourcesAdded[0] != want {
+		t.Errorf("drift: %+v", d.ResourcesAdded)
+	}
+	lsrv := httptest.NewServer(locked.Handler())
+	t.Cleanup(lsrv.Close)
+	if lt, err := connect(t, lsrv.URL+"/mcp", nil).ListResourceTemplates(ctx, nil); err != nil || len(lt.ResourceTemplates) != 0 {
+		t.Errorf("a resource not in the lock is served: %+v %v", lt, err)
 	}
 	var parts []string
 	for _, p := range g.Catalog().PlaybookParts {

@@ -123,6 +123,16 @@ func (c *Catalog) Listing() *Listing {
 		}
 		l.Resources = append(l.Resources, lr)
 	}
+	for _, r := range c.PlaybookResources {
+		lr := ListedResource{Name: r.Name, Description: r.Description, MIMEType: r.MimeType,
+			Upstream: ListedUpstream{Name: r.Upstream, Method: "GET", Path: r.URL}, SelectedBy: r.by()}
+		if uri, template := r.URI(); template {
+			lr.URITemplate = uri
+		} else {
+			lr.URI = uri
+		}
+		l.Resources = append(l.Resources, lr)
+	}
 	return l
 }
 

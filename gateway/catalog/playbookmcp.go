@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"strings"
@@ -91,6 +93,41 @@ type PlaybookHTTPResource struct {
 	URL         string // as the playbook writes it
 	// Parts is the URL split at its placeholders.
 	Parts []config.TemplatePart
+}
+
+// URI is the resource's URI, or its URI template when template: the URL
+// with {x} for each {{ input.x }}.
+func (r *PlaybookHTTPResource) URI() (uri string, template bool) {
+	var b strings.Builder
+	for _, part := range r.Parts {
+		if part.Arg != "" {
+			b.WriteString("{" + part.Arg + "}")
+			template = true
+		} else {
+			b.WriteString(part.Text)
+		}
+	}
+	return b.String(), template
+}
+
+// by is what selected the resource, as the audit and listing say it.
+func (r *PlaybookHTTPResource) by() string {
+	return "playbook " + r.Playbook + " mcp.resources"
+}
+
+// locked is the resource as the lockfile records it: its URL is both its
+// key and its "operation".
+func (r *PlaybookHTTPResource) locked() annotations.LockedResource {
+	uri, template := r.URI()
+	h := sha256.Sum256([]byte(r.Description))
+	l := annotations.LockedResource{Name: r.Name, MIMEType: r.MimeType, DescriptionSHA256: hex.EncodeToString(h[:]),
+		Upstream: r.Upstream, Method: "GET", Path: r.URL}
+	if template {
+		l.URITemplate = uri
+	} else {
+		l.URI = uri
+	}
+	return l
 }
 
 // parsePlaybookMCP reads the `mcp:` section of a playbook's YAML source;

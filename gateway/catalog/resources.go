@@ -464,7 +464,8 @@ func responseMediaType(op *openapi3.Operation) string {
 	return ""
 }
 
-// ResourceFacts are the resources served as the audit lists them: what
+// ResourceFacts are the resources served (OpenAPI operations, then
+// playbooks' http resources) as the audit lists them: what
 // the lockfile records, and what selected each.
 func (c *Catalog) ResourceFacts() []annotations.ResourceFacts {
 	out := make([]annotations.ResourceFacts, 0, len(c.Resources))
@@ -477,6 +478,9 @@ func (c *Catalog) ResourceFacts() []annotations.ResourceFacts {
 			l.URI = r.URI()
 		}
 		out = append(out, annotations.ResourceFacts{LockedResource: l, SelectedBy: r.By})
+	}
+	for _, r := range c.PlaybookResources {
+		out = append(out, annotations.ResourceFacts{LockedResource: r.locked(), SelectedBy: r.by()})
 	}
 	return out
 }
