@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -153,23 +151,9 @@ func escapeUnreserved(s string) string {
 
 // readPlaybookResource answers a resources/read of p.
 func (g *Gateway) readPlaybookResource(p *playbookResource) mcp.ResourceHandler {
-	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		if req.Extra != nil {
-			var cancel context.CancelFunc
-			ctx, cancel = g.calls.join(ctx, req.Extra.Header)
-			defer cancel()
-		}
-		uri := req.Params.URI
-		start := time.Now()
-		res, status, err := g.fetchPlaybookResource(ctx, p, uri)
-		level, outcome := slog.LevelDebug, "ok"
-		if err != nil {
-			level, outcome = slog.LevelWarn, err.Error()
-		}
-		g.logger.Log(ctx, level, "resource read", "resource", p.template(), "playbook", p.r.Playbook,
-			"status", status, "duration", time.Since(start), "outcome", outcome)
-		return res, err
-	}
+	return g.resourceReader(func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, int, error) {
+		return g.fetchPlaybookResource(ctx, p, req.Params.URI)
+	}, "resource", p.template(), "playbook", p.r.Playbook)
 }
 
 func (g *Gateway) fetchPlaybookResource(ctx context.Context, p *playbookResource, uri string) (*mcp.ReadResourceResult, int, error) {

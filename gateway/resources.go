@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -56,24 +57,30 @@ func (g *Gateway) addOpenAPIResources(held map[string]string) {
 // with the URI; any other answer, no answer, or one over the response cap
 // is a JSON-RPC error that says which. Never empty contents.
 func (g *Gateway) readResource(r *catalog.Resource) mcp.ResourceHandler {
+	return g.resourceReader(func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, int, error) {
+		return g.fetchResource(ctx, r, req.Params.URI, req.Extra)
+	}, "resource", r.URI(), "upstream", r.Upstream)
+}
+
+// resourceReader is the go-sdk handler of a resource that fetch reads:
+// the read cancelled when the client's POST ends, as a tool call is (see
+// toolHandler), and one log line with attrs — which name the template,
+// never the URI, which holds the caller's values — the status and the
+// outcome.
+func (g *Gateway) resourceReader(fetch func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, int, error), attrs ...any) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		if req.Extra != nil {
-			// Cancel the upstream request when the client's POST ends,
-			// as for a tool call (see toolHandler).
 			var cancel context.CancelFunc
 			ctx, cancel = g.calls.join(ctx, req.Extra.Header)
 			defer cancel()
 		}
-		uri := req.Params.URI
 		start := time.Now()
-		res, status, err := g.fetchResource(ctx, r, uri, req.Extra)
+		res, status, err := fetch(ctx, req)
 		level, outcome := slog.LevelDebug, "ok"
 		if err != nil {
 			level, outcome = slog.LevelWarn, err.Error()
 		}
-		// The template, not the URI: the URI holds the caller's values.
-		g.logger.Log(ctx, level, "resource read", "resource", r.URI(), "upstream", r.Upstream,
-			"status", status, "duration", time.Since(start), "outcome", outcome)
+		g.logger.Log(ctx, level, "resource read", slices.Concat(attrs, []any{"status", status, "duration", time.Since(start), "outcome", outcome})...)
 		return res, err
 	}
 }

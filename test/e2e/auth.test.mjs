@@ -9,32 +9,19 @@
 // it may call (auth.list: callable).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { discoverOAuthProtectedResourceMetadata, extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js';
-import { clearRecorded, recorded, start, startOrchestrator, stop, text, EXPECTED_TOOLS, MCPGATE_BIN } from './lib.mjs';
+import { clearRecorded, freePort, recorded, start, startOrchestrator, stop, text, EXPECTED_TOOLS, MCPGATE_BIN } from './lib.mjs';
 import { decodeJWT, startIssuer } from './oidc-issuer.mjs';
 
 const CALLER = { client_id: 'e2e-caller', client_secret: 'caller-secret', scope: 'mcp mcp:write mcp:destructive' };
 const GATEWAY = { client_id: 'gw-client', client_secret: 'gw-secret', scope: 'orders:read' };
 const POLICY = { write_scope: 'mcp:write', destructive_scope: 'mcp:destructive' };
 
-// freePort asks the kernel for a free loopback port: the gateway's URL is its
-// audience, which the provider must know before the gateway starts.
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 // connect runs the SDK client with a bearer token (or none) and records every
 // HTTP response it gets, so a test can read the status and challenge of a

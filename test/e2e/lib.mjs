@@ -1,6 +1,7 @@
 // Shared helpers of the end-to-end tests: start the real binaries, wait for the
 // line that says they listen, and stop them.
 import { spawn } from 'node:child_process';
+import net from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -140,4 +141,17 @@ export const EXPECTED_TOOLS = {
 
 export function text(result) {
   return (result.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+}
+
+// freePort asks the kernel for a free loopback port: a gateway's URL is its
+// audience, which an OpenID provider must know before the gateway starts.
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
 }

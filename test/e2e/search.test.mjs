@@ -8,14 +8,13 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import net from 'node:net';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { clearRecorded, connectHTTP, recorded, start, startGateway, startOrchestrator, stop, text, MCPGATE_BIN } from './lib.mjs';
+import { clearRecorded, connectHTTP, freePort, recorded, start, startGateway, startOrchestrator, stop, text, MCPGATE_BIN } from './lib.mjs';
 import { startIssuer } from './oidc-issuer.mjs';
 
 const corpus = fileURLToPath(new URL('../../../shared/corpus/', import.meta.url));
@@ -115,16 +114,6 @@ describe('search mode over GitHub\'s catalog', { skip: !existsSync(github) && `n
   });
 });
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe('search mode behind a verifying gateway', () => {
   const CALLER = { client_id: 'e2e-search', client_secret: 'search-secret', scope: 'mcp mcp:write mcp:destructive' };
