@@ -37,8 +37,9 @@ type Listing struct {
 	Listed []string `json:"listed,omitempty"`
 }
 
-// line is the listing's sentence in the table and Markdown reports.
-func (l *Listing) line(tools int) string {
+// Line is the listing's sentence in the table and Markdown reports ("" when
+// not in search mode).
+func (l *Listing) Line(tools int) string {
 	if l == nil || !l.Search {
 		return ""
 	}
@@ -201,7 +202,7 @@ func (r *Report) writeTable(w io.Writer) error {
 			return err
 		}
 	}
-	if l := r.Listing.line(len(r.Tools)); l != "" {
+	if l := r.Listing.Line(len(r.Tools)); l != "" {
 		fmt.Fprintf(w, "\n%s\n", l)
 	}
 	fmt.Fprintf(w, "\n%d tools, %d findings\n", len(r.Tools), len(r.Findings))
@@ -244,7 +245,7 @@ func (r *Report) writeMarkdown(w io.Writer) error {
 				x.Method, mdEscape(x.Path), mdEscape(x.Upstream), mdEscape(x.SelectedBy))
 		}
 	}
-	if l := r.Listing.line(len(r.Tools)); l != "" {
+	if l := r.Listing.Line(len(r.Tools)); l != "" {
 		fmt.Fprintf(w, "\n%s.\n", mdEscape(l))
 	}
 	fmt.Fprintln(w, "\n## Findings")

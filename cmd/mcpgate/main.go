@@ -555,6 +555,9 @@ func (m *cli) tools(ctx context.Context, args []string) error {
 	if *explain {
 		l = cat.ExplainListing()
 	}
+	if mode := cat.ListingMode(cfg); mode != nil && mode.Search {
+		l.CatalogMode = mode
+	}
 	if format.value == "json" {
 		return l.WriteJSON(m.stdout)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -342,5 +343,33 @@ func TestAuditEscapedJSON(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "MCPG002 scrub_launch: DELETE /launches/{id} is marked read-only (readOnlyHint from tag:agent-readonly) ["+path+":7]") {
 		t.Errorf("audit names no line for the finding:\n%s", stdout)
+	}
+}
+
+// TestToolsCatalogMode: `tools` and `audit` say what search mode's
+// tools/list would hold; flat mode says nothing.
+func TestToolsCatalogMode(t *testing.T) {
+	abs, err := filepath.Abs(petstore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	write := func(mode string) {
+		body := fmt.Sprintf("catalog: {mode: %s, pinned: [getPetById]}\nupstreams:\n  - {openapi: %q, expose_all: true, base_url: \"http://127.0.0.1:1\"}\n", mode, abs)
+		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const line = "tools/list: search mode (catalog.mode search, 19 tools, threshold 100) lists search_tools, describe_tools, call_read_only_tool, call_tool, getPetById;"
+	write("search")
+	for _, args := range [][]string{{"tools"}, {"tools", "--explain"}, {"audit", "--fail-on", "never"}} {
+		code, stdout, stderr := runCLI(t, context.Background(), append(args, "--config", cfg)...)
+		if code != 0 || !strings.Contains(stdout, line) {
+			t.Errorf("%v: %d, no line %q in\n%s\n%s", args, code, line, stdout, stderr)
+		}
+	}
+	write("flat")
+	if _, stdout, _ := runCLI(t, context.Background(), "tools", "--config", cfg); strings.Contains(stdout, "search mode") {
+		t.Errorf("flat: %s", stdout)
 	}
 }

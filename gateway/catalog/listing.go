@@ -28,6 +28,9 @@ type Listing struct {
 	// Resources are the OpenAPI operations served as resources; none: left
 	// out.
 	Resources []ListedResource `json:"resources,omitempty"`
+	// CatalogMode, when set (Catalog.ListingMode), says what search
+	// mode's tools/list would hold; left out in flat mode.
+	CatalogMode *annotations.Listing `json:"catalog_mode,omitempty"`
 }
 
 // ListedResource is one resource or resource template of a Listing: what
@@ -151,7 +154,10 @@ func (l *Listing) WriteTable(w io.Writer) error {
 		if err := writeSelection(w, l.Selection, len(l.Warnings)); err != nil {
 			return err
 		}
-		return writePlaybookParts(w, l.PlaybookMCP)
+		if err := writePlaybookParts(w, l.PlaybookMCP); err != nil {
+			return err
+		}
+		return l.writeCatalogMode(w)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tMETHOD\tPATH\tREAD-ONLY\tDESTRUCTIVE\tIDEMPOTENT\tOPEN-WORLD")
@@ -217,8 +223,19 @@ func (l *Listing) WriteTable(w io.Writer) error {
 	if n := len(l.Warnings); n > 0 {
 		fmt.Fprintf(w, ", %d warnings (see --format json)", n)
 	}
-	_, err := fmt.Fprintln(w)
-	return err
+	if _, err := fmt.Fprintln(w); err != nil {
+		return err
+	}
+	return l.writeCatalogMode(w)
+}
+
+// writeCatalogMode says, in search mode, what tools/list holds.
+func (l *Listing) writeCatalogMode(w io.Writer) error {
+	if line := l.CatalogMode.Line(len(l.Tools)); line != "" {
+		_, err := fmt.Fprintf(w, "\n%s\n", line)
+		return err
+	}
+	return nil
 }
 
 func yn(b bool) string {
