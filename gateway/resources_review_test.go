@@ -117,3 +117,28 @@ mcp:
 		t.Errorf("the redirected body was served: %+v", res.Contents[0])
 	}
 }
+
+// TestReviewPlaybookResourceCollisionIsFatal: the engine's catalog is
+// semi-trusted and every other problem in a playbook's mcp: section is a
+// warning with the rest served — but two mcp.resources entries with the
+// same URL (in one playbook, under different names, or in two playbooks)
+// make addPlaybookResources return an error, and New fails: the whole
+// gateway (every upstream's tools) does not start because of one line of
+// an engine's catalog. Fix: in addPlaybookResources, log a warning (and a
+// finding) and skip the later resource instead of returning an error, as
+// addPlaybookMCP does for a prompt name another prompt has.
+func TestReviewPlaybookResourceCollisionIsFatal(t *testing.T) {
+	var src atomic.Value
+	src.Store(`
+mcp:
+  resources:
+    - {name: a, type: http, spec: {method: GET, url: "https://kb.example.com/pages/{{ input.id }}"}}
+    - {name: b, type: http, spec: {method: GET, url: "https://kb.example.com/pages/{{ input.id }}"}}
+`)
+	engine := reviewEngine(t, &src)
+	cfg := &Config{Upstreams: []Upstream{{Name: "noetl", BaseURL: engine.URL,
+		Playbooks: &Playbooks{Execute: "POST /execute", Status: "GET /executions/{id}", Catalog: "GET /catalog"}}}}
+	if _, err := New(t.Context(), cfg, nil); err != nil {
+		t.Errorf("one duplicate URL in an engine's playbook stops the gateway: %v", err)
+	}
+}
