@@ -35,8 +35,10 @@ type playbookResource struct {
 	origin *url.URL
 }
 
-// addPlaybookResources serves the catalog's playbook resources. A URL or
-// name another resource holds is an error naming both, as for the others.
+// addPlaybookResources serves the catalog's playbook resources, but those
+// Options.Lock withholds. One whose URI another resource holds is left out
+// with a warning (the catalog has made it a finding when it saw both):
+// an engine's catalog must not decide whether the gateway starts.
 func (g *Gateway) addPlaybookResources(held map[string]string) error {
 	clients := map[string]*upstream.Client{}
 	for _, r := range g.catalog.PlaybookResources {
@@ -65,7 +67,10 @@ func (g *Gateway) addPlaybookResources(held map[string]string) error {
 			kind = "resource template"
 		}
 		if by, ok := held[kind+" "+uri]; ok {
-			return fmt.Errorf("%s %q is served by %s and by playbook %s (mcp.resources %s): rename one", kind, uri, by, r.Playbook, r.Name)
+			// What an engine's catalog says must not decide whether the
+			// gateway starts: the playbook's resource is the one left out.
+			g.logger.Warn("playbook resource: its URI is served already; not served", "playbook", r.Playbook, "resource", r.Name, "served_by", by)
+			continue
 		}
 		held[kind+" "+uri] = "playbook " + r.Playbook
 		if g.heldResources[uri] {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 
@@ -247,7 +248,7 @@ func (c *Catalog) addPlaybookMCP(u *config.Upstream, t *Tool, it config.Playbook
 		part("tools", e, "", fmt.Sprintf("not served: a %s tool runs inside the engine, as a step of the playbook's run (call the playbook's tool %s)", orNone(e.Type), t.Tool.Name))
 	}
 	seen := map[string]bool{}
-	for _, e := range m.Resources {
+	for i, e := range m.Resources {
 		if e.Name == "" || seen[e.Name] {
 			continue // a problem already
 		}
@@ -258,6 +259,14 @@ func (c *Catalog) addPlaybookMCP(u *config.Upstream, t *Tool, it config.Playbook
 			continue
 		}
 		r.Upstream, r.Playbook, r.Name = u.Name, it.Path, t.Tool.Name+"_"+e.Name
+		if by := c.resourceURIHolder(r); by != "" {
+			uri, _ := r.URI()
+			prob := mcpProblem{fmt.Sprintf("mcp.resources[%d]", i), fmt.Sprintf("serves %q, which %s serves already", uri, by)}
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: playbook %s: %s %s; not served", u.Name, it.Path, prob.field, prob.message))
+			c.Skipped = append(c.Skipped, playbookMCPFinding(u.Name, it.Path, prob))
+			part("resources", e, "", "not served: "+prob.message)
+			continue
+		}
 		if sanitize {
 			r.Description = annotations.SanitizeText(r.Description)
 		}
@@ -307,6 +316,23 @@ func (c *Catalog) addPlaybookMCP(u *config.Upstream, t *Tool, it config.Playbook
 	}
 }
 
+// resourceURIHolder names what serves r's URI already (an OpenAPI
+// resource, another playbook's), or "".
+func (c *Catalog) resourceURIHolder(r *PlaybookHTTPResource) string {
+	uri, _ := r.URI()
+	for _, o := range c.Resources {
+		if o.URI() == uri {
+			return fmt.Sprintf("upstream %s's %s %s", o.Upstream, o.Operation.Method, o.Operation.Path)
+		}
+	}
+	for _, o := range c.PlaybookResources {
+		if u, _ := o.URI(); u == uri {
+			return fmt.Sprintf("playbook %s's resource %s", o.Playbook, o.Name)
+		}
+	}
+	return ""
+}
+
 // httpResource is the resource an mcp.resources entry of type http with a
 // GET spec makes; otherwise nil and why it is not one.
 func httpResource(e mcpEntry) (*PlaybookHTTPResource, string) {
@@ -335,6 +361,11 @@ func httpResource(e mcpEntry) (*PlaybookHTTPResource, string) {
 	head := parts[0].Text
 	if rest := strings.TrimPrefix(strings.TrimPrefix(head, "http://"), "https://"); !strings.ContainsAny(rest, "/?#") && len(parts) > 1 {
 		return nil, "a placeholder is in its URL's host: the gateway reads only a URL whose origin the playbook fixes"
+	}
+	// A user name or password in the URL would be shown to every client
+	// in the URI (and is not sent: reads carry no credential).
+	if o, err := url.Parse(head); err != nil || o.User != nil {
+		return nil, "its url carries credentials (user:password@): the gateway reads a playbook's resources with none, and would show them to every client"
 	}
 	mime := e.MimeType
 	if mime == "" {
