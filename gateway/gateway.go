@@ -64,7 +64,7 @@ type Gateway struct {
 	// heldPrompts are the prompts Options.Lock withholds (drift's
 	// HeldPrompts): not listed, rendered or completed.
 	heldPrompts map[string]bool
-	// heldResources are the OpenAPI resources (by URI or template)
+	// heldResources are the resources (OpenAPI and playbooks'; by URI or template)
 	// Options.Lock withholds (drift's HeldResources): not served.
 	heldResources map[string]bool
 	served        int           // tools registered: the catalog less what the lock held back
