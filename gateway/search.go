@@ -599,9 +599,13 @@ func (s *searchMode) call(ctx context.Context, meta string, req *mcp.CallToolReq
 		s.g.logger.Info("search: call_read_only_tool refused a tool that is not read-only", "tool", t.Tool.Name, "upstream", t.Upstream)
 		return toolError("call_read_only_tool: %s is not read-only (readOnlyHint from %s): nothing was sent; call it with call_tool", t.Tool.Name, cmpOr(t.Derived.Provenance.ReadOnly, "its server"))
 	}
+	var callerMeta mcp.Meta // the caller's progress token, among others
+	if req.Params != nil {
+		callerMeta = req.Params.Meta
+	}
 	real := &mcp.CallToolRequest{
 		Session: req.Session,
-		Params:  &mcp.CallToolParamsRaw{Meta: req.Params.Meta, Name: t.Tool.Name, Arguments: a.Arguments},
+		Params:  &mcp.CallToolParamsRaw{Meta: callerMeta, Name: t.Tool.Name, Arguments: a.Arguments},
 		Extra:   req.Extra,
 	}
 	res, err := s.g.handler(t)(ctx, real)
