@@ -15,13 +15,15 @@ import (
 // reads whole, so any change to it is a critical one.
 type LockedPrompt struct {
 	Name string `json:"name"`
-	// Source is "config" for a prompt of the configuration, or
-	// "upstream:NAME" for an MCP upstream's.
+	// Source is "config" for a prompt of the configuration,
+	// "playbook:PATH" for a playbook's mcp.prompts, or "upstream:NAME" for
+	// an MCP upstream's.
 	Source            string `json:"source"`
 	DescriptionSHA256 string `json:"descriptionSha256"`
 	ArgumentsSHA256   string `json:"argumentsSha256"`
-	// TemplateSHA256 is a configured prompt's; an upstream's template is
-	// the upstream's to render, and not seen before prompts/get.
+	// TemplateSHA256 is a configured or playbook prompt's; an upstream's
+	// template is the upstream's to render, and not seen before
+	// prompts/get.
 	TemplateSHA256 string `json:"templateSha256,omitempty"`
 }
 
@@ -147,8 +149,8 @@ func orNone(s string) string {
 }
 
 // readPrompts checks a lock's prompts: each named, once, with a source
-// ("config" or "upstream:NAME"), both text hashes, and a template hash
-// exactly when the source is the configuration.
+// ("config", "playbook:PATH" or "upstream:NAME"), both text hashes, and a
+// template hash exactly when the gateway renders it (not an upstream's).
 func (l *Lock) readPrompts() error {
 	seen := map[string]bool{}
 	for _, p := range l.Prompts {
@@ -160,14 +162,27 @@ func (l *Lock) readPrompts() error {
 			return fmt.Errorf("annotations: lockfile: a prompt has no name")
 		case seen[p.Name]:
 			return fail("appears twice")
-		case p.Source != "config" && (!strings.HasPrefix(p.Source, "upstream:") || p.Source == "upstream:"):
-			return fail(fmt.Sprintf("has source %q, not config or upstream:NAME", p.Source))
+		case !validPromptSource(p.Source):
+			return fail(fmt.Sprintf("has source %q, not config, playbook:PATH or upstream:NAME", p.Source))
 		case p.DescriptionSHA256 == "" || p.ArgumentsSHA256 == "":
 			return fail("has no descriptionSha256 or argumentsSha256")
-		case (p.Source == "config") != (p.TemplateSHA256 != ""):
-			return fail("has a templateSha256 without being a configured prompt, or is one without it")
+		case strings.HasPrefix(p.Source, "upstream:") == (p.TemplateSHA256 != ""):
+			return fail("has a templateSha256 though an upstream renders it, or has none though the gateway does")
 		}
 		seen[p.Name] = true
 	}
 	return nil
+}
+
+// validPromptSource reports whether s is a source a LockedPrompt may have.
+func validPromptSource(s string) bool {
+	if s == "config" {
+		return true
+	}
+	for _, prefix := range []string{"playbook:", "upstream:"} {
+		if rest, ok := strings.CutPrefix(s, prefix); ok && rest != "" {
+			return true
+		}
+	}
+	return false
 }

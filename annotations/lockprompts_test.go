@@ -98,3 +98,35 @@ func TestReportListsPrompts(t *testing.T) {
 		}
 	}
 }
+
+// TestReadLockPromptSources: a lockfile `audit --write-lock` writes is read
+// back whatever its prompts' sources — the configuration's, a playbook's
+// (with its template's hash) or an upstream's (without one) — and one
+// that breaks those rules is refused.
+func TestReadLockPromptSources(t *testing.T) {
+	l := NewLock(nil)
+	l.SetPrompts([]LockedPrompt{
+		PromptFacts("summarize", "config", "", "d", nil, textHash("t")),
+		PromptFacts("demo_fast_greet", "playbook:demo/fast", "", "d", nil, textHash("t")),
+		PromptFacts("fs_review", "upstream:fs", "", "d", nil, ""),
+	})
+	var buf bytes.Buffer
+	if err := l.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if read, err := ReadLock(&buf); err != nil || len(read.Prompts) != 3 {
+		t.Fatalf("round trip: %v %+v", err, read)
+	}
+	for _, bad := range []LockedPrompt{
+		PromptFacts("p", "playbook:", "", "d", nil, textHash("t")),
+		PromptFacts("p", "playbook:demo/fast", "", "d", nil, ""),
+		PromptFacts("p", "upstream:fs", "", "d", nil, textHash("t")),
+	} {
+		l.SetPrompts([]LockedPrompt{bad})
+		buf.Reset()
+		l.Write(&buf)
+		if _, err := ReadLock(&buf); err == nil {
+			t.Errorf("%+v: read without error", bad)
+		}
+	}
+}

@@ -373,3 +373,17 @@ func TestToolsCatalogMode(t *testing.T) {
 		t.Errorf("flat: %s", stdout)
 	}
 }
+
+// TestDemoLockRoundTrip: the lockfile `audit --write-lock` writes of the
+// built-in demo — tools, a configured prompt, a playbook's prompt and
+// resources — is read back by `audit --lock` with no drift.
+func TestDemoLockRoundTrip(t *testing.T) {
+	lock := filepath.Join(t.TempDir(), "demo.lock.json")
+	if code, _, stderr := runCLI(t, context.Background(), "audit", "--fail-on", "never", "--write-lock", lock); code != 0 {
+		t.Fatalf("--write-lock: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, context.Background(), "audit", "--fail-on", "never", "--lock", lock)
+	if code != 0 || !strings.Contains(stdout, "lock: no drift") {
+		t.Errorf("--lock: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
