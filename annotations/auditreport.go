@@ -17,7 +17,8 @@ type Report struct {
 	// Prompts are the prompts served, as the lockfile records them (JSON
 	// only; their drift is in Drift).
 	Prompts []LockedPrompt `json:"prompts,omitempty"`
-	// Resources are the OpenAPI resources served, with what selected each
+	// Resources are the resources served (OpenAPI operations', playbooks'),
+	// with what selected each
 	// (their drift is in Drift; operations refused as resources are
 	// findings).
 	Resources []ResourceFacts `json:"resources,omitempty"`

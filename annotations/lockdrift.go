@@ -31,7 +31,7 @@ type Lock struct {
 	// Prompts are the prompts served (see LockedPrompt); a lock written
 	// before prompts were locked has none, and every prompt is then new.
 	Prompts []LockedPrompt `json:"prompts,omitempty"`
-	// Resources are the OpenAPI resources served (see LockedResource); a
+	// Resources are the resources served (see LockedResource); a
 	// lock written before resources were locked has none, and every
 	// resource is then new.
 	Resources []LockedResource `json:"resources,omitempty"`
@@ -178,7 +178,7 @@ type Drift struct {
 	PromptsRemoved []string       `json:"promptsRemoved,omitempty"`
 	PromptsChanged []PromptChange `json:"promptsChanged,omitempty"`
 
-	// The OpenAPI resources' drift (CompareResources), by URI or template.
+	// The resources' drift (CompareResources), by URI or template.
 	ResourcesAdded   []string         `json:"resourcesAdded,omitempty"`
 	ResourcesRemoved []string         `json:"resourcesRemoved,omitempty"`
 	ResourcesChanged []ResourceChange `json:"resourcesChanged,omitempty"`

@@ -6,8 +6,9 @@ import (
 	"strings"
 )
 
-// LockedResource is one OpenAPI resource (or resource template) of a Lock:
-// the operation it reads and what a client is shown of it. Its URI, or
+// LockedResource is one resource (or resource template) of a Lock, an
+// OpenAPI operation's or a playbook's: the operation it reads (a playbook
+// resource's is GET and its URL) and what a client is shown of it. Its URI, or
 // its template, is its key; a resource's title and description are text a
 // model reads, so any change to one is a critical change.
 type LockedResource struct {

@@ -106,9 +106,10 @@ func (r *Report) writeSARIF(w io.Writer) error {
 		run.Results = append(run.Results, res)
 	}
 	if lines := r.Drift.Lines(); len(lines) > 0 {
-		// The lock's drift (audit --lock), one result per tool or prompt,
+		// The lock's drift (audit --lock), one result per tool, prompt or
+		// resource,
 		// under a rule of its own: what changed since the review.
-		sr := sarifRule{ID: driftRule, Name: "LockDrift", ShortDescription: sarifMessage{"A tool or prompt differs from the reviewed lockfile."}}
+		sr := sarifRule{ID: driftRule, Name: "LockDrift", ShortDescription: sarifMessage{"A tool, prompt or resource differs from the reviewed lockfile."}}
 		sr.DefaultConfiguration.Level = SeverityError
 		run.Tool.Driver.Rules = append(run.Tool.Driver.Rules, sr)
 		for _, line := range lines {

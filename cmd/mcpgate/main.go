@@ -616,11 +616,16 @@ func (m *cli) audit(ctx context.Context, args []string) (int, error) {
 	}
 	facts := cat.Facts()
 	prompts := cat.LockedPrompts(cfg)
+	resources := cat.ResourceFacts()
+	locked := make([]annotations.LockedResource, len(resources))
+	for i, r := range resources {
+		locked[i] = r.LockedResource
+	}
 	if *writeLock != "" {
 		var buf bytes.Buffer
 		l := annotations.NewLock(facts)
 		l.SetPrompts(prompts)
-		l.SetResources(cat.LockedResources())
+		l.SetResources(locked)
 		l.Write(&buf)
 		if err := os.WriteFile(*writeLock, buf.Bytes(), 0o644); err != nil {
 			return 0, fmt.Errorf("--write-lock: %v", err)
@@ -630,7 +635,7 @@ func (m *cli) audit(ctx context.Context, args []string) (int, error) {
 		for _, c := range []struct {
 			n    int
 			noun string
-		}{{len(prompts), "prompt"}, {len(cat.Resources), "resource"}} {
+		}{{len(prompts), "prompt"}, {len(locked), "resource"}} {
 			switch c.n {
 			case 0:
 			case 1:
@@ -648,10 +653,10 @@ func (m *cli) audit(ctx context.Context, args []string) (int, error) {
 	report := annotations.NewReport(facts, lock, cat.Skipped...)
 	report.Prompts = prompts
 	report.Listing = cat.ListingMode(cfg)
-	report.Resources = cat.ResourceFacts()
+	report.Resources = resources
 	if lock != nil {
 		report.Drift.ComparePrompts(lock, prompts)
-		report.Drift.CompareResources(lock, cat.LockedResources())
+		report.Drift.CompareResources(lock, locked)
 	}
 	if *explain {
 		err = (&gateway.ExplainedReport{Report: report, Selection: cat.Selection, PlaybookMCP: cat.PlaybookParts}).Write(m.stdout, format.value)

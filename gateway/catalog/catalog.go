@@ -95,6 +95,9 @@ type Catalog struct {
 	// PlaybookResources are playbooks' http GET resources, served as
 	// resource templates.
 	PlaybookResources []*PlaybookHTTPResource
+	// resourceURIs are the resource URIs (and templates) taken while
+	// building, OpenAPI and playbook ones alike: who serves each.
+	resourceURIs map[string]string
 	// Resources are the OpenAPI operations served as MCP resources (see
 	// resources.go), by upstream in configuration order, then in
 	// document order.
@@ -214,9 +217,9 @@ func Build(ctx context.Context, cfg *config.Config, opts *Options) (*Catalog, er
 	if cat.Prompts, err = buildPrompts(cfg, cfg.SanitizesText()); err != nil {
 		return nil, err
 	}
-	resourceURIs := map[string]string{} // a resource's URI → who serves it
-	var validations []func() []string   // each waits for one document's validation
-	var startValidations []func()       // with o.Validated: started after the build
+	cat.resourceURIs = map[string]string{}
+	var validations []func() []string // each waits for one document's validation
+	var startValidations []func()     // with o.Validated: started after the build
 	for i := range cfg.Upstreams {
 		u := &cfg.Upstreams[i]
 		if u.MCP != nil {
@@ -315,7 +318,7 @@ func Build(ctx context.Context, cfg *config.Config, opts *Options) (*Catalog, er
 				return nil, fmt.Errorf("upstream %s: playbooks: %v", u.Name, err)
 			}
 		}
-		if err := cat.buildResources(u, doc, resourceURIs); err != nil {
+		if err := cat.buildResources(u, doc, cat.resourceURIs); err != nil {
 			return nil, err
 		}
 		cat.Upstreams = append(cat.Upstreams, countOperations(u, doc, len(ops)))

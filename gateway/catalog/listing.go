@@ -25,8 +25,8 @@ type Listing struct {
 	PlaybookMCP []PlaybookPart `json:"playbook_mcp,omitempty"`
 	// Prompts are the configuration's prompts (`prompts:`); none: left out.
 	Prompts []ListedPrompt `json:"prompts,omitempty"`
-	// Resources are the OpenAPI operations served as resources; none: left
-	// out.
+	// Resources are the resources served (OpenAPI operations, then
+	// playbooks' http resources); none: left out.
 	Resources []ListedResource `json:"resources,omitempty"`
 	// CatalogMode, when set (Catalog.ListingMode), says what search
 	// mode's tools/list would hold; left out in flat mode.
@@ -206,19 +206,17 @@ func (l *Listing) WriteTable(w io.Writer) error {
 		}
 	}
 	fmt.Fprintf(w, "\n%d tools", len(l.Tools))
-	switch n := len(l.Prompts); n {
-	case 0:
-	case 1:
-		fmt.Fprint(w, ", 1 prompt")
-	default:
-		fmt.Fprintf(w, ", %d prompts", n)
-	}
-	switch n := len(l.Resources); n {
-	case 0:
-	case 1:
-		fmt.Fprint(w, ", 1 resource")
-	default:
-		fmt.Fprintf(w, ", %d resources", n)
+	for _, c := range []struct {
+		n    int
+		noun string
+	}{{len(l.Prompts), "prompt"}, {len(l.Resources), "resource"}} {
+		switch c.n {
+		case 0:
+		case 1:
+			fmt.Fprintf(w, ", 1 %s", c.noun)
+		default:
+			fmt.Fprintf(w, ", %d %ss", c.n, c.noun)
+		}
 	}
 	if n := len(l.Warnings); n > 0 {
 		fmt.Fprintf(w, ", %d warnings (see --format json)", n)

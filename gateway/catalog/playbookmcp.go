@@ -1,8 +1,6 @@
 package catalog
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net/url"
@@ -120,8 +118,7 @@ func (r *PlaybookHTTPResource) by() string {
 // key and its "operation".
 func (r *PlaybookHTTPResource) locked() annotations.LockedResource {
 	uri, template := r.URI()
-	h := sha256.Sum256([]byte(r.Description))
-	l := annotations.LockedResource{Name: r.Name, MIMEType: r.MimeType, DescriptionSHA256: hex.EncodeToString(h[:]),
+	l := annotations.LockedResource{Name: r.Name, MIMEType: r.MimeType, DescriptionSHA256: textSHA256(r.Description),
 		Upstream: r.Upstream, Method: "GET", Path: r.URL}
 	if template {
 		l.URITemplate = uri
@@ -199,14 +196,12 @@ func (m *playbookMCP) check() []mcpProblem {
 			}
 			f := fmt.Sprintf("%s.user[%d].use", field, j)
 			switch {
-			case !ok:
+			case !ok || kind != "resource" && kind != "prompt":
 				out = append(out, mcpProblem{f, fmt.Sprintf("%q is not resource:NAME or prompt:NAME", use)})
 			case kind == "resource" && !resources[name]:
 				out = append(out, mcpProblem{f, fmt.Sprintf("names resource %q, which mcp.resources does not declare", name)})
 			case kind == "prompt" && !prompts[name]:
 				out = append(out, mcpProblem{f, fmt.Sprintf("names prompt %q, which mcp.prompts does not declare", name)})
-			case kind != "resource" && kind != "prompt":
-				out = append(out, mcpProblem{f, fmt.Sprintf("%q is not resource:NAME or prompt:NAME", use)})
 			}
 		}
 	}
@@ -227,19 +222,24 @@ func (c *Catalog) addPlaybookMCP(u *config.Upstream, t *Tool, it config.Playbook
 	if it.Source == "" {
 		return
 	}
+	// report makes a problem a start-up warning (with tail) and a finding.
+	report := func(p mcpProblem, tail string) {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("%s: playbook %s: %s %s%s", u.Name, it.Path, p.field, p.message, tail))
+		c.Skipped = append(c.Skipped, playbookMCPFinding(u.Name, it.Path, p))
+	}
 	m, err := parsePlaybookMCP(it.Source)
 	if err != nil {
-		p := mcpProblem{"mcp", err.Error()}
-		c.Warnings = append(c.Warnings, fmt.Sprintf("%s: playbook %s: %s", u.Name, it.Path, err))
-		c.Skipped = append(c.Skipped, playbookMCPFinding(u.Name, it.Path, p))
+		report(mcpProblem{"mcp", err.Error()}, "")
 		return
 	}
 	if m == nil {
 		return
 	}
+	if c.resourceURIs == nil {
+		c.resourceURIs = map[string]string{}
+	}
 	for _, p := range m.check() {
-		c.Warnings = append(c.Warnings, fmt.Sprintf("%s: playbook %s: %s %s", u.Name, it.Path, p.field, p.message))
-		c.Skipped = append(c.Skipped, playbookMCPFinding(u.Name, it.Path, p))
+		report(p, "")
 	}
 	part := func(section string, e mcpEntry, served, reason string) {
 		c.PlaybookParts = append(c.PlaybookParts, PlaybookPart{Upstream: u.Name, Playbook: it.Path, Section: section, Name: e.Name, Type: e.Type, Served: served, Reason: reason})
@@ -259,14 +259,14 @@ func (c *Catalog) addPlaybookMCP(u *config.Upstream, t *Tool, it config.Playbook
 			continue
 		}
 		r.Upstream, r.Playbook, r.Name = u.Name, it.Path, t.Tool.Name+"_"+e.Name
-		if by := c.resourceURIHolder(r); by != "" {
-			uri, _ := r.URI()
+		uri, _ := r.URI()
+		if by, ok := c.resourceURIs[uri]; ok {
 			prob := mcpProblem{fmt.Sprintf("mcp.resources[%d]", i), fmt.Sprintf("serves %q, which %s serves already", uri, by)}
-			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: playbook %s: %s %s; not served", u.Name, it.Path, prob.field, prob.message))
-			c.Skipped = append(c.Skipped, playbookMCPFinding(u.Name, it.Path, prob))
+			report(prob, "; not served")
 			part("resources", e, "", "not served: "+prob.message)
 			continue
 		}
+		c.resourceURIs[uri] = "playbook " + it.Path + " (mcp.resources " + e.Name + ")"
 		if sanitize {
 			r.Description = annotations.SanitizeText(r.Description)
 		}
@@ -292,8 +292,7 @@ func (c *Catalog) addPlaybookMCP(u *config.Upstream, t *Tool, it config.Playbook
 		name := t.Tool.Name + "_" + mp.Name
 		if taken[name] {
 			prob := mcpProblem{fmt.Sprintf("mcp.prompts[%d].name", i), fmt.Sprintf("serves as %q, a name another prompt has", name)}
-			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: playbook %s: %s %s; not served", u.Name, it.Path, prob.field, prob.message))
-			c.Skipped = append(c.Skipped, playbookMCPFinding(u.Name, it.Path, prob))
+			report(prob, "; not served")
 			part("prompts", e, "", "not served: "+prob.message)
 			continue
 		}
@@ -303,9 +302,7 @@ func (c *Catalog) addPlaybookMCP(u *config.Upstream, t *Tool, it config.Playbook
 		}
 		pr, err := newPrompt(cp, sanitize)
 		if err != nil {
-			prob := mcpProblem{fmt.Sprintf("mcp.prompts[%d].template", i), err.Error()}
-			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: playbook %s: %s %s; not served", u.Name, it.Path, prob.field, prob.message))
-			c.Skipped = append(c.Skipped, playbookMCPFinding(u.Name, it.Path, prob))
+			report(mcpProblem{fmt.Sprintf("mcp.prompts[%d].template", i), err.Error()}, "; not served")
 			part("prompts", e, "", "not served: "+err.Error())
 			continue
 		}
@@ -314,23 +311,6 @@ func (c *Catalog) addPlaybookMCP(u *config.Upstream, t *Tool, it config.Playbook
 		c.Prompts = append(c.Prompts, pr)
 		part("prompts", e, name, "served as prompt "+name)
 	}
-}
-
-// resourceURIHolder names what serves r's URI already (an OpenAPI
-// resource, another playbook's), or "".
-func (c *Catalog) resourceURIHolder(r *PlaybookHTTPResource) string {
-	uri, _ := r.URI()
-	for _, o := range c.Resources {
-		if o.URI() == uri {
-			return fmt.Sprintf("upstream %s's %s %s", o.Upstream, o.Operation.Method, o.Operation.Path)
-		}
-	}
-	for _, o := range c.PlaybookResources {
-		if u, _ := o.URI(); u == uri {
-			return fmt.Sprintf("playbook %s's resource %s", o.Playbook, o.Name)
-		}
-	}
-	return ""
 }
 
 // httpResource is the resource an mcp.resources entry of type http with a

@@ -1,8 +1,6 @@
 package catalog
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
@@ -149,10 +147,7 @@ func (p *Prompt) Complete(arg, prefix string) []string {
 func (p *Prompt) Completes() bool { return len(p.enums) > 0 }
 
 // TemplateSHA256 is the hex SHA-256 of the template as configured.
-func (p *Prompt) TemplateSHA256() string {
-	h := sha256.Sum256([]byte(p.Template))
-	return hex.EncodeToString(h[:])
-}
+func (p *Prompt) TemplateSHA256() string { return textSHA256(p.Template) }
 
 // LockedPrompts are the prompts served, as the lockfile records them: the
 // configuration's (their template's hash included) and each MCP
