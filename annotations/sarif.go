@@ -107,8 +107,7 @@ func (r *Report) writeSARIF(w io.Writer) error {
 	}
 	if lines := r.Drift.Lines(); len(lines) > 0 {
 		// The lock's drift (audit --lock), one result per tool, prompt or
-		// resource,
-		// under a rule of its own: what changed since the review.
+		// resource, under a rule of its own: what changed since the review.
 		sr := sarifRule{ID: driftRule, Name: "LockDrift", ShortDescription: sarifMessage{"A tool, prompt or resource differs from the reviewed lockfile."}}
 		sr.DefaultConfiguration.Level = SeverityError
 		run.Tool.Driver.Rules = append(run.Tool.Driver.Rules, sr)
