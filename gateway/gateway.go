@@ -198,7 +198,6 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	if err := g.addPromptsAndResources(); err != nil {
 		return nil, err
 	}
-	cat.DropDocuments()
 	var served []*Tool
 	for _, t := range cat.Tools {
 		if !g.drift.Drifted(t.Tool.Name) {
@@ -206,10 +205,13 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		}
 	}
 	// Search mode (search.go) decides on the tools served, and withholds
-	// an MCP upstream's tool named like a meta-tool.
+	// an MCP upstream's tool named like a meta-tool. It indexes the tools
+	// before the documents go: a parameter's description the size budget
+	// cut from a schema is still the operation's.
 	if g.search, served, err = newSearchMode(g, served); err != nil {
 		return nil, err
 	}
+	cat.DropDocuments()
 	// go-sdk's AddTool checks a tool by marshalling its schemas and parsing
 	// them back (Kubernetes': 0.15 s on one core). It takes the server's
 	// lock only to add the checked tool, and lists tools by name whatever

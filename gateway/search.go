@@ -51,6 +51,10 @@ type searchMode struct {
 	meta   map[string]*mcp.Tool // the meta-tools, by name
 	pinned []string             // catalog.pinned, as configured
 	state  atomic.Pointer[searchState]
+	// docs are what the index reads of each tool, made once (SearchDoc
+	// needs the tool's operation, which the catalog drops after start-up)
+	// and kept while the tool is served; rebuild's alone.
+	docs map[*Tool]search.Doc
 
 	// Stateful mode: what each session described, listed to it.
 	mu        sync.Mutex
@@ -138,16 +142,23 @@ func newSearchMode(g *Gateway, served []*Tool) (*searchMode, []*Tool, error) {
 	return s, served, nil
 }
 
-// rebuild indexes the tools served now (at start, and after a relist).
+// rebuild indexes the tools served now (at start, and after a relist,
+// which holds live.mu: one rebuild at a time).
 func (s *searchMode) rebuild(tools []*Tool) {
 	tools = slices.Clone(tools)
 	slices.SortFunc(tools, func(a, b *Tool) int { return strings.Compare(a.Tool.Name, b.Tool.Name) })
 	docs := make([]search.Doc, len(tools))
 	byName := make(map[string]*Tool, len(tools))
+	kept := make(map[*Tool]search.Doc, len(tools))
 	for i, t := range tools {
-		docs[i] = t.SearchDoc()
+		d, ok := s.docs[t]
+		if !ok {
+			d = t.SearchDoc()
+		}
+		docs[i], kept[t] = d, d
 		byName[t.Tool.Name] = t
 	}
+	s.docs = kept
 	s.state.Store(&searchState{tools: tools, byName: byName, index: search.New(docs)})
 }
 

@@ -510,3 +510,50 @@ func TestSearchModeFastPath(t *testing.T) {
 		t.Errorf("a real tool by name (fast path answered %d): %s", served, body)
 	}
 }
+
+// TestSearchModeIndexesBeforeDrop: the gateway indexes each tool as the
+// catalog's SearchDoc gives it with the documents still loaded — what the
+// recall benchmark (gateway/catalog/search) measures — not after the
+// catalog dropped them: a parameter whose description the size budget cut
+// from the input schema (Kubernetes' are) is still searched by the
+// operation's own description of it.
+func TestSearchModeIndexesBeforeDrop(t *testing.T) {
+	path := filepath.Join(corpusDir, "kubernetes-swagger-2.0.json")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("no %s: the shared corpus is not beside this clone", path)
+	}
+	cfg := &Config{Catalog: config.CatalogConfig{Mode: "search"},
+		Upstreams: []Upstream{{Name: "k8s", OpenAPI: path, ExposeAll: true, BaseURL: "http://127.0.0.1:1"}}}
+	cat, err := BuildCatalog(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{} // tool → parameters with a description
+	for _, tl := range cat.Tools {
+		for _, f := range tl.SearchDoc().Params {
+			if f.Description != "" {
+				want[tl.Tool.Name]++
+			}
+		}
+	}
+	g, err := New(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := g.search.state.Load()
+	differ := 0
+	for _, tl := range st.tools {
+		got := 0
+		for _, f := range g.search.docs[tl].Params {
+			if f.Description != "" {
+				got++
+			}
+		}
+		if got != want[tl.Tool.Name] {
+			differ++
+		}
+	}
+	if differ > 0 || len(st.tools) != len(cat.Tools) {
+		t.Errorf("%d of %d tools indexed with fewer parameter descriptions than their SearchDoc has", differ, len(st.tools))
+	}
+}
