@@ -160,14 +160,26 @@ func (g *Gateway) listKey() func(*mcpauth.TokenInfo) string {
 // through for it. A tool without a requirement (none is unknown to
 // g.require today) is listed, as authorizeCall lets its calls through.
 func (g *Gateway) callableBy(key string, served []*Tool) []*Tool {
-	holder := auth.Holder(key)
+	may := g.mayCall(key)
 	out := make([]*Tool, 0, len(served))
 	for _, t := range served {
-		if req, ok := g.requirements()[t.Tool.Name]; !ok || req.Allows(holder) {
+		if may(t.Tool.Name) {
 			out = append(out, t)
 		}
 	}
 	return out
+}
+
+// mayCall returns whether a caller holding exactly the policy-relevant
+// scopes of key may call a tool, by name, as authorizeCall decides: a tool
+// without a requirement is let through. The requirements are read once.
+func (g *Gateway) mayCall(key string) func(tool string) bool {
+	holder := auth.Holder(key)
+	require := g.requirements()
+	return func(tool string) bool {
+		req, ok := require[tool]
+		return !ok || req.Allows(holder)
+	}
 }
 
 // addListFilter makes go-sdk's tools/list show each caller only what it
@@ -200,11 +212,11 @@ func (g *Gateway) addListFilter() {
 			if !ok || extra == nil || extra.Header == nil {
 				return res, err
 			}
-			holder := auth.Holder(key(extra.TokenInfo))
+			may := g.mayCall(key(extra.TokenInfo))
 			out := *list
 			out.Tools = make([]*mcp.Tool, 0, len(list.Tools))
 			for _, t := range list.Tools {
-				if r, ok := g.requirements()[t.Name]; !ok || r.Allows(holder) {
+				if may(t.Name) {
 					out.Tools = append(out.Tools, t)
 				}
 			}

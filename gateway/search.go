@@ -16,7 +16,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/annotations"
-	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/gateway/catalog"
 	"github.com/mcpgate/mcpgate/gateway/catalog/search"
 	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
@@ -368,12 +367,8 @@ func (s *searchMode) visible(req *mcp.CallToolRequest) func(*Tool) bool {
 	if !g.listCallable() || req.Extra == nil || req.Extra.Header == nil {
 		return func(*Tool) bool { return true }
 	}
-	holder := auth.Holder(g.listKey()(req.Extra.TokenInfo))
-	require := g.requirements()
-	return func(t *Tool) bool {
-		r, ok := require[t.Tool.Name]
-		return !ok || r.Allows(holder)
-	}
+	may := g.mayCall(g.listKey()(req.Extra.TokenInfo))
+	return func(t *Tool) bool { return may(t.Tool.Name) }
 }
 
 // card is one search_tools hit: enough to choose a tool, and to know
