@@ -56,11 +56,7 @@ func (c *Client) Fetch(ctx context.Context, b *Binding, args map[string]any, cre
 		}
 		return nil, &SendError{Outcome: OutcomeBadAnswer, Msg: "the gateway could not build the upstream request", Cause: err}
 	}
-	limit := c.opts.MaxResponseBytes
-	if b.maxResponse > 0 && b.maxResponse < limit {
-		limit = b.maxResponse
-	}
-	res := &reservation{budget: c.opts.ResponseBudget, wait: c.opts.QueueTimeout, limit: limit}
+	res := &reservation{budget: c.opts.ResponseBudget, wait: c.opts.QueueTimeout, limit: c.responseCap(b)}
 	defer res.release()
 	a, failed, rep := c.exchange(ctx, req, acceptCall, cred, res)
 	if a == nil {

@@ -226,6 +226,16 @@ func (r Report) Failed() bool {
 	return false
 }
 
+// responseCap is the most of an answer to b's request the client reads:
+// the binding's own cap (agent-large tools), if tighter, else the
+// client's MaxResponseBytes.
+func (c *Client) responseCap(b *Binding) int64 {
+	if b.maxResponse > 0 && b.maxResponse < c.opts.MaxResponseBytes {
+		return b.maxResponse
+	}
+	return c.opts.MaxResponseBytes
+}
+
 // Call validates args against b's input schema, sends the request and maps the
 // response to a tool result. Invalid arguments, upstream failures and non-2xx
 // answers all come back as a result with IsError set, worded for the model;
@@ -234,10 +244,7 @@ func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred
 	if err := b.Validate(args); err != nil {
 		return errorResult(err.Error()), Report{Outcome: OutcomeInvalidArguments, Cause: err}
 	}
-	limit := c.opts.MaxResponseBytes
-	if b.maxResponse > 0 && b.maxResponse < limit {
-		limit = b.maxResponse
-	}
+	limit := c.responseCap(b)
 	hold := AnswerHoldFrom(ctx)
 	cost := hold.cost()
 	weight := int64(1)
