@@ -247,6 +247,9 @@ type Runner struct {
 	lastPrune time.Time
 	active    int            // runs in flight (see Options.MaxRuns)
 	byCaller  map[string]int // runs in flight by Request.Caller
+
+	released    chan struct{} // closed by Release
+	releaseOnce sync.Once
 }
 
 // Check reports what New would refuse in o, so that a configuration can be
@@ -271,7 +274,7 @@ func (o *Options) Check() error {
 
 // New returns a Runner that sends through c.
 func New(c *upstream.Client, opts *Options) (*Runner, error) {
-	r := &Runner{client: c, runs: map[string]*run{}, byCaller: map[string]int{}}
+	r := &Runner{client: c, runs: map[string]*run{}, byCaller: map[string]int{}, released: make(chan struct{})}
 	if opts != nil {
 		r.opts = *opts
 	}

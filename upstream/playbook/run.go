@@ -65,6 +65,7 @@ const (
 	Cancelled  State = "cancelled"   // the request was cancelled, or the client hung up
 	NotStarted State = "not_started" // the execute route refused or could not be reached
 	Busy       State = "busy"        // refused by Options.MaxRuns or MaxRunsPerCaller: nothing was sent
+	Released   State = "released"    // the gateway shut down before the run ended: the run goes on (see Runner.Release)
 )
 
 // Outcome is what a request got of its run.
@@ -168,6 +169,8 @@ func (r *Runner) Run(ctx context.Context, req Request) *Outcome {
 		case <-rn.done:
 			r.detach(rn, false)
 			return rn.out.own(attached)
+		case <-r.released:
+			return r.release(rn, req, attached, seen)
 		case <-ctx.Done():
 			now := errors.Is(context.Cause(ctx), ErrCallCancelled)
 			last := r.detach(rn, now)
@@ -184,6 +187,48 @@ func (r *Runner) Run(ctx context.Context, req Request) *Outcome {
 		case <-changed:
 		}
 	}
+}
+
+// Release answers every request waiting for a run, now and from now on,
+// with a Released outcome, and leaves the runs going: the gateway is
+// shutting down (its drain's shutdown_timeout has passed) and must answer
+// the calls it holds, but a run is the engine's, and the caller's re-send
+// — to this gateway's successor, or another replica — attaches to it again
+// within the dedup window. No run is cancelled upstream on this account,
+// and no linger starts. New requests are still served: Release does not
+// stop the runner, the server's shutdown stops new requests reaching it.
+func (r *Runner) Release() {
+	r.releaseOnce.Do(func() { close(r.released) })
+}
+
+// release is Run's answer once Release was called: rn loses this waiter
+// without being cancelled, and the request is told its execution id and
+// that a re-send attaches to the run.
+func (r *Runner) release(rn *run, req Request, attached bool, seen int) *Outcome {
+	rn.mu.Lock()
+	rn.waiters--
+	id := rn.id
+	rn.mu.Unlock()
+	select {
+	case <-rn.done: // it ended meanwhile: say how
+		return rn.out.own(attached)
+	default:
+	}
+	what := fmt.Sprintf("the gateway is shutting down and stopped waiting for playbook %s", req.Path)
+	if id != "" {
+		what += fmt.Sprintf(" (execution %s)", id)
+	} else {
+		what += " (its execution id was not known yet)"
+	}
+	what += "; the run goes on, it is not cancelled"
+	switch {
+	case r.opts.DedupWindow < 0 || req.Caller == "":
+		what += "; this engine's calls are not de-duplicated, so re-sending the call starts a second run"
+	default:
+		what += "; re-sending the same call to another gateway starts a second run: gateways attach a re-send to a run another one started only when they share state (state.backend: redis)"
+	}
+	return &Outcome{State: Released, ExecutionID: id, Attached: attached, Polls: seen,
+		Result: errorResult(what, id, req.Path, nil, r.opts.MaxStructured)}
 }
 
 // abandonText says what becomes of a run a request left; last says that no
