@@ -20,6 +20,7 @@ type (
 	Listing         = catalog.Listing
 	ListedTool      = catalog.ListedTool
 	ListedUpstream  = catalog.ListedUpstream
+	NotLoaded       = catalog.NotLoaded
 )
 
 // Tool _meta keys and the playbook route extension; see package catalog.

@@ -51,6 +51,12 @@ type Options struct {
 	// answers at a fraction of the cost. It exists to tell, when a client
 	// misbehaves, whether the fast path is the difference.
 	DisableFastPath bool
+	// DeferUnavailable starts the gateway without an upstream whose remote
+	// document cannot be fetched for now (see catalog.Options.DeferUnavailable);
+	// NotLoaded names it, /readyz reports it, and the caller retries by
+	// building a new gateway (mcpgate serve does, with backoff). Default
+	// false: every upstream loads or New fails.
+	DeferUnavailable bool
 }
 
 // Gateway serves one catalog. It is safe for concurrent use.
@@ -126,7 +132,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 			g.closeFederation()
 		}
 	}()
-	cat, err := BuildCatalog(ctx, cfg, &CatalogOptions{ValidateAfter: built, ListMCP: g.listFederated, Validated: func(ws []string) {
+	cat, err := BuildCatalog(ctx, cfg, &CatalogOptions{ValidateAfter: built, ListMCP: g.listFederated, DeferUnavailable: g.opts.DeferUnavailable, Validated: func(ws []string) {
 		for _, w := range ws {
 			logger.Warn("openapi document", "warning", w)
 		}
@@ -272,6 +278,9 @@ func (g *Gateway) startClients() error {
 		if u.MCP != nil {
 			continue // its client is federation's (startFederation)
 		}
+		if g.notLoaded(u.Name) {
+			continue // no document, no tools: nothing to call yet
+		}
 		c, err := g.catalog.Client(u, budget)
 		if err != nil {
 			return fmt.Errorf("upstream %s: %v", u.Name, err)
@@ -286,6 +295,19 @@ func (g *Gateway) startClients() error {
 		}
 	}
 	return nil
+}
+
+// NotLoaded are the upstreams this gateway serves without, for now: their
+// remote documents could not be fetched (Options.DeferUnavailable).
+func (g *Gateway) NotLoaded() []NotLoaded { return g.catalog.NotLoaded }
+
+func (g *Gateway) notLoaded(name string) bool {
+	for _, n := range g.catalog.NotLoaded {
+		if n.Upstream == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Validated is closed once the background validation of the documents has

@@ -25,7 +25,21 @@ func (g *Gateway) serveReady(w http.ResponseWriter, _ *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"status": "unavailable", "reason": err.Error()})
 		return
 	}
-	json.NewEncoder(w).Encode(map[string]any{"status": "ready", "tools": g.served})
+	ready := map[string]any{"status": "ready", "tools": g.served}
+	if nl := g.catalog.NotLoaded; len(nl) > 0 {
+		// Ready with the rest: one upstream's outage must not take every
+		// replica out of the balancer (see readiness).
+		ready["not_loaded"] = notLoadedJSON(nl)
+	}
+	json.NewEncoder(w).Encode(ready)
+}
+
+func notLoadedJSON(nl []NotLoaded) []map[string]string {
+	out := make([]map[string]string, len(nl))
+	for i, n := range nl {
+		out[i] = map[string]string{"upstream": n.Upstream, "error": n.Err.Error()}
+	}
+	return out
 }
 
 // readiness says why the gateway cannot serve tool calls, or nil: the
@@ -42,6 +56,10 @@ func (g *Gateway) serveReady(w http.ResponseWriter, _ *http.Request) {
 func (g *Gateway) readiness() error {
 	if g.catalog == nil {
 		return errors.New("the catalog is not loaded")
+	}
+	if g.served == 0 && len(g.catalog.NotLoaded) > 0 {
+		n := g.catalog.NotLoaded[0]
+		return fmt.Errorf("no tool is served: upstream %s is not loaded (%v); retrying", n.Upstream, n.Err)
 	}
 	if g.served == 0 {
 		// Every tool held back by the lock, or no operation exposed: a

@@ -108,13 +108,15 @@ func readFile(path string) ([]byte, error) {
 	return readLimited(f)
 }
 
+var errTooLarge = fmt.Errorf("document is larger than %d MiB", MaxDocumentBytes>>20)
+
 func readLimited(r io.Reader) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxDocumentBytes+1))
 	if err != nil {
 		return nil, err
 	}
 	if len(data) > MaxDocumentBytes {
-		return nil, fmt.Errorf("document is larger than %d MiB", MaxDocumentBytes>>20)
+		return nil, errTooLarge
 	}
 	return data, nil
 }
@@ -140,14 +142,41 @@ func fetch(ctx context.Context, c *http.Client, u *url.URL) ([]byte, *url.URL, e
 		if errors.As(err, &re) {
 			return nil, nil, re // its text names both URLs; url.Error's would name one twice
 		}
-		return nil, nil, err
+		return nil, nil, &unavailableError{err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return nil, nil, fmt.Errorf("HTTP %s", resp.Status)
+		err := fmt.Errorf("HTTP %s", resp.Status)
+		switch {
+		case resp.StatusCode >= 500, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode == http.StatusRequestTimeout:
+			return nil, nil, &unavailableError{err}
+		}
+		return nil, nil, err
 	}
 	data, err := readLimited(resp.Body)
+	if err != nil && !errors.Is(err, errTooLarge) {
+		err = &unavailableError{err} // the connection broke mid-body
+	}
 	return data, resp.Request.URL, err
+}
+
+// unavailableError is a document fetch that failed in a way a retry may
+// mend: no connection, a timeout, a connection broken mid-body, or an
+// answer of 5xx, 429 or 408.
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string { return e.err.Error() }
+func (e *unavailableError) Unwrap() error { return e.err }
+
+// Unavailable reports whether err is a document fetch that failed in a way
+// that a later retry may mend: the server could not be reached, timed out,
+// broke the connection, or answered 5xx, 429 or 408. Anything else — a 404,
+// a redirect to another origin, a document that does not parse, a file that
+// does not exist — is a mistake in the configuration or the document, which
+// a retry will not mend.
+func Unavailable(err error) bool {
+	var u *unavailableError
+	return errors.As(err, &u)
 }
 
 // redirectError is a redirect fetch refused: it leaves the origin of the

@@ -103,6 +103,9 @@ type Catalog struct {
 	// document order.
 	Resources []*Resource
 	Warnings  []string
+	// NotLoaded are the upstreams left out for now (see
+	// Options.DeferUnavailable), in configuration order.
+	NotLoaded []NotLoaded
 	// Skipped are the selected operations that could not be made tools, as
 	// audit findings (each is also a warning).
 	Skipped []annotations.Finding
@@ -189,6 +192,22 @@ type Options struct {
 	// is Build's (`tools` and `audit` must not pass over an upstream they
 	// could not read).
 	ListMCP func(ctx context.Context, u *config.Upstream) (*federation.Listing, error)
+
+	// DeferUnavailable leaves out an upstream whose remote document could
+	// not be fetched in a way a retry may mend (upstream.Unavailable: no
+	// connection, a timeout, 5xx, 429, 408), recording it in
+	// Catalog.NotLoaded and a warning, rather than failing the build: a
+	// serving gateway starts with the rest and retries (mcpgate serve), so
+	// that one upstream's outage is not a crash loop. Any other failure is
+	// still Build's error. `tools` and `audit` leave it false.
+	DeferUnavailable bool
+}
+
+// NotLoaded is an upstream Build left out (Options.DeferUnavailable).
+type NotLoaded struct {
+	Upstream string // its name
+	Source   string // the document, as configured
+	Err      error  // why
 }
 
 // Build loads every upstream's document and builds its tools: the
@@ -251,7 +270,13 @@ func Build(ctx context.Context, cfg *config.Config, opts *Options) (*Catalog, er
 		}
 		doc, err := loadUpstreamDocument(ctx, u, &upstream.LoadOptions{IncludeOrigin: o.IncludeOrigin})
 		if err != nil {
-			return nil, &DocumentError{Upstream: u.Name, Source: u.OpenAPI, Err: err}
+			derr := &DocumentError{Upstream: u.Name, Source: u.OpenAPI, Err: err}
+			if !o.DeferUnavailable || !upstream.Unavailable(err) {
+				return nil, derr
+			}
+			cat.NotLoaded = append(cat.NotLoaded, NotLoaded{Upstream: u.Name, Source: u.OpenAPI, Err: derr})
+			cat.Warnings = append(cat.Warnings, fmt.Sprintf("%s: not loaded: %v; served without it until it can be fetched", u.Name, derr))
+			continue
 		}
 		cat.bases[u.Name] = resolveBase(u, doc)
 		if cat.sources != nil {
