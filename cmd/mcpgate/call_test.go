@@ -751,7 +751,7 @@ func TestCallGateway(t *testing.T) {
 			var out, errOut syncBuffer
 			done := make(chan int, 1)
 			go func() {
-				done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, mode...), strings.NewReader(""), &out, &errOut)
+				done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0", "--drain-delay", "0s"}, mode...), strings.NewReader(""), &out, &errOut)
 			}()
 			t.Cleanup(func() {
 				cancel()

@@ -23,15 +23,12 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/examples/orchestrator/api"
@@ -352,133 +349,6 @@ func noToolsHint(u gateway.UpstreamCount) string {
 	tags := strings.Join(u.ExposeTags, " or ")
 	return fmt.Sprintf("none of the %d operations of %s is tagged %s: tag the ones to expose, or pass --expose-tag TAG (config expose_tags) or --all (config expose_all)",
 		u.Operations, u.Source, tags)
-}
-
-func (m *cli) serve(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("mcpgate serve", flag.ContinueOnError)
-	var c common
-	c.register(fs)
-	addr := fs.String("addr", "", "listen `HOST:PORT` (default 127.0.0.1:8080)")
-	metricsAddr := fs.String("metrics-addr", "", "serve /metrics on a listener of its own at `HOST:PORT` (metrics.listen), not beside /mcp")
-	stateful := fs.Bool("stateful", false, "keep an MCP session per client (default: stateless)")
-	lockFile := fs.String("lock", "", "serve only the tools of this reviewed `lockfile` unchanged (see mcpgate audit --write-lock)")
-	catalogMode := catalogFlag(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	var lock *annotations.Lock
-	if *lockFile != "" {
-		var err error
-		if lock, err = readLock(*lockFile); err != nil {
-			return err
-		}
-	}
-	cfg, demo, err := c.loadConfig(gateway.Overrides{Listen: *addr, MetricsListen: *metricsAddr, Stateful: *stateful, CatalogMode: catalogMode.value}, true)
-	if err != nil {
-		return err
-	}
-	logger, err := c.logger(m.stderr)
-	if err != nil {
-		return err
-	}
-	g, err := c.newGateway(ctx, cfg, &gateway.Options{Logger: logger, Lock: lock})
-	if err != nil {
-		return err
-	}
-	defer g.Close() // upstream MCP servers' sessions and children
-	if d := g.Drift(); !d.Empty() {
-		// The same lines as audit --lock, from the same function, in one
-		// write: the documents' validation logs to stderr meanwhile.
-		var b bytes.Buffer
-		what := fmt.Sprintf("%d added, renamed or changed tools", len(d.Held()))
-		if n := len(d.HeldPrompts()); n > 0 {
-			what += fmt.Sprintf(" and %d added or changed prompts", n)
-		}
-		if n := len(d.HeldResources()); n > 0 {
-			if len(d.Held())+len(d.HeldPrompts()) == 0 {
-				what = fmt.Sprintf("%d added or changed resources", n)
-			} else {
-				what += fmt.Sprintf(" and %d added or changed resources", n)
-			}
-		}
-		fmt.Fprintf(&b, "mcpgate: --lock %s: not serving the %s:\n", *lockFile, what)
-		d.WriteText(&b)
-		m.stderr.Write(b.Bytes())
-	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return err
-	}
-	var metricsLn net.Listener
-	if cfg.Metrics.Listen != "" {
-		if metricsLn, err = net.Listen("tcp", cfg.Metrics.Listen); err != nil {
-			ln.Close()
-			return fmt.Errorf("metrics.listen: %w", err)
-		}
-	}
-	url := "http://" + ln.Addr().String() + "/mcp"
-	mode := "stateless"
-	if cfg.Stateful {
-		mode = "stateful"
-	}
-	var b bytes.Buffer // one write, as above
-	fmt.Fprintf(&b, "mcpgate: listening on %s (%d tools, %s)\n", url, g.Served(), mode)
-	if metricsLn != nil {
-		fmt.Fprintf(&b, "mcpgate: metrics on http://%s%s\n", metricsLn.Addr(), cfg.Metrics.Path)
-	}
-	if demo {
-		fmt.Fprintln(&b, "mcpgate: serving the built-in demo (examples/orchestrator and examples/playbooks, in-process)")
-	}
-	b.WriteString(snippets(url))
-	m.stderr.Write(b.Bytes())
-
-	// No server-wide WriteTimeout: it runs from the start of a request to
-	// the end of its answer, so it would cut SSE streams and long tool
-	// calls; the gateway's handler bounds each write instead (write_timeout),
-	// and ConfigureServer has a watcher do it, and bound the idle keep-alive
-	// connections, rather than a runtime timer per request.
-	// ReadTimeout is body_timeout: net/http sets it as a read deadline from
-	// the request's start and clears it once the body is read, so it bounds
-	// a slow body (the front door then sets no deadline of its own, see
-	// serverBoundsBody) and never a stream. Slow headers: ReadHeaderTimeout.
-	gateway.TuneGC() // unless GOGC is set: see its doc for the memory it costs
-	srv := &http.Server{
-		Handler:           g.Handler(),
-		ReadTimeout:       cfg.BodyTimeout,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second, // keep-alive connections between requests
-		MaxHeaderBytes:    64 << 10,          // a bearer token fits many times over
-	}
-	defer g.ConfigureServer(srv)()
-	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(ln) }()
-	var metricsSrv *http.Server
-	if metricsLn != nil {
-		metricsSrv = &http.Server{
-			Handler:           g.MetricsHandler(),
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       10 * time.Second, // a scrape is a GET: nothing to stream
-			WriteTimeout:      30 * time.Second, // nor to wait for, past a scrape's own timeout
-			IdleTimeout:       120 * time.Second,
-			MaxHeaderBytes:    16 << 10,
-		}
-		go func() { errc <- fmt.Errorf("metrics.listen: %w", metricsSrv.Serve(metricsLn)) }()
-	}
-	var serveErr error
-	select {
-	case serveErr = <-errc:
-	case <-ctx.Done():
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if metricsSrv != nil {
-		metricsSrv.Close() // a scrape is not worth any of /mcp's grace period
-	}
-	if serveErr != nil {
-		srv.Close()
-		return serveErr
-	}
-	return srv.Shutdown(shutdownCtx)
 }
 
 // snippets returns client configuration for the URL: Claude Desktop (which

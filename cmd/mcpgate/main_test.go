@@ -193,7 +193,7 @@ func TestNoTools(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // serve starts, reports, and shuts down at once
-	code, _, stderr = runCLI(t, ctx, "serve", "--openapi", petstore, "--upstream", "http://127.0.0.1:9", "--addr", "127.0.0.1:0")
+	code, _, stderr = runCLI(t, ctx, "serve", "--openapi", petstore, "--upstream", "http://127.0.0.1:9", "--addr", "127.0.0.1:0", "--drain-delay", "0s")
 	if code != 0 {
 		t.Fatalf("serve: exit %d: %s", code, stderr)
 	}
@@ -248,7 +248,7 @@ func TestLockDrift(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	code, _, stderr = runCLI(t, ctx, "serve", "--openapi", doc, "--upstream", "http://127.0.0.1:9", "--addr", "127.0.0.1:0", "--lock", lock)
+	code, _, stderr = runCLI(t, ctx, "serve", "--openapi", doc, "--upstream", "http://127.0.0.1:9", "--addr", "127.0.0.1:0", "--lock", lock, "--drain-delay", "0s")
 	if code != 0 {
 		t.Fatalf("serve --lock: exit %d: %s", code, stderr)
 	}
@@ -269,7 +269,7 @@ func TestServeMetricsListener(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--openapi", orchestrator, "--upstream", "http://127.0.0.1:9",
-			"--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"}, strings.NewReader(""), &out, &errOut)
+			"--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--drain-delay", "0s"}, strings.NewReader(""), &out, &errOut)
 	}()
 	main := regexp.MustCompile(`listening on (http://\S+)/mcp`)
 	metrics := regexp.MustCompile(`metrics on (http://\S+/metrics)\n`)

@@ -49,6 +49,10 @@ const (
 	DefaultWriteTimeout   = 30 * time.Second
 	DefaultSessionTimeout = 10 * time.Minute
 	DefaultMaxSessions    = 1000
+
+	// The drain of `mcpgate serve` (see Config.DrainDelay).
+	DefaultDrainDelay      = 5 * time.Second
+	DefaultShutdownTimeout = 30 * time.Second
 	// DefaultMaxSessionsPerCaller applies when auth is set (see
 	// Config.MaxSessionsPerCaller).
 	DefaultMaxSessionsPerCaller = 100
@@ -138,6 +142,18 @@ type Config struct {
 	// sends none would share one bound); set it to count by that header all
 	// the same. Must not be negative.
 	MaxSessionsPerCaller int `yaml:"max_sessions_per_caller"`
+
+	// DrainDelay is how long `mcpgate serve` keeps serving after SIGTERM or
+	// SIGINT, with /readyz answering 503 "draining", so that load balancers
+	// see it and stop sending new requests before the listener closes.
+	// Nil means DefaultDrainDelay (5s); 0s stops accepting at once (a
+	// single process with no balancer in front). Must not be negative.
+	DrainDelay *time.Duration `yaml:"drain_delay"`
+	// ShutdownTimeout bounds the wait, once the listener is closed, for the
+	// requests in flight to finish; a playbook call still waiting near its
+	// end is answered with its execution id, the run left going. Default
+	// DefaultShutdownTimeout (30s); must not be negative.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 
 	// Metrics configures the Prometheus endpoint. Default: on, at
 	// DefaultMetricsPath, on the same listener as /mcp (Metrics.Listen
@@ -681,7 +697,16 @@ func (c *Config) applyFrontDoorDefaults() error {
 		return fmt.Errorf("max_sessions: %d must not be negative", c.MaxSessions)
 	case c.MaxSessionsPerCaller < 0:
 		return fmt.Errorf("max_sessions_per_caller: %d must not be negative", c.MaxSessionsPerCaller)
+	case c.DrainDelay != nil && *c.DrainDelay < 0:
+		return fmt.Errorf("drain_delay: %s must not be negative", *c.DrainDelay)
+	case c.ShutdownTimeout < 0:
+		return fmt.Errorf("shutdown_timeout: %s must not be negative", c.ShutdownTimeout)
 	}
+	if c.DrainDelay == nil {
+		d := DefaultDrainDelay
+		c.DrainDelay = &d
+	}
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, DefaultShutdownTimeout)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
 	c.BodyTimeout = cmp.Or(c.BodyTimeout, DefaultBodyTimeout)
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultWriteTimeout)
@@ -705,6 +730,9 @@ type Overrides struct {
 	ExposeTags    []string
 	ExposeAll     bool
 	CatalogMode   string // catalog.mode: flat, search or auto
+	// DrainDelay and ShutdownTimeout: nil and 0 leave the file's.
+	DrainDelay      *time.Duration
+	ShutdownTimeout time.Duration
 }
 
 // Apply merges o into c. The upstream settings (OpenAPI, BaseURL, ExposeTags,
@@ -727,6 +755,13 @@ func (c *Config) Apply(o Overrides) error {
 	}
 	if o.CatalogMode != "" {
 		c.Catalog.Mode = o.CatalogMode
+	}
+	if o.DrainDelay != nil {
+		d := *o.DrainDelay
+		c.DrainDelay = &d
+	}
+	if o.ShutdownTimeout != 0 {
+		c.ShutdownTimeout = o.ShutdownTimeout
 	}
 	if o.OpenAPI == "" && o.BaseURL == "" && len(o.ExposeTags) == 0 && !o.ExposeAll {
 		return nil

@@ -172,6 +172,9 @@ func startGateway(t *testing.T, bin string, args []string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// Twice: serve drains on the first (drain_delay) and stops at
+		// once on the second.
+		cmd.Process.Signal(os.Interrupt)
 		cmd.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()

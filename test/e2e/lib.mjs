@@ -56,10 +56,13 @@ export async function waitUntil(what, fn, { timeoutMs = 15000, intervalMs = 50 }
   }
 }
 
-// stop ends a process started by start and waits for it to exit.
+// stop ends a process started by start and waits for it to exit. Two
+// SIGTERMs: mcpgate serve drains on the first (drain_delay, 5 s by default)
+// and stops at once on the second; other programs end on the first.
 export async function stop(p) {
   if (!p || p.proc.exitCode !== null) return;
   const exited = new Promise((r) => p.proc.once('exit', r));
+  p.proc.kill('SIGTERM');
   p.proc.kill('SIGTERM');
   const t = setTimeout(() => p.proc.kill('SIGKILL'), 5000);
   await exited;
