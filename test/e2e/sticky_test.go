@@ -56,7 +56,7 @@ func TestStickySessionsHAProxy(t *testing.T) {
 		lb := startHAProxy(t, haproxy, strings.Join(kept, "\n"), replicas)
 		astray := 0
 		for i := range 4 {
-			s, err := openSession(ctx, lb, fmt.Sprint("unsticky-", i))
+			s, err := openSession(ctx, lb, fmt.Sprint("unsticky-", i), nil)
 			if err != nil {
 				astray++ // initialized on one replica, the next request on the other
 				continue
@@ -86,7 +86,7 @@ func TestStickySessionsHAProxy(t *testing.T) {
 			// same replica; one request between moves the pointer.
 			lb.healthz(t)
 		}
-		s, err := openSession(ctx, lb, fmt.Sprint("sticky-", i))
+		s, err := openSession(ctx, lb, fmt.Sprint("sticky-", i), nil)
 		if err != nil {
 			t.Fatalf("session %d: %v", i, err)
 		}
@@ -139,7 +139,7 @@ func TestStickySessionsHAProxy(t *testing.T) {
 	if lost != perServer[dead.name] || kept != perServer[replicas[1].name] {
 		t.Errorf("after the kill: %d sessions lost, %d kept; want %v", lost, kept, perServer)
 	}
-	s, err := openSession(ctx, lb, "after-the-kill")
+	s, err := openSession(ctx, lb, "after-the-kill", nil)
 	if err != nil {
 		t.Fatalf("a new session after the kill: %v", err)
 	}
@@ -270,7 +270,8 @@ func (r *replica) kill(t *testing.T) {
 // response header X-Served-By (the server's name), which the test adds to
 // the snippet's backend to see where each request went.
 type balancer struct {
-	url string
+	url   string
+	alias map[string]string // X-Served-By -> the replica's name, when they differ
 
 	mu     sync.Mutex
 	owners map[string]string   // session id -> the server that made it
@@ -289,13 +290,23 @@ func (b *balancer) servedBy(id string) []string {
 	return append([]string(nil), b.served[id]...)
 }
 
-// RoundTrip records which server answered each request of a session.
-func (b *balancer) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := http.DefaultTransport.RoundTrip(req)
+// recorder is a client's transport through the balancer: it records which
+// server answered each request of a session.
+type recorder struct {
+	lb   *balancer
+	base http.RoundTripper
+}
+
+func (r recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.base.RoundTrip(req)
 	if err != nil {
 		return nil, err
 	}
+	b := r.lb
 	by := resp.Header.Get("X-Served-By")
+	if name, ok := b.alias[by]; ok {
+		by = name
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if id := req.Header.Get("Mcp-Session-Id"); id != "" {
@@ -411,9 +422,14 @@ type session struct {
 	n  int
 }
 
-func openSession(ctx context.Context, lb *balancer, name string) (*session, error) {
+// openSession connects through the balancer; base (nil: the default
+// transport) is the client's own, e.g. one that dials from another address.
+func openSession(ctx context.Context, lb *balancer, name string, base http.RoundTripper) (*session, error) {
+	if base == nil {
+		base = http.DefaultTransport
+	}
 	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: lb.url, HTTPClient: &http.Client{Transport: lb}}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: lb.url, HTTPClient: &http.Client{Transport: recorder{lb, base}}}, nil)
 	if err != nil {
 		return nil, err
 	}
