@@ -20,6 +20,8 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -190,15 +192,21 @@ func render(t testing.TB, valuesFile string) []object {
 	return objs
 }
 
-// find returns the one object of a kind.
-func find[T any](t testing.TB, objs []object, kind string) T {
-	t.Helper()
+// objsOf returns the objects of a kind.
+func objsOf[T any](objs []object, kind string) []T {
 	var found []T
 	for _, o := range objs {
 		if o.kind == kind {
 			found = append(found, o.typed.(T))
 		}
 	}
+	return found
+}
+
+// find returns the one object of a kind.
+func find[T any](t testing.TB, objs []object, kind string) T {
+	t.Helper()
+	found := objsOf[T](objs, kind)
 	if len(found) != 1 {
 		t.Fatalf("%d objects of kind %s, want 1", len(found), kind)
 	}
@@ -316,6 +324,36 @@ func TestRender(t *testing.T) {
 			svc := find[*corev1.Service](t, objs, "Service")
 			if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.StrVal != "http" {
 				t.Errorf("service ports %+v", svc.Spec.Ports)
+			}
+			// The objects find each other: a selector that misses the pods'
+			// labels is valid YAML and a silently empty Service.
+			podLabels := labels.Set(d.Spec.Template.Labels)
+			selects := func(what string, sel *metav1.LabelSelector) {
+				s, err := metav1.LabelSelectorAsSelector(sel)
+				if err != nil || s.Empty() || !s.Matches(podLabels) {
+					t.Errorf("%s selector %v does not select the pods (%v): %v", what, sel, podLabels, err)
+				}
+			}
+			selects("Deployment", d.Spec.Selector)
+			selects("PodDisruptionBudget", find[*policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget").Spec.Selector)
+			selects("Service", &metav1.LabelSelector{MatchLabels: svc.Spec.Selector})
+			for _, c := range pod.TopologySpreadConstraints {
+				if tt.values == "" {
+					selects("topologySpreadConstraints", c.LabelSelector)
+				}
+			}
+			if pod.ServiceAccountName != find[*corev1.ServiceAccount](t, objs, "ServiceAccount").Name {
+				t.Errorf("the pods run as %q, not the chart's ServiceAccount", pod.ServiceAccountName)
+			}
+			for _, v := range pod.Volumes {
+				if v.ConfigMap != nil && v.ConfigMap.Name != cm.Name {
+					t.Errorf("volume %s mounts ConfigMap %q, the chart's is %q", v.Name, v.ConfigMap.Name, cm.Name)
+				}
+			}
+			if sms := objsOf[*monitoringv1.ServiceMonitor](objs, "ServiceMonitor"); len(sms) == 1 {
+				if !labels.SelectorFromSet(sms[0].Spec.Selector.MatchLabels).Matches(labels.Set(svc.Labels)) {
+					t.Errorf("ServiceMonitor selector %v misses the Service's labels %v", sms[0].Spec.Selector, svc.Labels)
+				}
 			}
 			hpa := find[*autoscalingv2.HorizontalPodAutoscaler](t, objs, "HorizontalPodAutoscaler")
 			if hpa.Spec.ScaleTargetRef.Name != d.Name || d.Spec.Replicas != nil {
