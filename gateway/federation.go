@@ -119,6 +119,7 @@ func (g *Gateway) closeFederation() {
 // servers' sessions and stdio children. Serving requests after it fails.
 func (g *Gateway) Close() error {
 	g.closeFederation()
+	g.closeShared()
 	return nil
 }
 

@@ -1,0 +1,120 @@
+package gateway
+
+import (
+	"context"
+	"encoding/hex"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcpgate/mcpgate/gateway/state"
+	"github.com/mcpgate/mcpgate/upstream/playbook"
+)
+
+// Shared state (docs/state.md). With state.backend redis, New opens the
+// store (a wrong URL, or a Redis that does not answer, is a start-up error),
+// and:
+//
+//   - each playbook runner gets the store's view of its engine
+//     (playbook.Options.Shared): the dedup table, who waits for a run, and
+//     the run caps count the fleet;
+//   - a stateless gateway's notifications/cancelled that matches no call in
+//     flight here is published, and every replica cancels the calls it holds
+//     for that caller and request id (cancel.go's registry). A REST call's
+//     path is not touched: only a cancellation that misses publishes;
+//   - a stateful gateway's max_sessions_per_caller counts the fleet's
+//     sessions (frontdoor.go's session book);
+//   - task records are kept in Redis (Gateway.TaskRecords), else in memory.
+//
+// When Redis fails afterwards, each of these goes on with this process's
+// own state (state.Redis: a rate-limited warning, and
+// mcpgate_state_errors_total{op}).
+
+// openShared opens the configured shared state: nil with backend memory.
+func (g *Gateway) openShared(ctx context.Context) error {
+	if !g.cfg.State.Shared() {
+		g.taskRecords = state.NewMemoryTasks()
+		return nil
+	}
+	r := g.cfg.State.Redis
+	s, err := state.Open(ctx, state.Options{URL: r.URL, KeyPrefix: r.KeyPrefix, Timeout: r.Timeout, Logger: g.logger})
+	if err != nil {
+		return err
+	}
+	g.shared = s
+	g.taskRecords = s.Tasks()
+	return nil
+}
+
+// engineOptions are a playbook engine's options for its runner: the
+// catalog's, with the fleet's view of the engine when state is shared.
+func (g *Gateway) engineOptions(name string, opts *playbook.Options) *playbook.Options {
+	if g.shared == nil {
+		return opts
+	}
+	o := *opts
+	o.Shared = g.shared.Engine(name)
+	return &o
+}
+
+// closeShared releases the store's leases and connections.
+func (g *Gateway) closeShared() {
+	if g.shared != nil {
+		_ = g.shared.Close()
+	}
+}
+
+// TaskRecords is the store of task records: Redis with state.backend
+// redis, else this process's memory.
+func (g *Gateway) TaskRecords() state.Tasks { return g.taskRecords }
+
+// shareInflight wires a stateless front door's registry of calls in flight
+// to the fleet: a cancellation it misses is published, and one another
+// replica published cancels the calls it holds.
+func (g *Gateway) shareInflight(in *inflight) {
+	if g.shared == nil {
+		return
+	}
+	s := g.shared
+	in.publish = func(who [32]byte, id string) {
+		_ = s.PublishCancel(context.Background(), state.Cancellation{Caller: hex.EncodeToString(who[:]), ID: id})
+	}
+	s.OnCancel(func(c state.Cancellation) {
+		who, err := hex.DecodeString(c.Caller)
+		if err != nil || len(who) != 32 {
+			return
+		}
+		in.cancelDigest([32]byte(who), c.ID)
+	})
+}
+
+// fleetSessions is the session book's fleet-wide count per caller, or nil.
+func (g *Gateway) fleetSessions() func(ctx context.Context, who [32]byte, limit int) (func(), bool, error) {
+	if g.shared == nil {
+		return nil
+	}
+	s := g.shared
+	return func(ctx context.Context, who [32]byte, limit int) (func(), bool, error) {
+		release, ok, _, err := s.Sessions(ctx, hex.EncodeToString(who[:]), limit)
+		return release, ok, err
+	}
+}
+
+// registerState adds mcpgate_state_errors_total{op} to the registry: read
+// from the store's own counts when scraped, so an operation pays nothing for
+// it. With backend memory the series are there, at 0.
+func (m *metrics) registerState(s *state.Redis) {
+	if m == nil {
+		return
+	}
+	for _, op := range state.Ops {
+		f := func() float64 { return 0 }
+		if s != nil {
+			f = func() float64 { return float64(s.Errors(op)) }
+		}
+		m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "mcpgate_state_errors_total",
+			Help:        "Shared-state (Redis) operations that failed, by op; each is done with this process's own state instead.",
+			ConstLabels: prometheus.Labels{"op": op},
+		}, f))
+	}
+}
