@@ -42,7 +42,7 @@ func Start(t testing.TB) *Server {
 		_, port, _ := net.SplitHostPort(addr)
 		l.Close()
 		cmd := exec.Command(Binary, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		// Its log (start-up banners, warnings about the host) is left out.
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,183 @@
+package gateway
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
+	"github.com/mcpgate/mcpgate/gateway/internal/redistest"
+)
+
+// fleet is two replicas — two Gateways built from one config, sharing one
+// real Redis — in front of one playbook engine.
+type fleet struct {
+	redis *redistest.Server
+	e     *engine.Engine
+	g     [2]*Gateway
+	url   [2]string // each replica's /mcp
+}
+
+func newFleet(t *testing.T, eopts *engine.Options, pb Playbooks) *fleet {
+	t.Helper()
+	f := &fleet{redis: redistest.Start(t), e: engine.New(eopts)}
+	cfg := &Config{
+		Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: f.e.Handler(), Playbooks: &pb}},
+		State:     StateConfig{Backend: "redis", Redis: RedisConfig{URL: f.redis.URL(), KeyPrefix: "fleet:"}},
+	}
+	for i := range f.g {
+		g, err := New(t.Context(), cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = g.Close() })
+		srv := httptest.NewServer(g.Handler())
+		t.Cleanup(srv.Close)
+		f.g[i], f.url[i] = g, srv.URL+"/mcp"
+	}
+	return f
+}
+
+var alice = http.Header{"Authorization": {"Bearer alice"}}
+
+// TestFleetResendAttaches: a call re-sent to another replica while its run
+// goes on follows that run (one execute at the engine) and gets its result;
+// the first replica's client hung up, and its linger counts the re-send on
+// the other replica, so the run is not cancelled.
+func TestFleetResendAttaches(t *testing.T) {
+	f := newFleet(t, &engine.Options{Step: 500 * time.Millisecond}, Playbooks{PollInterval: 100 * time.Millisecond})
+	conn := rawPOST(t, f.url[0], call(1, "demo_slow", `{"label":"x"}`), alice, false)
+	waitFor(t, "the run to start on replica A", func() bool { return f.e.Counts().Started == 1 })
+	conn.Close() // A's client goes: the run lingers 2s, then is cancelled unless a re-send waits
+
+	_, got := post(t, f.url[1], call(1, "demo_slow", `{"label":"x"}`), alice)
+	if !succeeded(got) {
+		t.Errorf("the re-send on replica B: %s", got)
+	}
+	if c := f.e.Counts(); c.Started != 1 || c.Cancelled != 0 {
+		t.Errorf("engine saw %+v; want one run, not cancelled (the re-send on B kept it past A's linger)", c)
+	}
+	// Within the dedup window, a succeeded run's result goes to a re-send
+	// on either replica without a new run.
+	for i := range f.url {
+		if _, got := post(t, f.url[i], call(2, "demo_slow", `{"label":"x"}`), alice); !succeeded(got) {
+			t.Errorf("re-send %d after success: %s", i, got)
+		}
+	}
+	if c := f.e.Counts(); c.Started != 1 {
+		t.Errorf("engine started %d runs, want 1", c.Started)
+	}
+	// Another caller's same call is a run of its own.
+	bob := rawPOST(t, f.url[1], call(3, "demo_slow", `{"label":"x"}`), http.Header{"Authorization": {"Bearer bob"}}, false)
+	defer bob.Close()
+	waitFor(t, "bob's own run (bob's call is not alice's)", func() bool { return f.e.Counts().Started == 2 })
+}
+
+// TestFleetCancel: notifications/cancelled sent to replica B cancels the
+// call replica A holds, and A's run is cancelled upstream at once; another
+// caller's cancellation cancels nothing.
+func TestFleetCancel(t *testing.T) {
+	f := newFleet(t, &engine.Options{Step: time.Hour}, Playbooks{PollInterval: 100 * time.Millisecond})
+	conn := rawPOST(t, f.url[0], call(41, "demo_slow", `{"label":"x"}`), alice, false)
+	defer conn.Close()
+	waitFor(t, "the run to start on A", func() bool { return f.e.Counts().Started == 1 })
+
+	sendCancel(t, f.url[1], "Bearer bob", "41")
+	sendCancel(t, f.url[1], "Bearer alice", "41")
+	waitFor(t, "the engine to see the cancel", func() bool { return f.e.Counts().Cancelled == 1 })
+	got := readAnswer(t, conn)
+	if !strings.Contains(got, `"isError":true`) || !strings.Contains(got, "the gateway cancels the run upstream") {
+		t.Errorf("A's cancelled call: %s", got)
+	}
+}
+
+// TestFleetFollowerCancels: a follower on B that is the last request
+// waiting anywhere, cancelled by its client, cancels the run A drives.
+func TestFleetFollowerCancels(t *testing.T) {
+	f := newFleet(t, &engine.Options{Step: time.Hour}, Playbooks{PollInterval: 100 * time.Millisecond})
+	a := rawPOST(t, f.url[0], call(7, "demo_slow", `{"label":"y"}`), alice, false)
+	waitFor(t, "the run to start on A", func() bool { return f.e.Counts().Started == 1 })
+	b := rawPOST(t, f.url[1], call(8, "demo_slow", `{"label":"y"}`), alice, false)
+	defer b.Close()
+	waitFor(t, "B to follow the run", func() bool { return f.g[1].shared.Errors("join") == 0 && waiters(t, f) == 2 })
+	a.Close() // A's client goes: B still waits, so A's linger must not cancel
+	waitFor(t, "A to count its client out", func() bool { return waiters(t, f) == 1 })
+	sendCancel(t, f.url[1], "Bearer alice", "8")
+	waitFor(t, "the engine to see the cancel", func() bool { return f.e.Counts().Cancelled == 1 })
+	if got := readAnswer(t, b); !strings.Contains(got, `"isError":true`) || !strings.Contains(got, "cancel") {
+		t.Errorf("B's cancelled call: %s", got)
+	}
+	if c := f.e.Counts(); c.Started != 1 {
+		t.Errorf("engine started %d runs, want 1", c.Started)
+	}
+}
+
+// waiters reads the fleet's waiter count of the one run in Redis.
+func waiters(t *testing.T, f *fleet) int64 {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: f.redis.Addr})
+	defer c.Close()
+	keys, err := c.Keys(t.Context(), "fleet:run:noetl:*").Result()
+	if err != nil || len(keys) != 1 {
+		return -1
+	}
+	n, _ := c.HGet(t.Context(), keys[0], "waiters").Int64()
+	return n
+}
+
+// TestFleetRunCaps: max_runs counts the runs of every replica.
+func TestFleetRunCaps(t *testing.T) {
+	f := newFleet(t, &engine.Options{Step: time.Hour}, Playbooks{MaxRuns: 1, Timeout: time.Minute})
+	conn := rawPOST(t, f.url[0], call(1, "demo_slow", `{"label":"first"}`), alice, false)
+	defer conn.Close()
+	waitFor(t, "the first run to start", func() bool { return f.e.Counts().Started == 1 })
+	_, got := post(t, f.url[1], call(2, "demo_fast", `{}`), http.Header{"Authorization": {"Bearer bob"}})
+	if !strings.Contains(got, `"isError":true`) || !strings.Contains(got, "the gateway's replicas already have 1 runs in flight on this engine (max_runs is 1)") {
+		t.Errorf("B over the fleet's cap: %s", got)
+	}
+	if c := f.e.Counts(); c.Started != 1 {
+		t.Errorf("the engine started %d runs, want 1", c.Started)
+	}
+}
+
+// TestFleetRedisOutage: with Redis killed, calls on both replicas still
+// work (each alone) and mcpgate_state_errors_total counts the failures.
+func TestFleetRedisOutage(t *testing.T) {
+	f := newFleet(t, &engine.Options{Step: 10 * time.Millisecond}, Playbooks{PollInterval: 100 * time.Millisecond})
+	f.redis.Kill()
+	for i := range f.url {
+		if _, got := post(t, f.url[i], call(1, "demo_fast", `{"name":"Ada"}`), alice); !strings.Contains(got, "Hello, Ada!") || !succeeded(got) {
+			t.Errorf("replica %d without Redis: %s", i, got)
+		}
+	}
+	if n := stateErrors(t, f.g[0]); n == 0 {
+		t.Error("mcpgate_state_errors_total did not count the outage")
+	}
+}
+
+func stateErrors(t *testing.T, g *Gateway) float64 {
+	t.Helper()
+	mfs, err := g.Metrics().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, mf := range mfs {
+		if mf.GetName() == "mcpgate_state_errors_total" {
+			for _, m := range mf.GetMetric() {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
+}
+
+// succeeded reports whether a tools/call answer is a result that is not an
+// error (a success leaves isError out).
+func succeeded(answer string) bool {
+	return strings.Contains(answer, `"result":{`) && !strings.Contains(answer, `"isError":true`)
+}
