@@ -181,3 +181,47 @@ func stateErrors(t *testing.T, g *Gateway) float64 {
 func succeeded(answer string) bool {
 	return strings.Contains(answer, `"result":{`) && !strings.Contains(answer, `"isError":true`)
 }
+
+// TestFleetSessionCap: max_sessions_per_caller counts a caller's stateful
+// sessions on every replica, and a session closed on one frees its slot.
+func TestFleetSessionCap(t *testing.T) {
+	srv := redistest.Start(t)
+	e := engine.New(nil)
+	cfg := &Config{
+		Stateful: true, MaxSessionsPerCaller: 1,
+		Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: e.Handler(), Playbooks: &Playbooks{}}},
+		State:     StateConfig{Backend: "redis", Redis: RedisConfig{URL: srv.URL()}},
+	}
+	var urls [2]string
+	for i := range urls {
+		g, err := New(t.Context(), cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = g.Close() })
+		hs := httptest.NewServer(g.Handler())
+		t.Cleanup(hs.Close)
+		urls[i] = hs.URL + "/mcp"
+	}
+	resp, _ := post(t, urls[0], initialize, alice)
+	id := resp.Header.Get(sessionIDHeader)
+	if resp.StatusCode != http.StatusOK || id == "" {
+		t.Fatalf("alice's first session on A: HTTP %d", resp.StatusCode)
+	}
+	resp, got := post(t, urls[1], initialize, alice)
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(got, "max_sessions_per_caller") {
+		t.Errorf("alice's second session, on B: HTTP %d %s; want 429 (her session on A counts)", resp.StatusCode, got)
+	}
+	if resp, _ := post(t, urls[1], initialize, http.Header{"Authorization": {"Bearer bob"}}); resp.StatusCode != http.StatusOK {
+		t.Errorf("bob's session on B: HTTP %d", resp.StatusCode)
+	}
+	h := alice.Clone()
+	h.Set(sessionIDHeader, id)
+	if resp, _ := do(t, http.MethodDelete, urls[0], nil, h); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE alice's session: HTTP %d", resp.StatusCode)
+	}
+	waitFor(t, "B to grant alice a session once A's is closed", func() bool {
+		resp, _ := post(t, urls[1], initialize, alice)
+		return resp.StatusCode == http.StatusOK
+	})
+}
