@@ -53,7 +53,7 @@ const (
 // Ops are the values of mcpgate_state_errors_total's op label.
 var Ops = []string{
 	"admit", "claim", "record", "update", "drop", "join", "leave", "waiters", "renew", "release",
-	"session", "publish", "subscribe", "task_put", "task_get", "task_list",
+	"session", "publish", "task_put", "task_get", "task_list",
 }
 
 func opIndex(op string) int {
