@@ -3,9 +3,14 @@ package gateway
 import (
 	"context"
 	"encoding/hex"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mcpgate/mcpgate/gateway/internal/caller"
 	"github.com/mcpgate/mcpgate/gateway/state"
 	"github.com/mcpgate/mcpgate/upstream/playbook"
 )
@@ -117,4 +122,42 @@ func (m *metrics) registerState(s *state.Redis) {
 			ConstLabels: prometheus.Labels{"op": op},
 		}, f))
 	}
+}
+
+// record keeps the task record of a task request's answer in the store of
+// task records (Gateway.TaskRecords), for tasks/list: a task created, and a
+// task tasks/get or tasks/cancel found ended. A task still working is not
+// written again on each poll. A store that fails is counted and warned of
+// by the store; the answer goes out all the same.
+func (d *taskDoor) record(r *http.Request, method string, result any, rerr *jsonrpc.Error) {
+	store := d.g.taskRecords
+	if rerr != nil || store == nil {
+		return
+	}
+	var task taskWire
+	switch res := result.(type) {
+	case taskWire:
+		if task = res; task.Status == "working" {
+			return
+		}
+	case map[string]any:
+		if task, _ = res["task"].(taskWire); method != "tools/call" || task.TaskID == "" {
+			return
+		}
+	default:
+		return
+	}
+	c, ok := openTask(d.aead, task.TaskID)
+	if !ok {
+		return
+	}
+	t := d.byPath[c.Path]
+	if t == nil {
+		return
+	}
+	who := caller.FromRequest(r).Digest()
+	_ = store.Put(r.Context(), state.TaskRecord{
+		ID: task.TaskID, Caller: hex.EncodeToString(who[:]), Tool: t.Tool.Name, Status: task.Status,
+		Created: time.UnixMilli(c.Created), Updated: d.now(), TTL: time.Duration(c.TTL) * time.Millisecond,
+	})
 }

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
+	"github.com/mcpgate/mcpgate/gateway/internal/caller"
 	"github.com/mcpgate/mcpgate/gateway/internal/redistest"
 )
 
@@ -22,12 +25,15 @@ type fleet struct {
 	url   [2]string // each replica's /mcp
 }
 
-func newFleet(t *testing.T, eopts *engine.Options, pb Playbooks) *fleet {
+func newFleet(t *testing.T, eopts *engine.Options, pb Playbooks, set ...func(*Config)) *fleet {
 	t.Helper()
 	f := &fleet{redis: redistest.Start(t), e: engine.New(eopts)}
 	cfg := &Config{
 		Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: f.e.Handler(), Playbooks: &pb}},
 		State:     StateConfig{Backend: "redis", Redis: RedisConfig{URL: f.redis.URL(), KeyPrefix: "fleet:"}},
+	}
+	for _, s := range set {
+		s(cfg)
 	}
 	for i := range f.g {
 		g, err := New(t.Context(), cfg, nil)
@@ -224,4 +230,35 @@ func TestFleetSessionCap(t *testing.T) {
 		resp, _ := post(t, urls[1], initialize, alice)
 		return resp.StatusCode == http.StatusOK
 	})
+}
+
+// TestFleetTaskRecords: a task made on replica A is recorded, so that B's
+// store lists it for its caller (and not for another); its cancellation on
+// B is recorded too.
+func TestFleetTaskRecords(t *testing.T) {
+	t.Setenv("MCPGATE_TEST_TASK_KEY", strings.Repeat("k", 32))
+	f := newFleet(t, &engine.Options{Step: time.Hour}, Playbooks{PollInterval: 100 * time.Millisecond, Timeout: time.Minute},
+		func(c *Config) { c.Tasks = TasksConfig{KeyEnv: "MCPGATE_TEST_TASK_KEY"} })
+	a := &taskEnv{g: f.g[0], e: f.e, url: f.url[0]}
+	b := &taskEnv{g: f.g[1], e: f.e, url: f.url[1]}
+	id, _ := a.create(t, "Bearer alice", "demo_slow", `{"label":"t"}`)
+	d := caller.Of(nil, alice).Digest()
+	who := hex.EncodeToString(d[:])
+	list, err := f.g[1].TaskRecords().List(t.Context(), who, 0)
+	if err != nil || len(list) != 1 || list[0].ID != id || list[0].Status != "working" || list[0].Tool != "demo_slow" {
+		t.Fatalf("alice's tasks on B: %+v, %v", list, err)
+	}
+	if strings.Contains(fmt.Sprint(list), "alice") {
+		t.Errorf("a task record holds the caller's credential: %+v", list)
+	}
+	d = caller.Of(nil, http.Header{"Authorization": {"Bearer bob"}}).Digest()
+	if list, _ := f.g[1].TaskRecords().List(t.Context(), hex.EncodeToString(d[:]), 0); len(list) != 0 {
+		t.Errorf("bob's tasks list alice's: %+v", list)
+	}
+	if task := b.must(t, "Bearer alice", "tasks/cancel", taskIDParams(id)); task["status"] != "cancelled" {
+		t.Fatalf("tasks/cancel on B: %v", task)
+	}
+	if rec, err := f.g[0].TaskRecords().Get(t.Context(), id); err != nil || rec.Status != "cancelled" {
+		t.Errorf("the record after tasks/cancel on B: %+v, %v", rec, err)
+	}
 }

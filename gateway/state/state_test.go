@@ -196,3 +196,19 @@ func TestOutage(t *testing.T) {
 		t.Error("Admit against a dead Redis reported no error")
 	}
 }
+
+// TestMemoryTasksSweep: records of callers that never come back are dropped
+// once their ttl has passed, by the sweep every sweepEvery puts.
+func TestMemoryTasksSweep(t *testing.T) {
+	m := NewMemoryTasks()
+	now := time.Now()
+	m.now = func() time.Time { return now }
+	for i := range sweepEvery - 1 {
+		_ = m.Put(t.Context(), TaskRecord{ID: fmt.Sprint(i), Caller: fmt.Sprint("c", i), Created: now, TTL: time.Minute})
+	}
+	now = now.Add(time.Hour)
+	_ = m.Put(t.Context(), TaskRecord{ID: "last", Caller: "z", Created: now, TTL: time.Minute})
+	if len(m.byID) != 1 || len(m.byCaller) != 1 {
+		t.Errorf("after the sweep: %d records of %d callers, want 1 of 1", len(m.byID), len(m.byCaller))
+	}
+}

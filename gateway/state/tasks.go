@@ -71,7 +71,13 @@ type MemoryTasks struct {
 	mu       sync.Mutex
 	byID     map[string]*TaskRecord
 	byCaller map[string][]string // ids, oldest first
+	puts     int                 // since the last sweep
 }
+
+// sweepEvery is how many Puts pass between sweeps of every caller's expired
+// records: a caller that never comes back is not kept past its records' ttl
+// by much.
+const sweepEvery = 1024
 
 // NewMemoryTasks returns an empty store.
 func NewMemoryTasks() *MemoryTasks {
@@ -88,7 +94,14 @@ func (m *MemoryTasks) Put(_ context.Context, t TaskRecord) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	m.prune(t.Caller, now)
+	if m.puts++; m.puts >= sweepEvery {
+		m.puts = 0
+		for c := range m.byCaller {
+			m.prune(c, now)
+		}
+	} else {
+		m.prune(t.Caller, now)
+	}
 	if old := m.byID[t.ID]; old != nil && old.Caller != t.Caller {
 		return fmt.Errorf("state: task %s belongs to another caller", t.ID)
 	} else if old == nil {
