@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -55,4 +56,35 @@ func TestStateConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzRedisURL: any state.redis.url is accepted or refused with an error
+// naming state.redis.url, never a panic, and a refusal never shows the
+// URL's password.
+func FuzzRedisURL(f *testing.F) {
+	for _, s := range []string{"redis://127.0.0.1:6379/0", "rediss://:pw@h:1", "unix:///s.sock", "redis://h:1/x", "http://u:pw@h", "redis://:pw@h:port", "%zz", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		c := StateConfig{Backend: "redis", Redis: RedisConfig{URL: raw}}
+		t.Setenv(RedisURLEnv, "")
+		err := c.validate()
+		if raw == "" {
+			if err == nil {
+				t.Fatal("an empty url was accepted")
+			}
+			return
+		}
+		if err == nil {
+			return
+		}
+		if !strings.HasPrefix(err.Error(), "state.redis.url: ") {
+			t.Fatalf("error %q does not name state.redis.url", err)
+		}
+		if u, perr := url.Parse(raw); perr == nil && u.User != nil {
+			if pw, ok := u.User.Password(); ok && len(pw) >= 4 && strings.Contains(err.Error(), pw) {
+				t.Fatalf("error %q shows the password %q", err, pw)
+			}
+		}
+	})
 }

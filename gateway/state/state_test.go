@@ -1,10 +1,13 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -176,7 +179,13 @@ func TestRunRecords(t *testing.T) {
 // TestOutage: with Redis gone, operations fail fast with an error the
 // caller can go alone on, each counted by op.
 func TestOutage(t *testing.T) {
-	a, srv := openRedis(t)
+	srv := redistest.Start(t)
+	var logs syncBuffer
+	a, err := Open(t.Context(), Options{URL: srv.URL(), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
 	e := a.Engine("noetl")
 	srv.Kill()
 	start := time.Now()
@@ -195,6 +204,26 @@ func TestOutage(t *testing.T) {
 	if _, _, _, err := e.Admit(t.Context(), "alice", 1, 1); err == nil {
 		t.Error("Admit against a dead Redis reported no error")
 	}
+	if n := strings.Count(logs.String(), "shared state: redis failed"); n != 1 {
+		t.Errorf("%d warning lines for 51 failures within %s, want 1:\n%s", n, WarnEvery, logs.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestMemoryTasksSweep: records of callers that never come back are dropped
