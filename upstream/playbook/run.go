@@ -154,12 +154,21 @@ var ErrCallCancelled = errors.New("playbook: the client cancelled the call")
 // (after Options.Linger, or at once when ctx's cause is ErrCallCancelled).
 func (r *Runner) Run(ctx context.Context, req Request) *Outcome {
 	key := r.key(req)
-	rn, attached, remote, busy := r.dispatch(ctx, key, req)
+	rn, attached, remote, busy := r.dispatch(ctx, key, req, false)
 	if busy != nil {
 		return busy
 	}
 	if remote != nil {
-		return r.follow(ctx, key, remote, req)
+		if out := r.follow(ctx, key, remote, req); out != nil {
+			return out
+		}
+		// The record named a run that had ended without success (its
+		// replica could not drop the record): not one to hand a new
+		// request, as locally. Start a fresh one.
+		_ = r.opts.Shared.Drop(ctx, key)
+		if rn, attached, _, busy = r.dispatch(ctx, key, req, true); busy != nil {
+			return busy
+		}
 	}
 	seen := 0
 	for {

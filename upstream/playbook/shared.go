@@ -140,7 +140,9 @@ func (r *Runner) localRun(key string) bool {
 // dispatch is attach with the fleet: it follows a run another replica
 // started (remote != nil), or joins or starts one here. A run started here
 // holds a fleet slot and, when key is set, the fleet's record of key.
-func (r *Runner) dispatch(ctx context.Context, key string, req Request) (rn *run, attached bool, remote *RunRecord, busy *Outcome) {
+// local skips the fleet's record: the request starts a run here (or joins
+// one of this replica's).
+func (r *Runner) dispatch(ctx context.Context, key string, req Request, local bool) (rn *run, attached bool, remote *RunRecord, busy *Outcome) {
 	sh := r.opts.Shared
 	if sh == nil {
 		rn, attached, busy = r.attach(key, req, nil, false)
@@ -156,7 +158,7 @@ func (r *Runner) dispatch(ctx context.Context, key string, req Request) (rn *run
 			}
 			return rn, attached, nil, busy
 		}
-		if key != "" {
+		if key != "" && !local {
 			if rec := r.fleet(ctx, key); rec != nil {
 				if rec.State == Succeeded {
 					return nil, true, rec, nil
@@ -208,6 +210,11 @@ func (r *Runner) dispatch(ctx context.Context, key string, req Request) (rn *run
 // called after each poll; when ctx ends first the request is counted out,
 // and when it was the last request waiting anywhere the run is cancelled
 // upstream (after the linger, or at once when the client cancelled).
+//
+// It returns nil when the first status read says the run has already
+// ended without success: a record its replica could not drop (the store
+// failed then). Such a run is not handed to a new request (see join); the
+// caller starts a fresh one.
 func (r *Runner) follow(ctx context.Context, key string, rec *RunRecord, req Request) *Outcome {
 	id := rec.ExecutionID
 	deadline := rec.Begun.Add(r.opts.Timeout)
@@ -247,6 +254,9 @@ func (r *Runner) follow(ctx context.Context, key string, rec *RunRecord, req Req
 			}
 			if s.State != "" {
 				leave()
+				if polls == 1 && s.State != Succeeded {
+					return nil
+				}
 				return &Outcome{State: s.State, ExecutionID: id, Status: s.Status, Result: s.Result, Attached: true, Polls: polls}
 			}
 		}

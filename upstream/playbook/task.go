@@ -39,7 +39,7 @@ var ErrNoCancelRoute = errors.New("playbook: the engine has no cancel route")
 // MaxRunsPerCaller (Busy), Start returns the outcome to report and no id.
 func (r *Runner) Start(ctx context.Context, req Request) (string, time.Time, *Outcome) {
 	key := r.key(req)
-	rn, attached, remote, busy := r.dispatch(ctx, key, req)
+	rn, attached, remote, busy := r.dispatch(ctx, key, req, false)
 	if busy != nil {
 		return "", time.Time{}, busy
 	}
