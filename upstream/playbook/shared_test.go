@@ -252,4 +252,3 @@ func TestSharedRuns(t *testing.T) {
 		})
 	}
 }
-
