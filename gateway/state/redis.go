@@ -308,7 +308,9 @@ func (s *Redis) renew() {
 	_ = s.do(context.Background(), "renew", func(ctx context.Context) error {
 		p := s.client.Pipeline()
 		for _, l := range held {
-			renewScript.Run(ctx, p, l.keys, l.member, LeaseTTL.Milliseconds())
+			// Eval, not Run: a pipeline cannot fall back from EVALSHA
+			// when the server has not cached the script (NOSCRIPT).
+			renewScript.Eval(ctx, p, l.keys, l.member, LeaseTTL.Milliseconds())
 		}
 		_, err := p.Exec(ctx)
 		return err

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/mcpgate/mcpgate/gateway/internal/redistest"
 	"github.com/mcpgate/mcpgate/upstream/playbook"
 )
@@ -126,6 +128,24 @@ func TestLeases(t *testing.T) {
 	_, _ = admit(ea, "bob")
 	if _, got := admit(ea, "carol"); got != "1/3" {
 		t.Errorf("a fourth run: %s, want refused by max_runs at 3", got)
+	}
+	// Renewing pushes every held lease's expiry out, in one pipeline, even
+	// when the server has dropped its cached scripts (a restart).
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer c.Close()
+	before, _ := c.ZRangeWithScores(ctx, "t:runs:noetl", 0, -1).Result()
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	a.renew()
+	after, _ := c.ZRangeWithScores(ctx, "t:runs:noetl", 0, -1).Result()
+	if a.Errors("renew") != 0 || len(after) != 3 || len(before) != 3 {
+		t.Fatalf("renew: %d errors; leases %v → %v", a.Errors("renew"), before, after)
+	}
+	for i := range after {
+		if m := after[i].Member.(string); strings.HasPrefix(m, a.Replica()) && after[i].Score < before[i].Score {
+			t.Errorf("lease %s was not renewed: %v → %v", m, before[i].Score, after[i].Score)
+		}
 	}
 	r1()
 	r1() // once
