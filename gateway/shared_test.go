@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -261,4 +262,49 @@ func TestFleetTaskRecords(t *testing.T) {
 	if rec, err := f.g[0].TaskRecords().Get(t.Context(), id); err != nil || rec.Status != "cancelled" {
 		t.Errorf("the record after tasks/cancel on B: %+v, %v", rec, err)
 	}
+}
+
+// BenchmarkToolsCallState measures one stateless REST tools/call through the
+// fast path with state: memory and state: redis (a real redis-server),
+// interleaved call by call so that the load of a shared machine falls on
+// both alike: the call's path is the same, so the two must cost alike
+// (docs/state.md). It reports each backend's ns per call and their ratio
+// (memory/redis: a throughput ratio, target ≥ 0.95).
+//
+//	go test ./gateway -run '^$' -bench ToolsCallState -benchmem -count 6
+func BenchmarkToolsCallState(b *testing.B) {
+	srv := redistest.Start(b)
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"7","name":"a thing","state":"active","tags":["x","y"],"owner":{"id":1,"name":"ops"}}`)
+	})
+	body := rpc("7", "tools/call", `{"name":"get_thing","arguments":{"id":"7"}}`)
+	var hs [2]http.Handler
+	for i, backend := range []string{"memory", "redis"} {
+		cfg := &Config{Upstreams: []Upstream{{Name: "api", OpenAPI: "fast.json", Document: fastDoc(0), Handler: api}}}
+		if backend == "redis" {
+			cfg.State = StateConfig{Backend: "redis", Redis: RedisConfig{URL: srv.URL()}}
+		}
+		g, err := New(b.Context(), cfg, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = g.Close() })
+		hs[i] = g.Handler()
+	}
+	var spent [2]time.Duration
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		for j := range hs {
+			i := (j + n) % 2 // each goes first every other time: no order bias
+			start := time.Now()
+			serveOnce(b, hs[i], body)
+			spent[i] += time.Since(start)
+		}
+		n++
+	}
+	b.ReportMetric(float64(spent[0].Nanoseconds())/float64(n), "memory-ns/call")
+	b.ReportMetric(float64(spent[1].Nanoseconds())/float64(n), "redis-ns/call")
+	b.ReportMetric(float64(spent[0])/float64(spent[1]), "redis/memory-throughput")
 }

@@ -360,7 +360,7 @@ func (r *Runner) prune(now time.Time) {
 // ErrCallCancelled). It reports whether the caller was the last one out of
 // a run still going, which is then cancelled.
 func (r *Runner) detach(rn *run, now bool) bool {
-	elsewhere := r.leaveFleet(rn.key) // with Options.Shared: the last one out anywhere decides
+	elsewhere := r.leaveFleet(rn) // with Options.Shared: the last one out anywhere decides
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	rn.waiters--
@@ -377,7 +377,7 @@ func (r *Runner) detach(rn *run, now bool) bool {
 		return true
 	}
 	rn.linger = time.AfterFunc(r.opts.Linger, func() {
-		elsewhere := r.fleetWaits(rn.key) // a re-send joined it on another replica
+		elsewhere := r.fleetWaits(rn) // a re-send joined it on another replica
 		rn.mu.Lock()
 		defer rn.mu.Unlock()
 		if rn.waiters == 0 && !elsewhere {
@@ -416,8 +416,8 @@ func (r *Runner) drive(rn *run, req Request) {
 		delete(r.byCaller, rn.caller)
 	}
 	r.mu.Unlock()
-	r.recordEnd(rn, out, req.Path)
 	close(rn.done)
+	r.recordEnd(rn, out, req.Path) // after the waiters have their outcome: a store round trip
 	// Freed only now: a request that joins between the poll's end and the
 	// outcome's record must still see the run as going on (join refuses a
 	// run whose context ended), and then gets the outcome.

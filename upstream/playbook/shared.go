@@ -153,7 +153,7 @@ func (r *Runner) dispatch(ctx context.Context, key string, req Request, local bo
 			// Joined here without a slot: a run started here holds the
 			// fleet's record, where the request is counted too.
 			rn, attached, busy = r.attach(key, req, nil, false)
-			if attached {
+			if attached && rn.claimed {
 				_, _ = sh.Join(ctx, key)
 			}
 			return rn, attached, nil, busy
@@ -196,7 +196,7 @@ func (r *Runner) dispatch(ctx context.Context, key string, req Request, local bo
 				_ = sh.Drop(ctx, key)
 			}
 		}
-		if attached && key != "" {
+		if attached && rn.claimed {
 			// A local run: count the request fleet-wide too, as a
 			// request on another replica would be.
 			_, _ = sh.Join(ctx, key)
@@ -308,24 +308,26 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// fleetWaits reports whether a request anywhere still waits for key's run,
-// by the store's count; false when the store cannot say (the replica then
-// decides by its own count, as alone).
-func (r *Runner) fleetWaits(key string) bool {
-	if r.opts.Shared == nil || key == "" {
+// fleetWaits reports whether a request anywhere still waits for rn, by the
+// store's count; false when rn has no record of its own in the store, or
+// the store cannot say (the replica then decides by its own count, as
+// alone).
+func (r *Runner) fleetWaits(rn *run) bool {
+	if r.opts.Shared == nil || !rn.claimed {
 		return false
 	}
-	n, err := r.opts.Shared.Waiters(context.Background(), key)
+	n, err := r.opts.Shared.Waiters(context.Background(), rn.key)
 	return err == nil && n > 0
 }
 
-// leaveFleet counts a local request out of key's run fleet-wide; it
-// reports whether requests still wait for it elsewhere.
-func (r *Runner) leaveFleet(key string) bool {
-	if r.opts.Shared == nil || key == "" {
+// leaveFleet counts a local request out of rn fleet-wide, when rn has a
+// record of its own in the store; it reports whether requests still wait
+// for it elsewhere.
+func (r *Runner) leaveFleet(rn *run) bool {
+	if r.opts.Shared == nil || !rn.claimed {
 		return false
 	}
-	n, err := r.opts.Shared.Leave(context.Background(), key)
+	n, err := r.opts.Shared.Leave(context.Background(), rn.key)
 	return err == nil && n > 0
 }
 
