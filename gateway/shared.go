@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -80,7 +81,11 @@ func (g *Gateway) shareInflight(in *inflight) {
 		return
 	}
 	s := g.shared
+	var limit publishLimit
 	in.publish = func(who [32]byte, id string) {
+		if !limit.allow(time.Now()) {
+			return
+		}
 		_ = s.PublishCancel(context.Background(), state.Cancellation{Caller: hex.EncodeToString(who[:]), ID: id})
 	}
 	s.OnCancel(func(c state.Cancellation) {
@@ -160,4 +165,34 @@ func (d *taskDoor) record(r *http.Request, method string, result any, rerr *json
 		ID: task.TaskID, Caller: hex.EncodeToString(who[:]), Tool: t.Tool.Name, Status: task.Status,
 		Created: time.UnixMilli(c.Created), Updated: d.now(), TTL: time.Duration(c.TTL) * time.Millisecond,
 	})
+}
+
+// maxCancelPublishes bounds the cancellations one replica publishes per
+// second. Every replica looks each one up in its registry of calls in
+// flight, so a client sending cancellations for calls that exist nowhere
+// must not make every replica scan for them without bound; past it a
+// cancellation that missed here is dropped (the call it names, if any,
+// ends on its own terms). A thousand a second is far above what clients
+// that cancel what they started send.
+const maxCancelPublishes = 1000
+
+// publishLimit counts publishes per one-second window. Safe for concurrent
+// use.
+type publishLimit struct {
+	mu     sync.Mutex
+	window int64 // unix second
+	n      int
+}
+
+func (l *publishLimit) allow(now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if sec := now.Unix(); sec != l.window {
+		l.window, l.n = sec, 0
+	}
+	if l.n >= maxCancelPublishes {
+		return false
+	}
+	l.n++
+	return true
 }

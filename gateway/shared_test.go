@@ -308,3 +308,20 @@ func BenchmarkToolsCallState(b *testing.B) {
 	b.ReportMetric(float64(spent[1].Nanoseconds())/float64(n), "redis-ns/call")
 	b.ReportMetric(float64(spent[0])/float64(spent[1]), "redis/memory-throughput")
 }
+
+func TestPublishLimit(t *testing.T) {
+	var l publishLimit
+	now := time.Unix(1000, 0)
+	n := 0
+	for range maxCancelPublishes + 10 {
+		if l.allow(now) {
+			n++
+		}
+	}
+	if n != maxCancelPublishes {
+		t.Errorf("%d publishes allowed in one second, want %d", n, maxCancelPublishes)
+	}
+	if !l.allow(now.Add(time.Second)) {
+		t.Error("the next second allowed none")
+	}
+}
