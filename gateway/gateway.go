@@ -100,6 +100,7 @@ type Gateway struct {
 	// shared is the fleet's state (shared.go): nil with state.backend
 	// memory; taskRecords, the task records (Redis's, or memory's).
 	shared      *state.Redis
+	sharedStop  chan struct{} // closed by Close: ends the session sweeps
 	taskRecords state.Tasks
 }
 
@@ -408,7 +409,7 @@ func (g *Gateway) newMux() (*mux.Router, http.Handler) {
 	}
 	if g.cfg.Stateful {
 		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions, g.cfg.MaxSessionsPerCaller)
-		fd.sessions.fleet = g.fleetSessions()
+		g.shareSessions(fd.sessions)
 	} else {
 		fd.inflight = newInflight()
 		g.shareInflight(fd.inflight)

@@ -48,6 +48,7 @@ func (g *Gateway) openShared(ctx context.Context) error {
 	}
 	g.shared = s
 	g.taskRecords = s.Tasks()
+	g.sharedStop = make(chan struct{})
 	return nil
 }
 
@@ -65,6 +66,7 @@ func (g *Gateway) engineOptions(name string, opts *playbook.Options) *playbook.O
 // closeShared releases the store's leases and connections.
 func (g *Gateway) closeShared() {
 	if g.shared != nil {
+		close(g.sharedStop)
 		_ = g.shared.Close()
 	}
 }
@@ -97,11 +99,36 @@ func (g *Gateway) shareInflight(in *inflight) {
 	})
 }
 
-// fleetSessions is the session book's fleet-wide count per caller, or nil.
-func (g *Gateway) fleetSessions() func(ctx context.Context, who [32]byte, limit int) (func(), bool, error) {
-	if g.shared == nil {
-		return nil
+// shareSessions gives a stateful front door's session book the fleet-wide
+// count per caller, and sweeps the sessions go-sdk closed on its own (idle
+// timeout) every renewal period, so that their slots stop counting on other
+// replicas too (the book alone notices them only at its next reserve).
+func (g *Gateway) shareSessions(b *sessionBook) {
+	if g.shared == nil || b.perCaller <= 0 {
+		return
 	}
+	b.fleet = g.fleetSessions()
+	stop := g.sharedStop
+	go func() {
+		t := time.NewTicker(sessionSweepEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				b.sweep()
+			}
+		}
+	}()
+}
+
+// sessionSweepEvery is how often shareSessions sweeps: the leases' renewal
+// period, so a closed session stops counting within about LeaseTTL/3.
+var sessionSweepEvery = state.LeaseTTL / 3
+
+// fleetSessions is the session book's fleet-wide count per caller.
+func (g *Gateway) fleetSessions() func(ctx context.Context, who [32]byte, limit int) (func(), bool, error) {
 	s := g.shared
 	return func(ctx context.Context, who [32]byte, limit int) (func(), bool, error) {
 		release, ok, _, err := s.Sessions(ctx, hex.EncodeToString(who[:]), limit)
@@ -195,4 +222,21 @@ func (l *publishLimit) allow(now time.Time) bool {
 	}
 	l.n++
 	return true
+}
+
+// sweep forgets the sessions go-sdk has closed on its own (idle timeout),
+// freeing their fleet slots.
+func (b *sessionBook) sweep() {
+	live := map[string]bool{}
+	for ss := range b.server.Sessions() {
+		live[ss.ID()] = true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id := range b.owners {
+		if !live[id] {
+			delete(b.owners, id)
+			b.unlease(id)
+		}
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
 	"github.com/mcpgate/mcpgate/gateway/internal/caller"
 	"github.com/mcpgate/mcpgate/gateway/internal/redistest"
+	"github.com/mcpgate/mcpgate/gateway/state"
 )
 
 // fleet is two replicas — two Gateways built from one config, sharing one
@@ -228,6 +229,41 @@ func TestFleetSessionCap(t *testing.T) {
 		t.Fatalf("DELETE alice's session: HTTP %d", resp.StatusCode)
 	}
 	waitFor(t, "B to grant alice a session once A's is closed", func() bool {
+		resp, _ := post(t, urls[1], initialize, alice)
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// TestFleetSessionIdle: a session go-sdk closes for idleness frees its
+// fleet slot by the sweep, without a new session on its own replica.
+func TestFleetSessionIdle(t *testing.T) {
+	sessionSweepEvery = 50 * time.Millisecond
+	t.Cleanup(func() { sessionSweepEvery = state.LeaseTTL / 3 })
+	srv := redistest.Start(t)
+	e := engine.New(nil)
+	var urls [2]string
+	for i, timeout := range []time.Duration{300 * time.Millisecond, time.Hour} {
+		cfg := &Config{
+			Stateful: true, MaxSessionsPerCaller: 1, SessionTimeout: timeout,
+			Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: e.Handler(), Playbooks: &Playbooks{}}},
+			State:     StateConfig{Backend: "redis", Redis: RedisConfig{URL: srv.URL()}},
+		}
+		g, err := New(t.Context(), cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = g.Close() })
+		hs := httptest.NewServer(g.Handler())
+		t.Cleanup(hs.Close)
+		urls[i] = hs.URL + "/mcp"
+	}
+	if resp, _ := post(t, urls[0], initialize, alice); resp.StatusCode != http.StatusOK {
+		t.Fatalf("alice's session on A: HTTP %d", resp.StatusCode)
+	}
+	if resp, _ := post(t, urls[1], initialize, alice); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("alice's second session, on B, while A's lives: HTTP %d, want 429", resp.StatusCode)
+	}
+	waitFor(t, "B to grant alice a session once A's has idled out", func() bool {
 		resp, _ := post(t, urls[1], initialize, alice)
 		return resp.StatusCode == http.StatusOK
 	})
