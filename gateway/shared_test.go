@@ -167,6 +167,29 @@ func TestFleetRedisOutage(t *testing.T) {
 	}
 }
 
+// TestRedisDownAtStart: a gateway whose Redis does not answer at start-up
+// serves (alone), and counts the failure.
+func TestRedisDownAtStart(t *testing.T) {
+	e := engine.New(nil)
+	cfg := &Config{
+		Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: e.Handler(), Playbooks: &Playbooks{}}},
+		State:     StateConfig{Backend: "redis", Redis: RedisConfig{URL: "redis://127.0.0.1:1/0", Timeout: 100 * time.Millisecond}},
+	}
+	g, err := New(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatalf("New with a Redis that does not answer: %v", err)
+	}
+	defer g.Close()
+	srv := httptest.NewServer(g.Handler())
+	defer srv.Close()
+	if _, got := post(t, srv.URL+"/mcp", call(1, "demo_fast", `{"name":"Ada"}`), alice); !strings.Contains(got, "Hello, Ada!") || !succeeded(got) {
+		t.Errorf("a call without Redis: %s", got)
+	}
+	if n := stateErrors(t, g); n == 0 {
+		t.Error("mcpgate_state_errors_total did not count the start-up failure")
+	}
+}
+
 func stateErrors(t *testing.T, g *Gateway) float64 {
 	t.Helper()
 	mfs, err := g.Metrics().Gather()

@@ -38,8 +38,8 @@ type Redis struct {
 	// replica names this process in lease members and cancellations.
 	replica string
 
-	errs      [16]atomic.Uint64 // by opIndex
-	downUntil atomic.Int64      // unix nanoseconds
+	errs      [len(Ops)]atomic.Uint64 // by opIndex
+	downUntil atomic.Int64            // unix nanoseconds
 	warnMu    sync.Mutex
 	lastWarn  time.Time
 	unwarned  int // failures since the last warning
@@ -64,9 +64,12 @@ type lease struct {
 // errDown is an operation not sent: the store failed less than DownFor ago.
 var errDown = errors.New("state: redis is taken as down after a recent failure")
 
-// Open connects to Redis and checks it answers (PING), so that a wrong URL or
-// a store that is not there is a start-up error; it then renews the process's
-// leases and listens for cancellations until Close.
+// Open makes the client of the Redis at o.URL, pings it, and renews the
+// process's leases and listens for cancellations until Close. A URL that
+// does not parse is an error; a Redis that does not answer at start-up is
+// not: it is an outage like any other (a warning, the "connect" count, this
+// process's own state until Redis answers), so that replicas started while
+// Redis restarts serve rather than crash-loop.
 func Open(ctx context.Context, o Options) (*Redis, error) {
 	ropts, err := redis.ParseURL(o.URL)
 	if err != nil {
@@ -100,8 +103,7 @@ func Open(ctx context.Context, o Options) (*Redis, error) {
 	pctx, cancel := context.WithTimeout(ctx, max(timeout, time.Second))
 	defer cancel()
 	if err := s.client.Ping(pctx).Err(); err != nil {
-		_ = s.client.Close()
-		return nil, fmt.Errorf("state.redis.url: %s does not answer: %v", ropts.Addr, err)
+		s.fail("connect", fmt.Errorf("%s does not answer at start-up: %v", ropts.Addr, err))
 	}
 	s.pubsub = s.client.Subscribe(context.Background(), s.prefix+"cancel")
 	s.done.Add(2)

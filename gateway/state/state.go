@@ -51,8 +51,8 @@ const (
 )
 
 // Ops are the values of mcpgate_state_errors_total's op label.
-var Ops = []string{
-	"admit", "claim", "record", "update", "drop", "join", "leave", "waiters", "renew", "release",
+var Ops = [...]string{
+	"connect", "admit", "claim", "record", "update", "drop", "join", "leave", "waiters", "renew", "release",
 	"session", "publish", "task_put", "task_get", "task_list",
 }
 
