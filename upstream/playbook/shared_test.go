@@ -226,6 +226,21 @@ func TestSharedRuns(t *testing.T) {
 				t.Errorf("bob on B: %s", o.State)
 			}
 		}},
+		{"a task on B for the run A drives is that run: its id, no second execute", func(t *testing.T, e *engine.Engine, sh *memShared) {
+			a, b := replicas(t, e, sh, Options{})
+			go a.Run(t.Context(), alicesRun)
+			time.Sleep(time.Second)
+			id, begun, out := b.Start(t.Context(), alicesRun)
+			if out != nil || id == "" {
+				t.Fatalf("B's task: %q %+v", id, out)
+			}
+			if rec, _ := sh.Record(t.Context(), a.key(alicesRun)); rec == nil || rec.ExecutionID != id || !rec.Begun.Equal(begun) || rec.Waiters != 2 {
+				t.Errorf("B's task %s (begun %v) against the record %+v: want A's run, counted as waiting", id, begun, rec)
+			}
+			if c := e.Counts(); c.Started != 1 {
+				t.Errorf("the engine started %d runs, want 1", c.Started)
+			}
+		}},
 		{"a store that is down: each replica alone", func(t *testing.T, e *engine.Engine, sh *memShared) {
 			sh.down = true
 			a, b := replicas(t, e, sh, Options{})
