@@ -108,9 +108,9 @@ func (g *Gateway) shareSessions(b *sessionBook) {
 		return
 	}
 	b.fleet = g.fleetSessions()
-	stop := g.sharedStop
+	stop, every := g.sharedStop, sessionSweepEvery
 	go func() {
-		t := time.NewTicker(sessionSweepEvery)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {

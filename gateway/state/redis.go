@@ -61,6 +61,15 @@ type lease struct {
 	member string
 }
 
+// quiet drops go-redis's own log lines (a dial failure each, written to
+// stderr past the gateway's logger): an outage is reported by fail, at
+// most once per WarnEvery. go-redis's logger is global; Open sets it once.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+var quietOnce sync.Once
+
 // errDown is an operation not sent: the store failed less than DownFor ago.
 var errDown = errors.New("state: redis is taken as down after a recent failure")
 
@@ -81,8 +90,10 @@ func Open(ctx context.Context, o Options) (*Redis, error) {
 	}
 	ropts.DialTimeout, ropts.ReadTimeout, ropts.WriteTimeout = timeout, timeout, timeout
 	ropts.ContextTimeoutEnabled = true
-	ropts.MaxRetries = -1 // a failure is reported at once: the caller goes it alone
+	ropts.MaxRetries = -1   // a failure is reported at once: the caller goes it alone
+	ropts.DialerRetries = 1 // one dial per attempt, within Timeout
 	ropts.DisableIdentity = true
+	quietOnce.Do(func() { redis.SetLogger(quiet{}) })
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	s := &Redis{
