@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
@@ -64,6 +65,10 @@ type inflight struct {
 	mu    sync.Mutex
 	calls map[inflightKey][]*inflightCall
 	n     int
+
+	// publish, with shared state, tells the other replicas of a
+	// cancellation that matched no call here (see shared.go); nil: alone.
+	publish func(caller [sha256.Size]byte, id string)
 }
 
 // inflightKey names a call: who sent it and its request id (see sdkwire.IDKey).
@@ -168,6 +173,29 @@ func (in *inflight) cancel(r *http.Request, requestID any) int {
 	key := inflightKey{caller: caller.FromRequest(r), id: id}
 	in.mu.Lock()
 	list := append([]*inflightCall(nil), in.calls[key]...)
+	in.mu.Unlock()
+	for _, c := range list {
+		c.cancel(errCancelNotified)
+	}
+	if len(list) == 0 && in.publish != nil {
+		// Not here: the call may be on another replica. Only a caller's
+		// digest and the request id leave the process.
+		go in.publish(key.caller.Digest(), id)
+	}
+	return len(list)
+}
+
+// cancelDigest cancels the calls registered under id whose caller's digest
+// is who: a cancellation another replica received (see inflight.publish).
+// Only the entries with that id are hashed.
+func (in *inflight) cancelDigest(who [sha256.Size]byte, id string) int {
+	var list []*inflightCall
+	in.mu.Lock()
+	for key, calls := range in.calls {
+		if key.id == id && key.caller.Digest() == who {
+			list = append(list, calls...)
+		}
+	}
 	in.mu.Unlock()
 	for _, c := range list {
 		c.cancel(errCancelNotified)

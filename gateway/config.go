@@ -14,6 +14,8 @@ type (
 	PlaybookItem   = config.PlaybookItem
 	PlaybookInput  = config.PlaybookInput
 	TasksConfig    = config.TasksConfig
+	StateConfig    = config.StateConfig
+	RedisConfig    = config.RedisConfig
 	Prompt         = config.Prompt
 	PromptArgument = config.PromptArgument
 )

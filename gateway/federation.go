@@ -116,9 +116,11 @@ func (g *Gateway) closeFederation() {
 }
 
 // Close ends what the gateway runs beside serving: its upstream MCP
-// servers' sessions and stdio children. Serving requests after it fails.
+// servers' sessions and stdio children, and its shared state's leases and
+// connections (state: redis). Serving requests after it fails.
 func (g *Gateway) Close() error {
 	g.closeFederation()
+	g.closeShared()
 	return nil
 }
 

@@ -656,6 +656,12 @@ type sessionBook struct {
 	owners    map[string][sha256.Size]byte // session id → its caller (see package caller: its Digest)
 	pending   int                          // session-creating POSTs in flight
 	pendingBy map[[sha256.Size]byte]int    // of those, per caller (when perCaller is set)
+
+	// fleet, with shared state (shared.go), counts a caller's sessions
+	// across the replicas: a slot is taken per session being created and
+	// kept while it lives (leases, see gateway/state); nil: this process.
+	fleet  func(ctx context.Context, who [sha256.Size]byte, limit int) (release func(), ok bool, err error)
+	leases map[string]func() // session id → its fleet slot's release
 }
 
 func newSessionBook(server *mcp.Server, max, perCaller int) *sessionBook {
@@ -691,6 +697,7 @@ func (b *sessionBook) reserve(who [sha256.Size]byte) sessionRefusal {
 		switch {
 		case !live[id]:
 			delete(b.owners, id) // closed by go-sdk: idle timeout, or a DELETE
+			b.unlease(id)
 		case owner == who:
 			mine++
 		}
@@ -718,12 +725,41 @@ func (b *sessionBook) unpend(who [sha256.Size]byte) {
 	}
 }
 
-// bind turns who's reservation into a bound session.
-func (b *sessionBook) bind(id string, who [sha256.Size]byte) {
+// bind turns who's reservation into a bound session; release frees its
+// fleet slot (nil: none).
+func (b *sessionBook) bind(id string, who [sha256.Size]byte, release func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.unpend(who)
 	b.owners[id] = who
+	if release != nil {
+		if b.leases == nil {
+			b.leases = map[string]func(){}
+		}
+		b.leases[id] = release
+	}
+}
+
+// reserveFleet takes who's fleet-wide slot after reserve granted a local
+// one: ok is false when the fleet is at who's limit. Without shared state,
+// or when the store fails, the local count alone decides.
+func (b *sessionBook) reserveFleet(ctx context.Context, who [sha256.Size]byte) (release func(), ok bool) {
+	if b.fleet == nil || b.perCaller <= 0 {
+		return nil, true
+	}
+	release, ok, err := b.fleet(ctx, who, b.perCaller)
+	if err != nil {
+		return nil, true
+	}
+	return release, ok
+}
+
+// unlease frees the fleet slot of session id, if it holds one. b.mu is held.
+func (b *sessionBook) unlease(id string) {
+	if release := b.leases[id]; release != nil {
+		delete(b.leases, id)
+		go release()
+	}
 }
 
 // release returns who's reservation that created no session.
@@ -745,6 +781,7 @@ func (b *sessionBook) forget(id string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.owners, id)
+	b.unlease(id)
 }
 
 // guardSession applies the session cap and binding. A request naming a
@@ -770,7 +807,16 @@ func (f *frontDoor) guardSession(w http.ResponseWriter, r *http.Request) (*sessi
 	if r.Method != http.MethodPost {
 		return nil, true // go-sdk answers GET and DELETE without a session id: 400
 	}
-	if refusal := b.reserve(who); refusal != sessionGranted {
+	refusal := b.reserve(who)
+	var lease func()
+	if refusal == sessionGranted {
+		var ok bool
+		if lease, ok = b.reserveFleet(r.Context(), who); !ok {
+			b.release(who)
+			refusal = callerFull
+		}
+	}
+	if refusal != sessionGranted {
 		reason, status, e := refusedSessionCap, http.StatusServiceUnavailable, &jsonrpc.Error{
 			Code:    jsonrpc.CodeInternalError,
 			Message: fmt.Sprintf("the gateway is at its session limit (%d, max_sessions); retry later or close an unused session", b.max),
@@ -789,13 +835,18 @@ func (f *frontDoor) guardSession(w http.ResponseWriter, r *http.Request) (*sessi
 	sw := &sessionWriter{ResponseWriter: w}
 	sw.onHeader = func(_ int, h http.Header) {
 		if id := h.Get(sessionIDHeader); id != "" && sw.bound.CompareAndSwap(false, true) {
-			b.bind(id, who)
+			b.bind(id, who, lease)
 		}
 	}
 	// The reservation outlives this function: finish releases it when go-sdk
 	// is done with the request, unless the answer bound it to a session
 	// (go-sdk writes the answer's header before it returns).
-	sw.release = func() { b.release(who) }
+	sw.release = func() {
+		b.release(who)
+		if lease != nil {
+			lease()
+		}
+	}
 	return sw, true
 }
 

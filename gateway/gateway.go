@@ -25,6 +25,7 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/internal/httpbound"
 	"github.com/mcpgate/mcpgate/gateway/internal/parallel"
+	"github.com/mcpgate/mcpgate/gateway/state"
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/mcpgate/mcpgate/upstream/federation"
 	"github.com/mcpgate/mcpgate/upstream/playbook"
@@ -101,6 +102,12 @@ type Gateway struct {
 	require  atomic.Pointer[map[string]auth.Requirement] // see requirements
 
 	unverifiedOnce sync.Once // see warnUnverified
+
+	// shared is the fleet's state (shared.go): nil with state.backend
+	// memory; taskRecords, the task records (Redis's, or memory's).
+	shared      *state.Redis
+	sharedStop  chan struct{} // closed by Close: ends the session sweeps
+	taskRecords state.Tasks
 }
 
 // New resolves cfg (a copy: see [Config.Resolve]), loads every upstream's
@@ -124,6 +131,14 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	validated := g.validated
 	built := make(chan bool, 1) // validation waits for the serving state
 	defer func() { built <- err == nil }()
+	if err := g.openShared(ctx); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			g.closeShared()
+		}
+	}()
 	if err := g.startFederation(); err != nil {
 		return nil, err
 	}
@@ -162,6 +177,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	}
 	if cfg.Metrics.On() {
 		g.metrics = newMetrics(g.clients, g.federated)
+		g.metrics.registerState(g.shared)
 	}
 	if err := g.setUpAuth(ctx); err != nil {
 		return nil, err
@@ -287,7 +303,7 @@ func (g *Gateway) startClients() error {
 		}
 		g.clients[u.Name] = c
 		if opts := g.catalog.Engine(u.Name); opts != nil {
-			r, err := playbook.New(c, opts)
+			r, err := playbook.New(c, g.engineOptions(u.Name, opts))
 			if err != nil {
 				return fmt.Errorf("upstream %s: playbooks: %v", u.Name, err)
 			}
@@ -415,8 +431,10 @@ func (g *Gateway) newMux() (*mux.Router, http.Handler) {
 	}
 	if g.cfg.Stateful {
 		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions, g.cfg.MaxSessionsPerCaller)
+		g.shareSessions(fd.sessions)
 	} else {
 		fd.inflight = newInflight()
+		g.shareInflight(fd.inflight)
 	}
 	playbookRPC := http.Handler(&noetlDoor{fd: fd, next: http.HandlerFunc(g.servePlaybookRPC)})
 	mcpRoute := http.Handler(fd)

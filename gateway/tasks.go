@@ -262,6 +262,7 @@ func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte, ms
 		return false
 	}
 	d.g.metrics.rpcMethod(method)
+	d.record(r, method, result, rerr)
 	if rerr != nil {
 		sdkwire.WriteError(w, id, rerr.Code, rerr.Message)
 		return true

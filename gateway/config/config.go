@@ -167,6 +167,10 @@ type Config struct {
 	// that seals task ids, and their ttl. See TasksConfig.
 	Tasks TasksConfig `yaml:"tasks"`
 
+	// State says where a fleet's replicas share state: memory (one
+	// process, the default) or redis. See StateConfig.
+	State StateConfig `yaml:"state"`
+
 	// Auth verifies inbound bearer tokens (issuer, audience, scopes, the
 	// step-up policy); see auth.Config. Nil: nothing is verified, and the
 	// gateway says so at start-up.
@@ -481,6 +485,9 @@ func (c *Config) resolve() error {
 		return err
 	}
 	if err := c.Tasks.validate(); err != nil {
+		return err
+	}
+	if err := c.State.validate(); err != nil {
 		return err
 	}
 	if err := c.validatePrompts(); err != nil {

@@ -229,6 +229,11 @@ type Options struct {
 	// MaxPollFailures is how many failed polls in a row give a run up.
 	// Default DefaultMaxPollFailures.
 	MaxPollFailures int
+	// Shared, if set, is the state the runner shares with the other
+	// replicas of a fleet (see Shared): the dedup table, who waits for a
+	// run, and the run caps count every replica's runs. Nil: this process
+	// alone (the default).
+	Shared Shared
 	// Logger receives a line per run's end. Nil: no logging. Never the
 	// workload or credentials.
 	Logger *slog.Logger

@@ -109,6 +109,11 @@ type run struct {
 
 	caller string // Request.Caller of the request that started it
 
+	// With Options.Shared: claimed says the fleet's record of key is this
+	// run's; release frees its fleet slot (nil: none taken).
+	claimed bool
+	release func()
+
 	mu       sync.Mutex // guards the fields below
 	waiters  int
 	ending   bool // being cancelled upstream or given up: no request may join it
@@ -150,9 +155,21 @@ var ErrCallCancelled = errors.New("playbook: the client cancelled the call")
 // (after Options.Linger, or at once when ctx's cause is ErrCallCancelled).
 func (r *Runner) Run(ctx context.Context, req Request) *Outcome {
 	key := r.key(req)
-	rn, attached, busy := r.attach(key, req)
+	rn, attached, remote, busy := r.dispatch(ctx, key, req, false)
 	if busy != nil {
 		return busy
+	}
+	if remote != nil {
+		if out := r.follow(ctx, key, remote, req); out != nil {
+			return out
+		}
+		// The record named a run that had ended without success (its
+		// replica could not drop the record): not one to hand a new
+		// request, as locally. Start a fresh one.
+		_ = r.opts.Shared.Drop(ctx, key)
+		if rn, attached, _, busy = r.dispatch(ctx, key, req, true); busy != nil {
+			return busy
+		}
 	}
 	seen := 0
 	for {
@@ -278,7 +295,11 @@ func (r *Runner) key(req Request) string {
 // counts the caller as waiting for it. A run is started only within
 // Options.MaxRuns and MaxRunsPerCaller; over either, attach returns the Busy
 // outcome instead, and nothing is sent to the engine.
-func (r *Runner) attach(key string, req Request) (*run, bool, *Outcome) {
+//
+// release frees the fleet slot dispatch took for the run (nil: none), and
+// claimed says dispatch claimed the fleet's record of key; both become the
+// run's when attach starts one, and stay the caller's otherwise.
+func (r *Runner) attach(key string, req Request, release func(), claimed bool) (*run, bool, *Outcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
@@ -290,7 +311,8 @@ func (r *Runner) attach(key string, req Request) (*run, bool, *Outcome) {
 		return nil, false, out
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	rn := &run{key: key, caller: req.Caller, ctx: ctx, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), changed: make(chan struct{}), waiters: 1, begun: now}
+	rn := &run{key: key, caller: req.Caller, ctx: ctx, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), changed: make(chan struct{}), waiters: 1, begun: now,
+		claimed: claimed, release: release}
 	if key != "" {
 		r.runs[key] = rn // replaces a run that may not be joined
 	}
@@ -328,17 +350,30 @@ func (rn *run) join(now time.Time) bool {
 // admit returns the Busy outcome of a request that would start a run over
 // Options.MaxRuns or MaxRunsPerCaller, or nil. r.mu is held.
 func (r *Runner) admit(req Request) *Outcome {
-	var why, bound string
-	var limit int
 	switch {
 	case r.opts.MaxRuns > 0 && r.active >= r.opts.MaxRuns:
-		bound, limit = "max_runs", r.opts.MaxRuns
-		why = fmt.Sprintf("the gateway already has %d runs in flight on this engine", r.active)
+		return r.busy(req, true, r.active, false)
 	case r.opts.MaxRunsPerCaller > 0 && r.byCaller[req.Caller] >= r.opts.MaxRunsPerCaller:
+		return r.busy(req, false, r.byCaller[req.Caller], false)
+	}
+	return nil
+}
+
+// busy is the Busy outcome of a request refused by max_runs (engine) or
+// max_runs_per_caller, at n runs in flight: this replica's, or the fleet's.
+func (r *Runner) busy(req Request, engine bool, n int, fleet bool) *Outcome {
+	where := "the gateway already has"
+	if fleet {
+		where = "the gateway's replicas already have"
+	}
+	bound, limit := "max_runs", r.opts.MaxRuns
+	why := fmt.Sprintf("%s %d runs in flight on this engine", where, n)
+	if !engine {
 		bound, limit = "max_runs_per_caller", r.opts.MaxRunsPerCaller
-		why = fmt.Sprintf("this caller already has %d runs in flight on this engine", r.byCaller[req.Caller])
-	default:
-		return nil
+		why = fmt.Sprintf("this caller already has %d runs in flight on this engine", n)
+		if fleet {
+			why += " across the gateway's replicas"
+		}
 	}
 	msg := fmt.Sprintf("playbook %s was not started: the engine is busy: %s (%s is %d); nothing was sent to the engine, try again when a run ends", req.Path, why, bound, limit)
 	return &Outcome{State: Busy, Cap: bound, Limit: limit, Result: errorResult(msg, "", req.Path, nil, 0)}
@@ -370,10 +405,11 @@ func (r *Runner) prune(now time.Time) {
 // ErrCallCancelled). It reports whether the caller was the last one out of
 // a run still going, which is then cancelled.
 func (r *Runner) detach(rn *run, now bool) bool {
+	elsewhere := r.leaveFleet(rn) // with Options.Shared: the last one out anywhere decides
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	rn.waiters--
-	if rn.waiters > 0 {
+	if rn.waiters > 0 || elsewhere {
 		return false
 	}
 	select {
@@ -386,9 +422,10 @@ func (r *Runner) detach(rn *run, now bool) bool {
 		return true
 	}
 	rn.linger = time.AfterFunc(r.opts.Linger, func() {
+		elsewhere := r.fleetWaits(rn) // a re-send joined it on another replica
 		rn.mu.Lock()
 		defer rn.mu.Unlock()
-		if rn.waiters == 0 {
+		if rn.waiters == 0 && !elsewhere {
 			rn.cancel()
 		}
 	})
@@ -425,6 +462,7 @@ func (r *Runner) drive(rn *run, req Request) {
 	}
 	r.mu.Unlock()
 	close(rn.done)
+	r.recordEnd(rn, out, req.Path) // after the waiters have their outcome: a store round trip
 	// Freed only now: a request that joins between the poll's end and the
 	// outcome's record must still see the run as going on (join refuses a
 	// run whose context ended), and then gets the outcome.
@@ -456,6 +494,7 @@ func (r *Runner) poll(rn *run, req Request) *Outcome {
 	rn.mu.Lock()
 	rn.id = id
 	rn.mu.Unlock()
+	r.recordStart(rn, req, id)
 	close(rn.started)
 	out := &Outcome{ExecutionID: id}
 	tick := time.NewTimer(0) // the first poll at once: a fast run answers at once

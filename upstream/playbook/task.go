@@ -38,9 +38,16 @@ var ErrNoCancelRoute = errors.New("playbook: the engine has no cancel route")
 // before it answers, or the run would be over Options.MaxRuns or
 // MaxRunsPerCaller (Busy), Start returns the outcome to report and no id.
 func (r *Runner) Start(ctx context.Context, req Request) (string, time.Time, *Outcome) {
-	rn, attached, busy := r.attach(r.key(req), req)
+	key := r.key(req)
+	rn, attached, remote, busy := r.dispatch(ctx, key, req, false)
 	if busy != nil {
 		return "", time.Time{}, busy
+	}
+	if remote != nil {
+		// Another replica drives it; the task polls it by its id, and
+		// holds it as a task holds a run: it is counted as waiting for
+		// good, so the linger never cancels it.
+		return remote.ExecutionID, remote.Begun, nil
 	}
 	select {
 	case <-rn.started:
