@@ -8,6 +8,7 @@ import "github.com/mcpgate/mcpgate/gateway/config"
 type (
 	Config         = config.Config
 	MetricsConfig  = config.MetricsConfig
+	TracingConfig  = config.TracingConfig
 	Upstream       = config.Upstream
 	Overrides      = config.Overrides
 	Playbooks      = config.Playbooks

@@ -19,6 +19,8 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/auth"
@@ -51,6 +53,11 @@ type Options struct {
 	// answers at a fraction of the cost. It exists to tell, when a client
 	// misbehaves, whether the fast path is the difference.
 	DisableFastPath bool
+	// TracerProvider, if set, makes the gateway's spans (see tracing.go)
+	// whatever Config.Tracing says, e.g. a service's own provider, or a
+	// test's with an in-memory exporter. The gateway does not shut it
+	// down. Nil: Config.Tracing decides.
+	TracerProvider trace.TracerProvider
 }
 
 // Gateway serves one catalog. It is safe for concurrent use.
@@ -95,6 +102,12 @@ type Gateway struct {
 	require  atomic.Pointer[map[string]auth.Requirement] // see requirements
 
 	unverifiedOnce sync.Once // see warnUnverified
+
+	// tracer makes the spans; nil when tracing is off (tracing.go).
+	// ownTracer is the provider the gateway made from Config.Tracing, shut
+	// down by Close.
+	tracer    trace.Tracer
+	ownTracer *sdktrace.TracerProvider
 }
 
 // New resolves cfg (a copy: see [Config.Resolve]), loads every upstream's
@@ -118,6 +131,14 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	validated := g.validated
 	built := make(chan bool, 1) // validation waits for the serving state
 	defer func() { built <- err == nil }()
+	if err := g.startTracing(ctx); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			g.stopTracing(context.Background())
+		}
+	}()
 	if err := g.startFederation(); err != nil {
 		return nil, err
 	}
@@ -250,6 +271,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	if g.metrics != nil {
 		g.server.AddReceivingMiddleware(g.metrics.countMethods)
 	}
+	if g.tracer != nil {
+		g.server.AddReceivingMiddleware(g.traceStdio)
+	}
 	if len(g.federated) > 0 {
 		g.live.mu.Lock()
 		g.live.ready = true // from now on, an upstream's changes are served (relist)
@@ -272,7 +296,7 @@ func (g *Gateway) startClients() error {
 		if u.MCP != nil {
 			continue // its client is federation's (startFederation)
 		}
-		c, err := g.catalog.Client(u, budget)
+		c, err := g.catalog.TracedClient(u, budget, g.upstreamTracing())
 		if err != nil {
 			return fmt.Errorf("upstream %s: %v", u.Name, err)
 		}
@@ -390,6 +414,7 @@ func (g *Gateway) newMux() (*mux.Router, http.Handler) {
 		fast:        g.fast,
 		tasks:       g.tasks,
 		metaCalls:   g.search != nil,
+		tracer:      g.tracer,
 	}
 	if g.cfg.Stateful {
 		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions, g.cfg.MaxSessionsPerCaller)
@@ -548,6 +573,11 @@ func (g *Gateway) callTool(ctx context.Context, t *Tool, req *mcp.CallToolReques
 		g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeUnreachable, Cause: err})
 		return res
 	}
+	if req.Extra != nil {
+		ctx = g.callTrace(ctx, t, req.Extra.Header)
+	} else {
+		ctx = g.callTrace(ctx, t, nil)
+	}
 	res, rep := g.clients[t.Upstream].Call(ctx, t.Binding, args, cred)
 	g.logCall(ctx, t, req, rep)
 	return res
@@ -571,6 +601,9 @@ func (g *Gateway) callTool(ctx context.Context, t *Tool, req *mcp.CallToolReques
 // but error.
 func (g *Gateway) logCall(ctx context.Context, t *Tool, req *mcp.CallToolRequest, rep upstream.Report) {
 	g.metrics.observeCall(t.Tool.Name, t.Upstream, rep)
+	if g.tracer != nil {
+		traceCall(ctx, rep)
+	}
 	level := slog.LevelDebug
 	if rep.Failed() {
 		level = slog.LevelWarn
@@ -593,6 +626,9 @@ func (g *Gateway) logCall(ctx context.Context, t *Tool, req *mcp.CallToolRequest
 	}
 	if rep.Failed() && rep.Cause != nil {
 		attrs = append(attrs, slog.String("cause", rep.Cause.Error()))
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
 	}
 	g.logger.LogAttrs(ctx, level, "tool call", attrs...)
 }

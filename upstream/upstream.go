@@ -66,6 +66,10 @@ type ClientOptions struct {
 	// cut at its size. Nil means no shared bound, only MaxResponseBytes per
 	// call.
 	ResponseBudget *ResponseBudget
+	// Tracing says what goes upstream with each request to follow a call
+	// (request id, traceparent) and whether each request gets a span (see
+	// trace.go). The zero value makes no span.
+	Tracing Tracing
 }
 
 // A Client calls one upstream API. It is safe for concurrent use.
@@ -241,6 +245,17 @@ func (c *Client) responseCap(b *Binding) int64 {
 // answers all come back as a result with IsError set, worded for the model;
 // the Report says what happened, with the detail for logs.
 func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred Credentials) (*mcp.CallToolResult, Report) {
+	if c.opts.Tracing.Tracer == nil {
+		return c.call(ctx, b, args, cred)
+	}
+	ctx, span := c.startSpan(ctx, b.Method)
+	res, rep := c.call(ctx, b, args, cred)
+	endSpan(span, rep)
+	return res, rep
+}
+
+// call is Call, without its span.
+func (c *Client) call(ctx context.Context, b *Binding, args map[string]any, cred Credentials) (*mcp.CallToolResult, Report) {
 	if err := b.Validate(args); err != nil {
 		return errorResult(err.Error()), Report{Outcome: OutcomeInvalidArguments, Cause: err}
 	}
@@ -372,6 +387,7 @@ func (c *Client) exchange(ctx context.Context, req *http.Request, accept []strin
 	req.Header["User-Agent"] = c.userAgent // shared slices: net/http only reads them
 	req.Header["Accept"] = accept
 	cred.apply(req.Header)
+	c.propagate(ctx, req.Header)
 	start := time.Now()
 	resp, err := c.rt.RoundTrip(req)
 	if err != nil {

@@ -151,6 +151,18 @@ type Config struct {
 	// that seals task ids, and their ttl. See TasksConfig.
 	Tasks TasksConfig `yaml:"tasks"`
 
+	// LogFormat is the log's format: text (slog's key=value, the default)
+	// or json (one object a line). --log-format overrides it.
+	LogFormat string `yaml:"log_format"`
+	// RequestIDHeader is the header that carries the gateway's request id
+	// (the one in its log lines and its Mcpgate-Request-Id answer header)
+	// to the upstream on every call. Default DefaultRequestIDHeader
+	// (X-Request-Id); "none" sends none. See observability.go.
+	RequestIDHeader string `yaml:"request_id_header"`
+	// Tracing turns on OpenTelemetry tracing (see TracingConfig). Default
+	// off.
+	Tracing TracingConfig `yaml:"tracing"`
+
 	// Auth verifies inbound bearer tokens (issuer, audience, scopes, the
 	// step-up policy); see auth.Config. Nil: nothing is verified, and the
 	// gateway says so at start-up.
@@ -467,6 +479,9 @@ func (c *Config) resolve() error {
 	if err := c.Tasks.validate(); err != nil {
 		return err
 	}
+	if err := c.resolveObservability(); err != nil {
+		return err
+	}
 	if err := c.validatePrompts(); err != nil {
 		return err
 	}
@@ -705,6 +720,7 @@ type Overrides struct {
 	ExposeTags    []string
 	ExposeAll     bool
 	CatalogMode   string // catalog.mode: flat, search or auto
+	LogFormat     string // log_format: text or json
 }
 
 // Apply merges o into c. The upstream settings (OpenAPI, BaseURL, ExposeTags,
@@ -727,6 +743,9 @@ func (c *Config) Apply(o Overrides) error {
 	}
 	if o.CatalogMode != "" {
 		c.Catalog.Mode = o.CatalogMode
+	}
+	if o.LogFormat != "" {
+		c.LogFormat = o.LogFormat
 	}
 	if o.OpenAPI == "" && o.BaseURL == "" && len(o.ExposeTags) == 0 && !o.ExposeAll {
 		return nil

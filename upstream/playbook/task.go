@@ -38,7 +38,7 @@ var ErrNoCancelRoute = errors.New("playbook: the engine has no cancel route")
 // before it answers, or the run would be over Options.MaxRuns or
 // MaxRunsPerCaller (Busy), Start returns the outcome to report and no id.
 func (r *Runner) Start(ctx context.Context, req Request) (string, time.Time, *Outcome) {
-	rn, attached, busy := r.attach(r.key(req), req)
+	rn, attached, busy := r.attach(ctx, r.key(req), req)
 	if busy != nil {
 		return "", time.Time{}, busy
 	}
@@ -162,7 +162,7 @@ func (r *Runner) Await(ctx context.Context, id, path string, cred upstream.Crede
 				out.Status = s.Status
 			}
 			var msg string
-			out.CancelSent, msg = r.cancelUpstream(id, cred, r.CeilingText(path, id))
+			out.CancelSent, msg = r.cancelUpstream(ctx, id, cred, r.CeilingText(path, id))
 			out.Result = errorResult(msg, id, path, out.Status, r.opts.MaxStructured)
 			return out, nil
 		}
