@@ -17,6 +17,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
+	"github.com/mcpgate/mcpgate/upstream/federation"
 )
 
 // headerRecorder is an upstream that answers fastAPI's answers and keeps
@@ -400,4 +403,125 @@ func (m mapCarrier) Keys() []string {
 	return out
 }
 
-var _ = mcp.CallToolParams{}
+// recordingHandler keeps the header of each request h serves whose path
+// has prefix (or whose body holds bodyHas), then serves it.
+type recordingHandler struct {
+	h       http.Handler
+	prefix  string
+	bodyHas string
+	rec     headerRecorder
+}
+
+func (r *recordingHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	keep := r.prefix != "" && strings.HasPrefix(req.URL.Path, r.prefix)
+	if r.bodyHas != "" && req.Body != nil {
+		body, _ := io.ReadAll(req.Body)
+		req.Body = io.NopCloser(strings.NewReader(string(body)))
+		keep = strings.Contains(string(body), r.bodyHas)
+	}
+	if keep {
+		r.rec.mu.Lock()
+		r.rec.seen = append(r.rec.seen, req.Header.Clone())
+		r.rec.mu.Unlock()
+	}
+	r.h.ServeHTTP(w, req)
+}
+
+// mcpCall makes one tools/call with go-sdk's client, a traceparent on
+// every POST.
+func mcpCall(t *testing.T, url, tool string, args map[string]any) {
+	t.Helper()
+	cs := connect(t, url, http.Header{"Traceparent": {inTraceparent}, "Tracestate": {inTracestate}})
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil || res.IsError {
+		t.Fatalf("%s: %v %+v", tool, err, res)
+	}
+}
+
+// checkUpstreamTrace checks the trace headers an upstream got on each
+// request of a call: the caller's traceparent as it came (tracing off), or
+// a child of it (on), and the request id.
+func checkUpstreamTrace(t *testing.T, seen []http.Header, on bool) {
+	t.Helper()
+	if len(seen) == 0 {
+		t.Fatal("the upstream got no request of the call")
+	}
+	for _, h := range seen {
+		tp := h.Get("Traceparent")
+		switch {
+		case !on && tp != inTraceparent:
+			t.Errorf("traceparent %q, want the caller's %q", tp, inTraceparent)
+		case on && (!strings.HasPrefix(tp, "00-"+inTraceID+"-") || tp == inTraceparent):
+			t.Errorf("traceparent %q, want a child span in trace %s", tp, inTraceID)
+		}
+		if h.Get("X-Request-Id") == "" {
+			t.Error("no X-Request-Id")
+		}
+	}
+}
+
+// TestTracingPlaybookAndFederation: the playbook engine's requests (its
+// execute and status polls, made by a run that outlives the request) and
+// an MCP upstream's tools/call POST carry the call's trace and request
+// id, with tracing off and on; with it on, each is a client span in the
+// caller's trace.
+func TestTracingPlaybookAndFederation(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		name := map[bool]string{false: "off", true: "on"}[on]
+		opts := func() (*Options, *tracetest.InMemoryExporter) {
+			if !on {
+				return &Options{}, nil
+			}
+			exp := tracetest.NewInMemoryExporter()
+			return &Options{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))}, exp
+		}
+		t.Run("playbook/"+name, func(t *testing.T) {
+			eng := &recordingHandler{h: engine.New(nil).Handler(), prefix: "/api/execut"} // not the catalog, read at start-up
+			o, exp := opts()
+			_, url := serveGateway(t, &Config{Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: eng, Playbooks: &Playbooks{}}}}, o)
+			mcpCall(t, url, "demo_fast", map[string]any{"name": "Ada"})
+			seen := eng.rec.take()
+			if len(seen) < 2 {
+				t.Fatalf("engine got %d requests, want execute and a status poll", len(seen))
+			}
+			checkUpstreamTrace(t, seen, on)
+			if on {
+				clients := 0
+				for _, s := range exp.GetSpans() {
+					if s.SpanKind == trace.SpanKindClient && s.SpanContext.TraceID().String() == inTraceID {
+						clients++
+					}
+				}
+				if clients != len(seen) {
+					t.Errorf("%d client spans in the caller's trace for %d engine requests: %v", clients, len(seen), spanNames(exp.GetSpans()))
+				}
+			}
+		})
+		t.Run("federation/"+name, func(t *testing.T) {
+			up := newFedUpstream(t)
+			rh := &recordingHandler{h: up.handler(false), bodyHas: `"tools/call"`}
+			srv := httptest.NewServer(rh)
+			t.Cleanup(srv.Close)
+			o, exp := opts()
+			g, url := serveGateway(t, &Config{Upstreams: []Upstream{{Name: "fs", MCP: &federation.Config{URL: srv.URL}}}}, o)
+			var tool string
+			for _, tl := range g.Catalog().Tools {
+				if strings.HasSuffix(tl.Tool.Name, "echo") {
+					tool = tl.Tool.Name
+				}
+			}
+			mcpCall(t, url, tool, map[string]any{"text": "hi"})
+			seen := rh.rec.take()
+			checkUpstreamTrace(t, seen, on)
+			if on {
+				found := false
+				for _, s := range exp.GetSpans() {
+					found = found || s.SpanKind == trace.SpanKindClient && s.Name == "POST fs"
+				}
+				if !found {
+					t.Errorf("no client span for the MCP upstream's POST: %v", spanNames(exp.GetSpans()))
+				}
+			}
+		})
+	}
+}
