@@ -21,6 +21,8 @@ type (
 
 // Defaults of Config; see package config.
 const (
+	LogText                     = config.LogText
+	LogJSON                     = config.LogJSON
 	DefaultListen               = config.DefaultListen
 	DefaultTimeout              = config.DefaultTimeout
 	DefaultMaxToolBytes         = config.DefaultMaxToolBytes

@@ -26,6 +26,7 @@ import (
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/internal/httpbound"
+	"github.com/mcpgate/mcpgate/gateway/internal/logsample"
 	"github.com/mcpgate/mcpgate/gateway/internal/parallel"
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/mcpgate/mcpgate/upstream/federation"
@@ -53,6 +54,12 @@ type Options struct {
 	// answers at a fraction of the cost. It exists to tell, when a client
 	// misbehaves, whether the fast path is the difference.
 	DisableFastPath bool
+	// DisableLogSampling writes every warning and error line. Default
+	// false: repeated failure lines are sampled, the first of a kind (level,
+	// message, tool, upstream, cause) per second and then one line with the
+	// count of those dropped (see gateway/internal/logsample). It is for a
+	// log pipeline that samples on its own, or a test that counts lines.
+	DisableLogSampling bool
 	// TracerProvider, if set, makes the gateway's spans (see tracing.go)
 	// whatever Config.Tracing says, e.g. a service's own provider, or a
 	// test's with an in-memory exporter. The gateway does not shut it
@@ -124,6 +131,8 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	g.logger = g.opts.Logger
 	if g.logger == nil {
 		g.logger = slog.New(slog.DiscardHandler)
+	} else if !g.opts.DisableLogSampling {
+		g.logger = slog.New(logsample.New(g.logger.Handler(), nil))
 	}
 	// Serving does not wait for the documents' validation, which only
 	// reports: its warnings are logged when it ends.
