@@ -185,7 +185,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		return nil, err
 	}
 	if cfg.Metrics.On() {
-		g.metrics = newMetrics(g.clients, g.federated)
+		g.metrics = newMetrics(g.clients, g.runners, g.federated)
 	}
 	if err := g.setUpAuth(ctx); err != nil {
 		return nil, err
@@ -311,7 +311,10 @@ func (g *Gateway) startClients() error {
 		}
 		g.clients[u.Name] = c
 		if opts := g.catalog.Engine(u.Name); opts != nil {
-			r, err := playbook.New(c, opts)
+			o := *opts
+			// g.metrics is set once the clients are: before any run.
+			o.OnRunEnd = func(e playbook.RunEnd) { g.metrics.playbookRunEnded(e) }
+			r, err := playbook.New(c, &o)
 			if err != nil {
 				return fmt.Errorf("upstream %s: playbooks: %v", u.Name, err)
 			}

@@ -89,7 +89,7 @@ func (c *Client) sendQuery(ctx context.Context, method, path, rawQuery string, b
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	res := &reservation{budget: c.opts.ResponseBudget, wait: c.opts.QueueTimeout, limit: c.opts.MaxResponseBytes}
+	res := &reservation{budget: c.opts.ResponseBudget, wait: c.opts.QueueTimeout, limit: c.opts.MaxResponseBytes, send: true}
 	defer res.release()
 	a, failed, rep := c.exchange(ctx, req, acceptJSON, cred, res)
 	if a == nil {

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -79,7 +80,8 @@ type Client struct {
 	opts      ClientOptions
 	inproc    bool
 	slots     slots
-	userAgent []string // opts.UserAgent, as a header value
+	sends     atomic.Int64 // slots held by Send (see SendsInFlight)
+	userAgent []string     // opts.UserAgent, as a header value
 }
 
 // NewTransport returns the http.Transport the gateway uses for one remote
@@ -169,6 +171,14 @@ func (c *Client) BaseURL() *url.URL { u := *c.base; return &u }
 // sent to the upstream, or about to be, and not yet answered. Calls waiting
 // for a slot are not counted. Safe for concurrent use; it takes no lock.
 func (c *Client) InFlight() int { return len(c.slots) }
+
+// SendsInFlight is the number of InFlight's slots held by [Client.Send]
+// (a playbook engine's execute, status and cancel requests) rather than by
+// tool calls. A gauge of tool calls in flight counts InFlight less these,
+// plus the calls waiting on a run (playbook.Runner.Waiting): a playbook
+// call holds a slot only while one of its run's requests is out, a few
+// milliseconds of each poll interval. Safe for concurrent use.
+func (c *Client) SendsInFlight() int { return int(c.sends.Load()) }
 
 // Credentials are what a call presents to the upstream.
 type Credentials struct {
@@ -381,6 +391,10 @@ func (c *Client) exchange(ctx context.Context, req *http.Request, accept []strin
 		return nil, msg, rep
 	}
 	defer releaseSlot()
+	if res.send {
+		c.sends.Add(1)
+		defer c.sends.Add(-1)
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	req = req.WithContext(ctx)
