@@ -46,15 +46,44 @@ type CallTrace struct {
 
 type callTraceKey struct{}
 
-// WithCallTrace returns ctx carrying t.
-func WithCallTrace(ctx context.Context, t *CallTrace) context.Context {
-	return context.WithValue(ctx, callTraceKey{}, t)
+// callTraceCtx is a context holding a CallTrace: one allocation for the
+// value, the context and the request id's header value (a tool call pays
+// for this on every call while request_id_header is on, the default).
+// Everything but Value is the parent's, so that context.WithCancel and
+// WithTimeout below it recognize the parent's cancelCtx and start no
+// goroutine.
+type callTraceCtx struct {
+	context.Context
+	t  CallTrace
+	id [1]string // t.RequestID, as the header value propagate sets
 }
 
-// CallTraceFrom returns the CallTrace of ctx, or nil.
+func (c *callTraceCtx) Value(key any) any {
+	if key == (callTraceKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// WithCallTrace returns ctx carrying a copy of t.
+func WithCallTrace(ctx context.Context, t *CallTrace) context.Context {
+	c := &callTraceCtx{Context: ctx, t: *t}
+	c.id[0] = t.RequestID
+	return c
+}
+
+// CallTraceFrom returns the CallTrace of ctx, or nil. It is not to be
+// changed.
 func CallTraceFrom(ctx context.Context) *CallTrace {
-	t, _ := ctx.Value(callTraceKey{}).(*CallTrace)
-	return t
+	if c := callTraceOf(ctx); c != nil {
+		return &c.t
+	}
+	return nil
+}
+
+func callTraceOf(ctx context.Context) *callTraceCtx {
+	c, _ := ctx.Value(callTraceKey{}).(*callTraceCtx)
+	return c
 }
 
 // DetachTrace returns a context that is never cancelled and holds nothing
@@ -86,10 +115,14 @@ const (
 // trace context (see Tracing). With neither a Tracer nor a CallTrace in
 // ctx it does nothing but one context lookup.
 func (c *Client) propagate(ctx context.Context, h http.Header) {
-	ct := CallTraceFrom(ctx)
+	cc := callTraceOf(ctx)
+	var ct *CallTrace
+	if cc != nil {
+		ct = &cc.t
+	}
 	if ct != nil && ct.RequestID != "" && c.opts.Tracing.RequestIDHeader != "" {
 		if _, set := h[c.opts.Tracing.RequestIDHeader]; !set {
-			h[c.opts.Tracing.RequestIDHeader] = []string{ct.RequestID}
+			h[c.opts.Tracing.RequestIDHeader] = cc.id[:] // shared: net/http only reads it
 		}
 	}
 	if c.opts.Tracing.Tracer != nil {
