@@ -525,3 +525,44 @@ func TestTracingPlaybookAndFederation(t *testing.T) {
 		})
 	}
 }
+
+// TestTracingStdio: over stdio (no POST, no front door) each request gets
+// its server span from go-sdk middleware, and a tool call's upstream
+// request is its child and carries its traceparent; there is no request id.
+func TestTracingStdio(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	rec := &headerRecorder{}
+	cfg := &Config{Upstreams: []Upstream{{Name: "api", OpenAPI: "fast.json", Document: fastDoc(0), Handler: rec}}}
+	g, err := New(context.Background(), cfg, &Options{TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	s := startStdio(t, g)
+	s.send(t, rpc("1", "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`),
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		rpc("2", "tools/call", `{"name":"get_thing","arguments":{"id":"7"}}`))
+	s.next(t)
+	if a := s.next(t); !strings.Contains(a.line, `"result"`) {
+		t.Fatalf("tools/call: %s", a.line)
+	}
+	var server, client *tracetest.SpanStub
+	spans := exp.GetSpans()
+	for i := range spans {
+		switch {
+		case spans[i].Name == "tools/call get_thing" && spans[i].SpanKind == trace.SpanKindServer:
+			server = &spans[i]
+		case spans[i].SpanKind == trace.SpanKindClient:
+			client = &spans[i]
+		}
+	}
+	if server == nil || client == nil || client.Parent.SpanID() != server.SpanContext.SpanID() {
+		t.Fatalf("spans %v: want tools/call get_thing with its upstream call under it", spanNames(spans))
+	}
+	seen := rec.take()
+	want := "00-" + server.SpanContext.TraceID().String() + "-" + client.SpanContext.SpanID().String() + "-01"
+	if len(seen) != 1 || seen[0].Get("Traceparent") != want || seen[0].Get("X-Request-Id") != "" {
+		t.Errorf("upstream headers %v, want traceparent %s and no request id", seen, want)
+	}
+}
