@@ -54,8 +54,10 @@ type callTraceKey struct{}
 // goroutine.
 type callTraceCtx struct {
 	context.Context
-	t  CallTrace
-	id [1]string // t.RequestID, as the header value propagate sets
+	t CallTrace
+	// t's RequestID, Traceparent and Tracestate as the header values
+	// propagate sets: no allocation per request, however many a call sends.
+	id, tp, ts [1]string
 }
 
 func (c *callTraceCtx) Value(key any) any {
@@ -68,7 +70,7 @@ func (c *callTraceCtx) Value(key any) any {
 // WithCallTrace returns ctx carrying a copy of t.
 func WithCallTrace(ctx context.Context, t *CallTrace) context.Context {
 	c := &callTraceCtx{Context: ctx, t: *t}
-	c.id[0] = t.RequestID
+	c.id[0], c.tp[0], c.ts[0] = t.RequestID, t.Traceparent, t.Tracestate
 	return c
 }
 
@@ -132,9 +134,9 @@ func (c *Client) propagate(ctx context.Context, h http.Header) {
 		return
 	}
 	if ct != nil && ct.Traceparent != "" {
-		h[traceparentHeader] = []string{ct.Traceparent}
+		h[traceparentHeader] = cc.tp[:]
 		if ct.Tracestate != "" {
-			h[tracestateHeader] = []string{ct.Tracestate}
+			h[tracestateHeader] = cc.ts[:]
 		} else {
 			delete(h, tracestateHeader)
 		}
