@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -82,12 +83,30 @@ func (g *Gateway) startTracing(ctx context.Context) error {
 		return fmt.Errorf("tracing: %v", err)
 	}
 	g.ownTracer = sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exp),
+		sdktrace.WithBatcher(loggedExporter{exp, g.logger}),
 		sdktrace.WithResource(res),
 		// A caller's sampled flag wins; the ratio decides new traces.
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(t.Ratio()))),
 	)
 	g.tracer = g.ownTracer.Tracer(tracerName, trace.WithInstrumentationVersion(Version))
+	return nil
+}
+
+// loggedExporter reports a failed export on the gateway's log, as a
+// warning with its cause (sampled like any other: a collector that is down
+// writes a line a second at most), rather than returning it to the batch
+// processor, which hands it to OpenTelemetry's process-wide error handler:
+// a plain log.Printf line on stderr, outside log_format, once per batch.
+// The spans of a failed export are dropped (the exporter has retried them).
+type loggedExporter struct {
+	sdktrace.SpanExporter
+	logger *slog.Logger
+}
+
+func (e loggedExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	if err := e.SpanExporter.ExportSpans(ctx, spans); err != nil {
+		e.logger.LogAttrs(ctx, slog.LevelWarn, "tracing export", slog.Int("spans_dropped", len(spans)), slog.String("cause", err.Error()))
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -564,5 +565,31 @@ func TestTracingStdio(t *testing.T) {
 	want := "00-" + server.SpanContext.TraceID().String() + "-" + client.SpanContext.SpanID().String() + "-01"
 	if len(seen) != 1 || seen[0].Get("Traceparent") != want || seen[0].Get("X-Request-Id") != "" {
 		t.Errorf("upstream headers %v, want traceparent %s and no request id", seen, want)
+	}
+}
+
+// TestTracingExportFailureLogged: a collector that cannot be reached costs
+// the calls nothing, and the failed export is one warning on the gateway's
+// own log (JSON here), not a line of OpenTelemetry's on stderr.
+func TestTracingExportFailureLogged(t *testing.T) {
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	var logs syncBuffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	_, url, g := tracedGateway(t, Config{Tracing: TracingConfig{OTLPEndpoint: deadURL}}, Options{Logger: logger})
+	callThing(t, url, nil)
+	g.Close() // the last export, which fails
+	var exports int
+	for _, r := range logs.records(t) {
+		if r["msg"] == "tracing export" {
+			exports++
+			if r["level"] != "WARN" || r["spans_dropped"] == nil || !strings.Contains(r["cause"].(string), "refused") {
+				t.Errorf("export warning %v", r)
+			}
+		}
+	}
+	if exports != 1 {
+		t.Errorf("%d export warnings, want 1", exports)
 	}
 }
