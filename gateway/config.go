@@ -8,6 +8,7 @@ import "github.com/mcpgate/mcpgate/gateway/config"
 type (
 	Config         = config.Config
 	MetricsConfig  = config.MetricsConfig
+	TracingConfig  = config.TracingConfig
 	Upstream       = config.Upstream
 	Overrides      = config.Overrides
 	Playbooks      = config.Playbooks
@@ -22,6 +23,8 @@ type (
 
 // Defaults of Config; see package config.
 const (
+	LogText                     = config.LogText
+	LogJSON                     = config.LogJSON
 	DefaultListen               = config.DefaultListen
 	DefaultTimeout              = config.DefaultTimeout
 	DefaultMaxToolBytes         = config.DefaultMaxToolBytes

@@ -78,6 +78,7 @@ func (g *Gateway) startFederation() error {
 		name := u.Name
 		up, err := federation.New(*u.MCP, &federation.Options{
 			Name:              u.Name,
+			Tracing:           g.upstreamTracing(),
 			Logger:            g.logger,
 			Capabilities:      caps,
 			LogLevel:          federatedLogLevel,
@@ -121,7 +122,11 @@ func (g *Gateway) closeFederation() {
 func (g *Gateway) Close() error {
 	g.closeFederation()
 	g.closeShared()
-	return nil
+	// The spans still batched are sent, within a bound: an unreachable
+	// collector must not hold the process's exit.
+	ctx, cancel := context.WithTimeout(context.Background(), tracingShutdownTimeout)
+	defer cancel()
+	return g.stopTracing(ctx)
 }
 
 // liveTools is what relist keeps of the tools served: every tool, by name,
@@ -315,6 +320,11 @@ func (g *Gateway) checkFederated(ctx context.Context, t *Tool, req *mcp.CallTool
 // sendFederated calls the upstream through its go-sdk session.
 func (g *Gateway) sendFederated(ctx context.Context, t *Tool, req *mcp.CallToolRequest, cred federation.Credential, r *federation.Relay) *mcp.CallToolResult {
 	params := &mcp.CallToolParams{Meta: req.Params.Meta, Name: t.Federated.Name, Arguments: req.Params.Arguments}
+	var h http.Header
+	if req.Extra != nil {
+		h = req.Extra.Header
+	}
+	ctx = g.callTrace(ctx, t, h)
 	start := time.Now()
 	res, err := g.federated[t.Upstream].CallTool(ctx, cred, params, federatedIdempotent(t), r)
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // frontDoor is the gateway's HTTP layer at /mcp, ahead of go-sdk's
@@ -77,6 +78,9 @@ type frontDoor struct {
 	// metaCalls: the gateway is in search mode, and a call_tool or
 	// call_read_only_tool is authorized as the tool it names.
 	metaCalls bool
+	// tracer makes a span per POSTed message (traceRequest); nil when
+	// tracing is off.
+	tracer trace.Tracer
 }
 
 // message is a POSTed body as go-sdk reads it (sdkwire.Parse into sdkwire.Message:
@@ -179,6 +183,7 @@ type exchange struct {
 	unwatch    func()               // the cancel watch on the answer
 	unregister func()               // out of callContexts
 	errs       *rpcErrors           // rewrites go-sdk's error answers
+	span       trace.Span           // the request's span (traceRequest); nil when tracing is off
 }
 
 // msg is the POSTed message, decoded once, when a stage first needs it
@@ -193,6 +198,9 @@ func (x *exchange) msg() *message {
 
 // finish undoes what the stages set up, last first.
 func (x *exchange) finish() {
+	if x.span != nil {
+		defer x.endRequestSpan()
+	}
 	if x.errs != nil {
 		x.errs.finish()
 	}
@@ -225,6 +233,7 @@ type stage struct {
 // step-up without a policy…); what passes them all goes to go-sdk.
 var stages = [...]stage{
 	{"read body", (*frontDoor).readRequest},
+	{"trace", (*frontDoor).traceRequest},
 	{"admit call", (*frontDoor).admitCall},
 	{"check message", (*frontDoor).checkRPC},
 	{"step-up", (*frontDoor).stepUp},
@@ -633,6 +642,9 @@ func (c *callContexts) join(ctx context.Context, h http.Header) (context.Context
 	post := v.(context.Context)
 	if h := upstream.AnswerHoldFrom(post); h != nil {
 		ctx = upstream.WithAnswerHold(ctx, h)
+	}
+	if span := trace.SpanFromContext(post); span.SpanContext().IsValid() {
+		ctx = trace.ContextWithSpan(ctx, span) // the POST's span (traceRequest)
 	}
 	stop := context.AfterFunc(post, func() { cancel(postEndCause(post)) })
 	return ctx, func() { stop(); cancel(nil) }

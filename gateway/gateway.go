@@ -19,11 +19,14 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/internal/httpbound"
+	"github.com/mcpgate/mcpgate/gateway/internal/logsample"
 	"github.com/mcpgate/mcpgate/gateway/internal/parallel"
 	"github.com/mcpgate/mcpgate/gateway/state"
 	"github.com/mcpgate/mcpgate/upstream"
@@ -58,6 +61,17 @@ type Options struct {
 	// building a new gateway (mcpgate serve does, with backoff). Default
 	// false: every upstream loads or New fails.
 	DeferUnavailable bool
+	// DisableLogSampling writes every warning and error line. Default
+	// false: repeated failure lines are sampled, the first of a kind (level,
+	// message, tool, upstream, cause) per second and then one line with the
+	// count of those dropped (see gateway/internal/logsample). It is for a
+	// log pipeline that samples on its own, or a test that counts lines.
+	DisableLogSampling bool
+	// TracerProvider, if set, makes the gateway's spans (see tracing.go)
+	// whatever Config.Tracing says, e.g. a service's own provider, or a
+	// test's with an in-memory exporter. The gateway does not shut it
+	// down. Nil: Config.Tracing decides.
+	TracerProvider trace.TracerProvider
 }
 
 // Gateway serves one catalog. It is safe for concurrent use.
@@ -108,6 +122,11 @@ type Gateway struct {
 	shared      *state.Redis
 	sharedStop  chan struct{} // closed by Close: ends the session sweeps
 	taskRecords state.Tasks
+	// tracer makes the spans; nil when tracing is off (tracing.go).
+	// ownTracer is the provider the gateway made from Config.Tracing, shut
+	// down by Close.
+	tracer    trace.Tracer
+	ownTracer *sdktrace.TracerProvider
 }
 
 // New resolves cfg (a copy: see [Config.Resolve]), loads every upstream's
@@ -124,6 +143,8 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	g.logger = g.opts.Logger
 	if g.logger == nil {
 		g.logger = slog.New(slog.DiscardHandler)
+	} else if !g.opts.DisableLogSampling {
+		g.logger = slog.New(logsample.New(g.logger.Handler(), nil))
 	}
 	// Serving does not wait for the documents' validation, which only
 	// reports: its warnings are logged when it ends.
@@ -134,9 +155,14 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	if err := g.openShared(ctx); err != nil {
 		return nil, err
 	}
+	if err := g.startTracing(ctx); err != nil {
+		g.closeShared()
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			g.closeShared()
+			g.stopTracing(context.Background())
 		}
 	}()
 	if err := g.startFederation(); err != nil {
@@ -176,7 +202,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		return nil, err
 	}
 	if cfg.Metrics.On() {
-		g.metrics = newMetrics(g.clients, g.federated)
+		g.metrics = newMetrics(g.clients, g.runners, g.federated)
 		g.metrics.registerState(g.shared)
 	}
 	if err := g.setUpAuth(ctx); err != nil {
@@ -272,6 +298,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	if g.metrics != nil {
 		g.server.AddReceivingMiddleware(g.metrics.countMethods)
 	}
+	if g.tracer != nil {
+		g.server.AddReceivingMiddleware(g.traceStdio)
+	}
 	if len(g.federated) > 0 {
 		g.live.mu.Lock()
 		g.live.ready = true // from now on, an upstream's changes are served (relist)
@@ -297,13 +326,16 @@ func (g *Gateway) startClients() error {
 		if g.notLoaded(u.Name) {
 			continue // no document, no tools: nothing to call yet
 		}
-		c, err := g.catalog.Client(u, budget)
+		c, err := g.catalog.TracedClient(u, budget, g.upstreamTracing())
 		if err != nil {
 			return fmt.Errorf("upstream %s: %v", u.Name, err)
 		}
 		g.clients[u.Name] = c
 		if opts := g.catalog.Engine(u.Name); opts != nil {
-			r, err := playbook.New(c, g.engineOptions(u.Name, opts))
+			o := *g.engineOptions(u.Name, opts) // a copy: the catalog's stay as they are
+			// g.metrics is set once the clients are: before any run.
+			o.OnRunEnd = func(e playbook.RunEnd) { g.metrics.playbookRunEnded(e) }
+			r, err := playbook.New(c, &o)
 			if err != nil {
 				return fmt.Errorf("upstream %s: playbooks: %v", u.Name, err)
 			}
@@ -428,6 +460,7 @@ func (g *Gateway) newMux() (*mux.Router, http.Handler) {
 		fast:        g.fast,
 		tasks:       g.tasks,
 		metaCalls:   g.search != nil,
+		tracer:      g.tracer,
 	}
 	if g.cfg.Stateful {
 		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions, g.cfg.MaxSessionsPerCaller)
@@ -588,6 +621,11 @@ func (g *Gateway) callTool(ctx context.Context, t *Tool, req *mcp.CallToolReques
 		g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeUnreachable, Cause: err})
 		return res
 	}
+	if req.Extra != nil {
+		ctx = g.callTrace(ctx, t, req.Extra.Header)
+	} else {
+		ctx = g.callTrace(ctx, t, nil)
+	}
 	res, rep := g.clients[t.Upstream].Call(ctx, t.Binding, args, cred)
 	g.logCall(ctx, t, req, rep)
 	return res
@@ -611,6 +649,9 @@ func (g *Gateway) callTool(ctx context.Context, t *Tool, req *mcp.CallToolReques
 // but error.
 func (g *Gateway) logCall(ctx context.Context, t *Tool, req *mcp.CallToolRequest, rep upstream.Report) {
 	g.metrics.observeCall(t.Tool.Name, t.Upstream, rep)
+	if g.tracer != nil {
+		traceCall(ctx, rep)
+	}
 	level := slog.LevelDebug
 	if rep.Failed() {
 		level = slog.LevelWarn
@@ -633,6 +674,9 @@ func (g *Gateway) logCall(ctx context.Context, t *Tool, req *mcp.CallToolRequest
 	}
 	if rep.Failed() && rep.Cause != nil {
 		attrs = append(attrs, slog.String("cause", rep.Cause.Error()))
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
 	}
 	g.logger.LogAttrs(ctx, level, "tool call", attrs...)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/mcpgate/mcpgate/upstream/federation"
+	"github.com/mcpgate/mcpgate/upstream/playbook"
 )
 
 // callBuckets are the bounds of mcpgate_tool_call_duration_seconds: from 1 ms
@@ -23,6 +24,12 @@ import (
 // 2.5× apart, so a p99 read off them is within one step. Calls over 30 s land
 // in +Inf, which is where a raised timeout's stragglers belong.
 var callBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+
+// runBuckets are the bounds of mcpgate_playbook_run_duration_seconds: from
+// 100 ms (MinPollInterval: a run that ended on its first poll) to an hour,
+// past playbook.DefaultTimeout (90 s) and a few steps apart; runs given a
+// longer timeout (up to playbook.MaxTimeout, a day) land in +Inf.
+var runBuckets = []float64{.1, .25, .5, 1, 2.5, 5, 10, 30, 60, 90, 180, 300, 600, 1800, 3600}
 
 // maxScrapesInFlight bounds concurrent scrapes of the metrics endpoint; more
 // are answered 503. A scrape walks every series, and the endpoint has no
@@ -50,6 +57,7 @@ type metrics struct {
 	rpc       *prometheus.CounterVec   // method (JSON-RPC)
 	refused   *prometheus.CounterVec   // reason
 	playbooks *prometheus.CounterVec   // playbook, outcome
+	runTimes  *prometheus.HistogramVec // playbook, outcome: each run's duration
 
 	// Kept children of calls, duration and responses (see observeCall).
 	callCounters, durations, statusCounters sync.Map
@@ -70,9 +78,10 @@ func counter(kept *sync.Map, vec *prometheus.CounterVec, label string) prometheu
 
 // newMetrics registers the gateway's collectors, with the Go runtime's and
 // the process's (go_goroutines, process_resident_memory_bytes, ...), on a new
-// registry. clients are the upstreams' clients by name, for the in-flight
-// gauges; federated, the MCP upstreams', for mcpgate_upstream_up.
-func newMetrics(clients map[string]*upstream.Client, federated map[string]*federation.Upstream) *metrics {
+// registry. clients are the upstreams' clients by name, and runners their
+// playbook runners, for the in-flight gauges; federated, the MCP
+// upstreams', for mcpgate_upstream_up.
+func newMetrics(clients map[string]*upstream.Client, runners map[string]*playbook.Runner, federated map[string]*federation.Upstream) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -104,6 +113,11 @@ func newMetrics(clients map[string]*upstream.Client, federated map[string]*feder
 			Name: "mcpgate_playbook_runs_total",
 			Help: "Playbook runs, by playbook and outcome (succeeded, failed, timeout, cancelled, not_started).",
 		}, []string{"playbook", "outcome"}),
+		runTimes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcpgate_playbook_run_duration_seconds",
+			Help:    "Time from a playbook run's start to its outcome, once per run (a re-sent call that joined it, or a task, adds none), by playbook and outcome (succeeded, failed, timeout, cancelled, not_started).",
+			Buckets: runBuckets,
+		}, []string{"playbook", "outcome"}),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
@@ -113,18 +127,31 @@ func newMetrics(clients map[string]*upstream.Client, federated map[string]*feder
 			Help:        "Always 1; the version label is the gateway's.",
 			ConstLabels: prometheus.Labels{"version": Version},
 		}, func() float64 { return 1 }),
-		m.calls, m.duration, m.responses, m.requests, m.rpc, m.refused, m.playbooks,
+		m.calls, m.duration, m.responses, m.requests, m.rpc, m.refused, m.playbooks, m.runTimes,
 	)
 	// In flight is read from each client's own slot count when scraped, not
-	// counted per call: it costs a call nothing, and it counts every call
-	// path (go-sdk's, the front door's, stdio's) because they all go through
-	// upstream.Client.Call.
+	// counted per call: it costs a REST call nothing, and it counts every
+	// call path (go-sdk's, the front door's, stdio's) because they all go
+	// through upstream.Client.Call. A playbook call holds a slot only while
+	// one of its run's requests to the engine is out (a few ms of each 1.5 s
+	// poll interval), which is why 1000 waiting playbook calls read 0
+	// (issue 24): they are counted where they wait, in the runner
+	// (Runner.Waiting), and the engine requests' slots (SendsInFlight) are
+	// taken out so that nothing counts twice.
 	for name, c := range clients {
+		r := runners[name]
 		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "mcpgate_tool_calls_in_flight",
-			Help:        "Tool calls holding one of the upstream's max_concurrent slots: sent, or about to be, and not yet answered.",
+			Help:        "Tool calls in flight: REST calls holding one of the upstream's max_concurrent slots (sent, or about to be, and not yet answered), and playbook calls waiting for their run's outcome.",
 			ConstLabels: prometheus.Labels{"upstream": name},
-		}, func() float64 { return float64(c.InFlight()) }))
+		}, func() float64 { return float64(callsInFlight(c, r)) }))
+		if r != nil {
+			m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name:        "mcpgate_playbook_runs_in_flight",
+				Help:        "Playbook runs started on the upstream's engine and not yet ended, task runs included (bounded by playbooks.max_runs).",
+				ConstLabels: prometheus.Labels{"upstream": name},
+			}, func() float64 { return float64(r.Active()) }))
+		}
 	}
 	for name, up := range federated {
 		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -294,6 +321,28 @@ func (m *metrics) playbookRun(playbook, outcome string) {
 		return
 	}
 	m.playbooks.WithLabelValues(playbook, outcome).Inc()
+}
+
+// callsInFlight is mcpgate_tool_calls_in_flight of one upstream: c's slots
+// held by tool calls, and the playbook calls waiting on r's runs (r nil:
+// no playbooks). The counts are read one after the other, without a lock:
+// a scrape may be off by the one request that took or gave back a slot
+// between the reads, never below zero.
+func callsInFlight(c *upstream.Client, r *playbook.Runner) int {
+	n := c.InFlight() - c.SendsInFlight()
+	if r != nil {
+		n += r.Waiting()
+	}
+	return max(n, 0)
+}
+
+// playbookRunEnded times one playbook run that ended
+// (playbook.Options.OnRunEnd), by its tool and its state.
+func (m *metrics) playbookRunEnded(e playbook.RunEnd) {
+	if m == nil {
+		return
+	}
+	m.runTimes.WithLabelValues(e.Tool, string(e.State)).Observe(e.Elapsed.Seconds())
 }
 
 // statusLabels holds the code label of every status 100–599, built once so

@@ -550,7 +550,7 @@ func BenchmarkToolCallMetrics(b *testing.B) {
 // BenchmarkObserveCall is the metrics' own work per tool call, without the
 // call: what logCall and the front door add when metrics are on.
 func BenchmarkObserveCall(b *testing.B) {
-	m := newMetrics(nil, nil)
+	m := newMetrics(nil, nil, nil)
 	rep := upstream.Report{Outcome: upstream.OutcomeOK, Status: 200, Elapsed: 3 * time.Millisecond}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -29,6 +30,11 @@ func (g *Gateway) playbookHandler(t *Tool) mcp.ToolHandler {
 			ctx, cancel = g.calls.join(ctx, req.Extra.Header)
 			defer cancel()
 		}
+		var h http.Header
+		if req.Extra != nil {
+			h = req.Extra.Header
+		}
+		ctx = g.callTrace(ctx, t, h)
 		args, cred, err := g.startPlaybookCall(ctx, t, req, req.Params.Arguments)
 		if err != nil {
 			res := &mcp.CallToolResult{}

@@ -90,6 +90,13 @@ func (d *noetlDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	if d.fd.tracer != nil {
+		// The same span as /mcp's (traceRequest); the method is read
+		// again by servePlaybookRPC, so it is named by the route.
+		ctx, span := startRequestSpan(r.Context(), d.fd.tracer, r.Header, "tools/call", "")
+		defer span.End()
+		r = r.WithContext(ctx)
+	}
 	d.next.ServeHTTP(w, r)
 }
 
@@ -209,6 +216,7 @@ func (g *Gateway) playbookRPCCall(w http.ResponseWriter, r *http.Request, id, ra
 	// The engine is shown what its upstream's auth mode says, exactly as
 	// for a call through /mcp, never simply the inbound token.
 	callReq := callRequest(r, p.Name, p.Arguments)
+	r = r.WithContext(g.callTrace(r.Context(), t, r.Header))
 	args, cred, err := g.startPlaybookCall(r.Context(), t, callReq, p.Arguments)
 	if err != nil {
 		// As on /mcp: the model can read which field to correct.

@@ -330,8 +330,8 @@ func (d *taskDoor) create(r *http.Request, p *taskParams) (any, *jsonrpc.Error) 
 	now := d.now()
 	c := &taskClaims{Upstream: t.Upstream, Path: t.Playbook.Path, Caller: callerHash(r), Created: now.UnixMilli(), // the run's start, once known
 		TTL: d.grantTTL(p.Task.TTL, runner.Options().Timeout).Milliseconds()}
-	ctx := r.Context()
 	req := callRequest(r, p.Name, p.Arguments)
+	ctx := d.g.callTrace(r.Context(), t, r.Header)
 	var out *playbook.Outcome
 	if args, cred, err := d.g.startPlaybookCall(ctx, t, req, p.Arguments); err != nil {
 		c.Error = cutText(err.Error())

@@ -391,6 +391,7 @@ type reservation struct {
 	held   int64           // bytes reserved
 	claim  int64           // bytes it may come to hold: see ResponseBudget
 	done   bool            // released: an in-process handler that outlived its call gets no more
+	send   bool            // Send's: its slot is counted in Client.SendsInFlight too
 
 	// claimWeight, when more than weight, is the bytes claimed for each byte
 	// it may read (see ResponseBudget): with the room it will ask for to

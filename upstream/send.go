@@ -3,6 +3,7 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -48,6 +49,28 @@ func (c *Client) Send(ctx context.Context, method, path string, body []byte, cre
 // SendQuery is Send with a query: rawQuery, already escaped, is sent as it
 // is (a '#' in it is refused).
 func (c *Client) SendQuery(ctx context.Context, method, path, rawQuery string, body []byte, cred Credentials) (*Answer, error) {
+	if c.opts.Tracing.Tracer == nil {
+		return c.sendQuery(ctx, method, path, rawQuery, body, cred)
+	}
+	ctx, span := c.startSpan(ctx, method)
+	a, err := c.sendQuery(ctx, method, path, rawQuery, body, cred)
+	rep := Report{Outcome: OutcomeOK}
+	var se *SendError
+	switch {
+	case errors.As(err, &se):
+		rep.Outcome = se.Outcome
+	case a != nil:
+		rep.Status = a.Status
+		if a.Status < 200 || a.Status > 299 {
+			rep.Outcome = OutcomeHTTPError
+		}
+	}
+	endSpan(span, rep)
+	return a, err
+}
+
+// sendQuery is SendQuery, without its span.
+func (c *Client) sendQuery(ctx context.Context, method, path, rawQuery string, body []byte, cred Credentials) (*Answer, error) {
 	if !strings.HasPrefix(path, "/") || hasDotSegment(path) || strings.Contains(rawQuery, "#") {
 		return nil, &SendError{Outcome: OutcomeInvalidArguments, Msg: "the gateway built an invalid upstream path", Cause: fmt.Errorf("upstream: path %q, query %q", path, rawQuery)}
 	}
@@ -66,7 +89,7 @@ func (c *Client) SendQuery(ctx context.Context, method, path, rawQuery string, b
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	res := &reservation{budget: c.opts.ResponseBudget, wait: c.opts.QueueTimeout, limit: c.opts.MaxResponseBytes}
+	res := &reservation{budget: c.opts.ResponseBudget, wait: c.opts.QueueTimeout, limit: c.opts.MaxResponseBytes, send: true}
 	defer res.release()
 	a, failed, rep := c.exchange(ctx, req, acceptJSON, cred, res)
 	if a == nil {

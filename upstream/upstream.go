@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -66,6 +67,10 @@ type ClientOptions struct {
 	// cut at its size. Nil means no shared bound, only MaxResponseBytes per
 	// call.
 	ResponseBudget *ResponseBudget
+	// Tracing says what goes upstream with each request to follow a call
+	// (request id, traceparent) and whether each request gets a span (see
+	// trace.go). The zero value makes no span.
+	Tracing Tracing
 }
 
 // A Client calls one upstream API. It is safe for concurrent use.
@@ -75,7 +80,8 @@ type Client struct {
 	opts      ClientOptions
 	inproc    bool
 	slots     slots
-	userAgent []string // opts.UserAgent, as a header value
+	sends     atomic.Int64 // slots held by Send (see SendsInFlight)
+	userAgent []string     // opts.UserAgent, as a header value
 }
 
 // NewTransport returns the http.Transport the gateway uses for one remote
@@ -166,6 +172,14 @@ func (c *Client) BaseURL() *url.URL { u := *c.base; return &u }
 // for a slot are not counted. Safe for concurrent use; it takes no lock.
 func (c *Client) InFlight() int { return len(c.slots) }
 
+// SendsInFlight is the number of InFlight's slots held by [Client.Send]
+// (a playbook engine's execute, status and cancel requests) rather than by
+// tool calls. A gauge of tool calls in flight counts InFlight less these,
+// plus the calls waiting on a run (playbook.Runner.Waiting): a playbook
+// call holds a slot only while one of its run's requests is out, a few
+// milliseconds of each poll interval. Safe for concurrent use.
+func (c *Client) SendsInFlight() int { return int(c.sends.Load()) }
+
 // Credentials are what a call presents to the upstream.
 type Credentials struct {
 	// BearerToken, if set, is sent as "Authorization: Bearer <token>".
@@ -241,6 +255,17 @@ func (c *Client) responseCap(b *Binding) int64 {
 // answers all come back as a result with IsError set, worded for the model;
 // the Report says what happened, with the detail for logs.
 func (c *Client) Call(ctx context.Context, b *Binding, args map[string]any, cred Credentials) (*mcp.CallToolResult, Report) {
+	if c.opts.Tracing.Tracer == nil {
+		return c.call(ctx, b, args, cred)
+	}
+	ctx, span := c.startSpan(ctx, b.Method)
+	res, rep := c.call(ctx, b, args, cred)
+	endSpan(span, rep)
+	return res, rep
+}
+
+// call is Call, without its span.
+func (c *Client) call(ctx context.Context, b *Binding, args map[string]any, cred Credentials) (*mcp.CallToolResult, Report) {
 	if err := b.Validate(args); err != nil {
 		return errorResult(err.Error()), Report{Outcome: OutcomeInvalidArguments, Cause: err}
 	}
@@ -366,12 +391,17 @@ func (c *Client) exchange(ctx context.Context, req *http.Request, accept []strin
 		return nil, msg, rep
 	}
 	defer releaseSlot()
+	if res.send {
+		c.sends.Add(1)
+		defer c.sends.Add(-1)
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	req = req.WithContext(ctx)
 	req.Header["User-Agent"] = c.userAgent // shared slices: net/http only reads them
 	req.Header["Accept"] = accept
 	cred.apply(req.Header)
+	c.propagate(ctx, req.Header)
 	start := time.Now()
 	resp, err := c.rt.RoundTrip(req)
 	if err != nil {

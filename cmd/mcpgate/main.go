@@ -279,12 +279,27 @@ func demoPrompt() gateway.Prompt {
 	}
 }
 
-func (c *common) logger(w io.Writer) (*slog.Logger, error) {
+// logFormatFlag registers --log-format (config log_format) on serve and
+// stdio, the commands that log while they run.
+func logFormatFlag(fs *flag.FlagSet) *choice {
+	c := &choice{allowed: []string{gateway.LogText, gateway.LogJSON}}
+	fs.Var(c, "log-format", "`FORMAT` of the log on stderr (log_format): text (key=value; default) or json (one object a line)")
+	return c
+}
+
+// logger is the log on w at --log-level, in format (a resolved config's
+// log_format: text or json; "" is text, for the commands that have no
+// config to read it from).
+func (c *common) logger(w io.Writer, format string) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(c.logLevel.value)); err != nil {
 		return nil, &exitError{2, fmt.Errorf("--log-level: %v", err)}
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl})), nil
+	opts := &slog.HandlerOptions{Level: lvl}
+	if format == gateway.LogJSON {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
 }
 
 // startupMemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit)
@@ -368,15 +383,16 @@ func (m *cli) stdio(ctx context.Context, args []string) error {
 	var c common
 	c.register(fs)
 	catalogMode := catalogFlag(fs)
+	logFormat := logFormatFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg, _, err := c.loadConfig(gateway.Overrides{CatalogMode: catalogMode.value}, true)
+	cfg, _, err := c.loadConfig(gateway.Overrides{CatalogMode: catalogMode.value, LogFormat: logFormat.value}, true)
 	if err != nil {
 		return err
 	}
 	// stdout carries the protocol: logs go to stderr only.
-	logger, err := c.logger(m.stderr)
+	logger, err := c.logger(m.stderr, cfg.LogFormat)
 	if err != nil {
 		return err
 	}

@@ -48,10 +48,11 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 	drainDelay := fs.Duration("drain-delay", -1, "after SIGTERM/SIGINT, keep serving this `long` with /readyz answering 503 (drain_delay; default 5s)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 0, "then wait this `long` for the calls in flight (shutdown_timeout; default 30s)")
 	catalogMode := catalogFlag(fs)
+	logFormat := logFormatFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	ov := gateway.Overrides{Listen: *addr, MetricsListen: *metricsAddr, Stateful: *stateful, CatalogMode: catalogMode.value, ShutdownTimeout: *shutdownTimeout}
+	ov := gateway.Overrides{Listen: *addr, MetricsListen: *metricsAddr, Stateful: *stateful, CatalogMode: catalogMode.value, LogFormat: logFormat.value, ShutdownTimeout: *shutdownTimeout}
 	if *drainDelay >= 0 {
 		ov.DrainDelay = drainDelay
 	}
@@ -69,7 +70,7 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	logger, err := c.logger(m.stderr)
+	logger, err := c.logger(m.stderr, cfg.LogFormat)
 	if err != nil {
 		return err
 	}
@@ -314,8 +315,8 @@ func driftText(lockFile string, d *annotations.Drift) []byte {
 // A reload that fails — a config that does not parse or resolve, a
 // document that does not load, a lockfile that does not read, drift from
 // the lock under --lock — keeps the state served, logs why, and sets
-// mcpgate_config_reload_success to 0. The listeners, stateful, body_timeout
-// and write_timeout are the server's, fixed at start: a reload that changes
+// mcpgate_config_reload_success to 0. The listeners, stateful, body_timeout,
+// write_timeout and log_format are the process's, fixed at start: a reload that changes
 // them says so and serves the rest of the change.
 type reloader struct {
 	c        *common
@@ -394,6 +395,9 @@ func restartOnly(a, b *gateway.Config) []string {
 	}
 	if a.WriteTimeout != b.WriteTimeout {
 		out = append(out, "write_timeout")
+	}
+	if a.LogFormat != b.LogFormat {
+		out = append(out, "log_format")
 	}
 	return out
 }

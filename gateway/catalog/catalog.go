@@ -735,14 +735,26 @@ func (c *Catalog) Client(u *config.Upstream, budget *upstream.ResponseBudget) (*
 	return newClient(u, c.bases[u.Name], budget)
 }
 
+// TracedClient is Client whose requests carry what tr says (request id,
+// trace context, spans).
+func (c *Catalog) TracedClient(u *config.Upstream, budget *upstream.ResponseBudget, tr upstream.Tracing) (*upstream.Client, error) {
+	return newTracedClient(u, c.bases[u.Name], budget, tr)
+}
+
 // newClient is Client with the base URL given.
 func newClient(u *config.Upstream, base baseURL, budget *upstream.ResponseBudget) (*upstream.Client, error) {
+	return newTracedClient(u, base, budget, upstream.Tracing{})
+}
+
+// newTracedClient is TracedClient with the base URL given.
+func newTracedClient(u *config.Upstream, base baseURL, budget *upstream.ResponseBudget, tr upstream.Tracing) (*upstream.Client, error) {
 	opts := &upstream.ClientOptions{
 		Timeout:        u.Timeout,
 		Name:           u.Name,
 		MaxConcurrent:  u.MaxConcurrent,
 		QueueTimeout:   u.QueueTimeout,
 		ResponseBudget: budget,
+		Tracing:        tr,
 	}
 	if u.Handler != nil {
 		return upstream.NewInProcess(u.Handler, opts), nil

@@ -170,6 +170,17 @@ type Config struct {
 	// State says where a fleet's replicas share state: memory (one
 	// process, the default) or redis. See StateConfig.
 	State StateConfig `yaml:"state"`
+	// LogFormat is the log's format: text (slog's key=value, the default)
+	// or json (one object a line). --log-format overrides it.
+	LogFormat string `yaml:"log_format"`
+	// RequestIDHeader is the header that carries the gateway's request id
+	// (the one in its log lines and its Mcpgate-Request-Id answer header)
+	// to the upstream on every call. Default DefaultRequestIDHeader
+	// (X-Request-Id); "none" sends none. See observability.go.
+	RequestIDHeader string `yaml:"request_id_header"`
+	// Tracing turns on OpenTelemetry tracing (see TracingConfig). Default
+	// off.
+	Tracing TracingConfig `yaml:"tracing"`
 
 	// Auth verifies inbound bearer tokens (issuer, audience, scopes, the
 	// step-up policy); see auth.Config. Nil: nothing is verified, and the
@@ -490,6 +501,9 @@ func (c *Config) resolve() error {
 	if err := c.State.validate(); err != nil {
 		return err
 	}
+	if err := c.resolveObservability(); err != nil {
+		return err
+	}
 	if err := c.validatePrompts(); err != nil {
 		return err
 	}
@@ -740,6 +754,7 @@ type Overrides struct {
 	// DrainDelay and ShutdownTimeout: nil and 0 leave the file's.
 	DrainDelay      *time.Duration
 	ShutdownTimeout time.Duration
+	LogFormat       string // log_format: text or json
 }
 
 // Apply merges o into c. The upstream settings (OpenAPI, BaseURL, ExposeTags,
@@ -769,6 +784,9 @@ func (c *Config) Apply(o Overrides) error {
 	}
 	if o.ShutdownTimeout != 0 {
 		c.ShutdownTimeout = o.ShutdownTimeout
+	}
+	if o.LogFormat != "" {
+		c.LogFormat = o.LogFormat
 	}
 	if o.OpenAPI == "" && o.BaseURL == "" && len(o.ExposeTags) == 0 && !o.ExposeAll {
 		return nil

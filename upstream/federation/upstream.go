@@ -21,6 +21,11 @@ import (
 type Options struct {
 	// Name is the upstream's name, in logs and error texts.
 	Name string
+	// Tracing is what each call's POST carries to follow it (request id,
+	// trace context) and whether it gets a span: see
+	// upstream.TraceTransport. The zero value passes a caller's
+	// traceparent on, nothing more.
+	Tracing upstream.Tracing
 	// Logger receives the upstream's logs; nil: discard. Tokens,
 	// Authorization values and claims are never logged.
 	Logger *slog.Logger
@@ -195,6 +200,7 @@ func New(cfg Config, opts *Options) (*Upstream, error) {
 		if base == nil {
 			base = http.DefaultTransport
 		}
+		base = upstream.TraceTransport(base, u.opts.Tracing, u.name)
 		hc.Transport = &guard{base: base, origin: origin(u.endpoint), name: u.name, max: u.cfg.MaxResponseBytes}
 		u.http = &hc
 	}

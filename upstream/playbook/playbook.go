@@ -30,6 +30,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpgate/mcpgate/upstream"
@@ -237,6 +238,18 @@ type Options struct {
 	// Logger receives a line per run's end. Nil: no logging. Never the
 	// workload or credentials.
 	Logger *slog.Logger
+	// OnRunEnd, if set, is called once per run as it ends (task runs
+	// included, Busy refusals not: they start no run), on the run's own
+	// goroutine: for a duration metric. It must not block.
+	OnRunEnd func(RunEnd)
+}
+
+// RunEnd is what Options.OnRunEnd is told of a run that ended.
+type RunEnd struct {
+	Tool    string // the Request.Tool that started it
+	Path    string
+	State   State
+	Elapsed time.Duration // from its start to its outcome
 }
 
 // Runner runs playbooks against one engine. It is safe for concurrent use.
@@ -255,7 +268,22 @@ type Runner struct {
 
 	released    chan struct{} // closed by Release
 	releaseOnce sync.Once
+	waiting atomic.Int64 // requests inside Run (see Waiting)
 }
+
+// Active is the number of runs in flight: started, task runs included, and
+// not yet ended. Safe for concurrent use.
+func (r *Runner) Active() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.active
+}
+
+// Waiting is the number of requests waiting in Run for a run's outcome:
+// the playbook calls in flight. (Requests that joined one run are each
+// counted; a task's run has no request waiting.) Safe for concurrent use;
+// it takes no lock.
+func (r *Runner) Waiting() int { return int(r.waiting.Load()) }
 
 // Check reports what New would refuse in o, so that a configuration can be
 // checked before any client exists.

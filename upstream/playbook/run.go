@@ -154,6 +154,8 @@ var ErrCallCancelled = errors.New("playbook: the client cancelled the call")
 // outcome; the run itself is cancelled upstream once no request waits for it
 // (after Options.Linger, or at once when ctx's cause is ErrCallCancelled).
 func (r *Runner) Run(ctx context.Context, req Request) *Outcome {
+	r.waiting.Add(1)
+	defer r.waiting.Add(-1)
 	key := r.key(req)
 	rn, attached, remote, busy := r.dispatch(ctx, key, req, false)
 	if busy != nil {
@@ -292,14 +294,16 @@ func (r *Runner) key(req Request) string {
 }
 
 // attach finds the run for key that a request may join, or starts one, and
-// counts the caller as waiting for it. A run is started only within
+// counts the caller as waiting for it. A run it starts carries ctx's trace
+// (upstream.DetachTrace), not its cancellation: its requests to the engine
+// belong to the trace of the request that started it. A run is started only within
 // Options.MaxRuns and MaxRunsPerCaller; over either, attach returns the Busy
 // outcome instead, and nothing is sent to the engine.
 //
 // release frees the fleet slot dispatch took for the run (nil: none), and
 // claimed says dispatch claimed the fleet's record of key; both become the
 // run's when attach starts one, and stay the caller's otherwise.
-func (r *Runner) attach(key string, req Request, release func(), claimed bool) (*run, bool, *Outcome) {
+func (r *Runner) attach(ctx context.Context, key string, req Request, release func(), claimed bool) (*run, bool, *Outcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
@@ -310,7 +314,7 @@ func (r *Runner) attach(key string, req Request, release func(), claimed bool) (
 	if out := r.admit(req); out != nil {
 		return nil, false, out
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(upstream.DetachTrace(ctx))
 	rn := &run{key: key, caller: req.Caller, ctx: ctx, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), changed: make(chan struct{}), waiters: 1, begun: now,
 		claimed: claimed, release: release}
 	if key != "" {
@@ -467,6 +471,9 @@ func (r *Runner) drive(rn *run, req Request) {
 	// outcome's record must still see the run as going on (join refuses a
 	// run whose context ended), and then gets the outcome.
 	rn.cancel()
+	if r.opts.OnRunEnd != nil {
+		r.opts.OnRunEnd(RunEnd{Tool: req.Tool, Path: req.Path, State: out.State, Elapsed: time.Since(rn.begun)})
+	}
 	r.logger.LogAttrs(context.Background(), slog.LevelInfo, "playbook run",
 		slog.String("playbook", req.Path), slog.String("execution_id", out.ExecutionID),
 		slog.String("outcome", string(out.State)), slog.Int("polls", out.Polls),
@@ -519,7 +526,7 @@ func (r *Runner) poll(rn *run, req Request) *Outcome {
 				rn.end()
 				out.State = Failed
 				msg := fmt.Sprintf("playbook %s (execution %s): its status could not be read: %v", req.Path, id, err)
-				out.CancelSent, msg = r.cancelUpstream(id, req.Cred, msg)
+				out.CancelSent, msg = r.cancelUpstream(rn.ctx, id, req.Cred, msg)
 				out.Result = errorResult(msg, id, req.Path, out.Status, r.opts.MaxStructured)
 				return out
 			}
@@ -561,18 +568,21 @@ func (r *Runner) stop(rn *run, req Request, out *Outcome, cause error) *Outcome 
 		out.State = TimedOut
 		msg = fmt.Sprintf("playbook %s did not finish within %s (execution %s)", req.Path, r.opts.Timeout, out.ExecutionID)
 	}
-	out.CancelSent, msg = r.cancelUpstream(out.ExecutionID, req.Cred, msg)
+	out.CancelSent, msg = r.cancelUpstream(rn.ctx, out.ExecutionID, req.Cred, msg)
 	out.Result = errorResult(msg, out.ExecutionID, req.Path, out.Status, r.opts.MaxStructured)
 	return out
 }
 
 // cancelUpstream calls the cancel route, if any, and adds to msg what
 // became of it. It has its own short deadline: the run's has passed.
-func (r *Runner) cancelUpstream(id string, cred upstream.Credentials, msg string) (bool, string) {
+// trace gives the requests their trace (see upstream.DetachTrace).
+func (r *Runner) cancelUpstream(trace context.Context, id string, cred upstream.Credentials, msg string) (bool, string) {
 	if r.opts.Routes.Cancel.IsZero() {
 		return false, msg + "; the engine has no cancel route, so the run may go on"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// Not trace's cancellation (the run's context may have ended: that is
+	// often why it is cancelled), only its trace.
+	ctx, cancel := context.WithTimeout(upstream.DetachTrace(trace), 10*time.Second)
 	defer cancel()
 	rt := r.opts.Routes.Cancel
 	path, err := r.idPath(r.paths.cancel, id)

@@ -145,14 +145,14 @@ func (r *Runner) localRun(key string) bool {
 func (r *Runner) dispatch(ctx context.Context, key string, req Request, local bool) (rn *run, attached bool, remote *RunRecord, busy *Outcome) {
 	sh := r.opts.Shared
 	if sh == nil {
-		rn, attached, busy = r.attach(key, req, nil, false)
+		rn, attached, busy = r.attach(ctx, key, req, nil, false)
 		return rn, attached, nil, busy
 	}
 	for try := 0; ; try++ {
 		if key != "" && r.localRun(key) {
 			// Joined here without a slot: a run started here holds the
 			// fleet's record, where the request is counted too.
-			rn, attached, busy = r.attach(key, req, nil, false)
+			rn, attached, busy = r.attach(ctx, key, req, nil, false)
 			if attached && rn.claimed {
 				_, _ = sh.Join(ctx, key)
 			}
@@ -185,7 +185,7 @@ func (r *Runner) dispatch(ctx context.Context, key string, req Request, local bo
 		if err != nil {
 			release = nil // the store failed: the local caps decide alone
 		}
-		rn, attached, busy = r.attach(key, req, release, claimed)
+		rn, attached, busy = r.attach(ctx, key, req, release, claimed)
 		if rn == nil || attached {
 			// Refused here, or joined a local run started without the
 			// store: the slot and the claim taken above are not this run's.

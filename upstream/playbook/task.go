@@ -169,7 +169,7 @@ func (r *Runner) Await(ctx context.Context, id, path string, cred upstream.Crede
 				out.Status = s.Status
 			}
 			var msg string
-			out.CancelSent, msg = r.cancelUpstream(id, cred, r.CeilingText(path, id))
+			out.CancelSent, msg = r.cancelUpstream(ctx, id, cred, r.CeilingText(path, id))
 			out.Result = errorResult(msg, id, path, out.Status, r.opts.MaxStructured)
 			return out, nil
 		}
