@@ -51,6 +51,12 @@ type Options struct {
 	// answers at a fraction of the cost. It exists to tell, when a client
 	// misbehaves, whether the fast path is the difference.
 	DisableFastPath bool
+	// Snapshot, if set, is a file `mcpgate build` wrote (WriteSnapshot):
+	// the catalog is read from it when this build wrote it from this
+	// configuration and these documents, skipping the documents' parse;
+	// otherwise one line says which hash differs and the documents are
+	// loaded as without it. See docs/snapshot.md.
+	Snapshot string
 }
 
 // Gateway serves one catalog. It is safe for concurrent use.
@@ -126,7 +132,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 			g.closeFederation()
 		}
 	}()
-	cat, err := BuildCatalog(ctx, cfg, &CatalogOptions{ValidateAfter: built, ListMCP: g.listFederated, Validated: func(ws []string) {
+	cat, err := g.loadCatalog(ctx, cfg, &CatalogOptions{ValidateAfter: built, ListMCP: g.listFederated, Validated: func(ws []string) {
 		for _, w := range ws {
 			logger.Warn("openapi document", "warning", w)
 		}

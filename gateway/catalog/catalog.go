@@ -80,6 +80,9 @@ type Tool struct {
 	// texts are the tool's texts before sanitizing, for the audit
 	// (Options.AuditTexts); nil otherwise.
 	texts []annotations.Text
+	// paramDescriptions, on a tool read from a snapshot, stand in for its
+	// operation's parameters (SearchDoc), which the snapshot does not keep.
+	paramDescriptions map[string]string
 }
 
 // Catalog is the set of tools the gateway serves, built once from the
@@ -189,6 +192,10 @@ type Options struct {
 	// is Build's (`tools` and `audit` must not pass over an upstream they
 	// could not read).
 	ListMCP func(ctx context.Context, u *config.Upstream) (*federation.Listing, error)
+
+	// sources are documents already read, by upstream name: WriteSnapshot
+	// builds from the very bytes it hashes.
+	sources map[string]fetchedSource
 }
 
 // Build loads every upstream's document and builds its tools: the
@@ -249,7 +256,12 @@ func Build(ctx context.Context, cfg *config.Config, opts *Options) (*Catalog, er
 			}
 			continue
 		}
-		doc, err := loadUpstreamDocument(ctx, u, &upstream.LoadOptions{IncludeOrigin: o.IncludeOrigin})
+		var doc *upstream.Document
+		if f, ok := o.sources[u.Name]; ok {
+			doc, err = parseFetched(ctx, u, f)
+		} else {
+			doc, err = loadUpstreamDocument(ctx, u, &upstream.LoadOptions{IncludeOrigin: o.IncludeOrigin})
+		}
 		if err != nil {
 			return nil, &DocumentError{Upstream: u.Name, Source: u.OpenAPI, Err: err}
 		}
