@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -84,6 +86,10 @@ type snapshotPayload struct {
 	Upstreams    []UpstreamCount         `json:"upstreams"`
 	Bases        map[string]snapshotBase `json:"bases"`
 	Sanitized    bool                    `json:"sanitized,omitempty"`
+	// ParamTexts are the parameters' descriptions of every tool, each
+	// once: Kubernetes' 1,123 operations repeat the same dozen (4 MB of
+	// them, written per tool).
+	ParamTexts []string `json:"paramTexts,omitempty"`
 	// Validation is what the documents' validation and the schema check
 	// found (Options.Validated), logged again by a gateway served from
 	// the snapshot.
@@ -113,8 +119,9 @@ type snapshotTool struct {
 	Upstream  string                    `json:"upstream"`
 	Operation snapshotOperation         `json:"operation"`
 	// ParamDescriptions are the operation's parameters' descriptions, for
-	// search mode's index (SearchDoc), which reads them from the document.
-	ParamDescriptions map[string]string             `json:"paramDescriptions,omitempty"`
+	// search mode's index (SearchDoc), which reads them from the document:
+	// a parameter's name → its text in ParamTexts.
+	ParamDescriptions map[string]int                `json:"paramDescriptions,omitempty"`
 	Derived           annotations.Derived           `json:"derived"`
 	Mangled           bool                          `json:"mangled,omitempty"`
 	SourceName        string                        `json:"sourceName"`
@@ -247,6 +254,7 @@ func (c *Catalog) snapshotPayload(ws []string) (*snapshotPayload, error) {
 		p.Bases[name] = sb
 	}
 	p.Tools = make([]snapshotTool, len(c.Tools))
+	texts := map[string]int{}
 	for i, t := range c.Tools {
 		if t.Binding == nil || t.Playbook != nil || t.Federated != nil {
 			return nil, &SnapshotError{What: "unsupported", Detail: fmt.Sprintf("tool %s is not an OpenAPI operation's", t.Tool.Name)}
@@ -274,11 +282,22 @@ func (c *Catalog) snapshotPayload(ws []string) (*snapshotPayload, error) {
 			Security: t.Security, OAuthScopes: t.OAuthScopes, Source: t.Source, BaseDescription: t.baseDescription,
 			Size: t.size, DescriptionSHA: t.descriptionSHA, TitleSHA: t.titleSHA, OutputSHA: t.outputSHA, OutputHashed: t.outputHashed,
 		}
-		switch op := t.Operation.Operation; {
-		case t.paramDescriptions != nil:
-			st.ParamDescriptions = t.paramDescriptions
-		case op != nil:
-			st.ParamDescriptions = paramDescriptions(t.Operation.PathItem, op)
+		descs := t.paramDescriptions
+		if op := t.Operation.Operation; descs == nil && op != nil {
+			descs = paramDescriptions(t.Operation.PathItem, op)
+		}
+		for _, name := range slices.Sorted(maps.Keys(descs)) { // ParamTexts in one order on every build
+			text := descs[name]
+			n, ok := texts[text]
+			if !ok {
+				n = len(p.ParamTexts)
+				texts[text] = n
+				p.ParamTexts = append(p.ParamTexts, text)
+			}
+			if st.ParamDescriptions == nil {
+				st.ParamDescriptions = map[string]int{}
+			}
+			st.ParamDescriptions[name] = n
 		}
 		p.Tools[i] = st
 	}
@@ -408,7 +427,7 @@ func restoreSnapshot(cfg *config.Config, payload []byte, opts *Options) (*Catalo
 	// Decoding the schemas is most of the work: on every core.
 	cat.Tools = make([]*Tool, len(p.Tools))
 	errs := make([]error, len(p.Tools))
-	parallel.Do(len(p.Tools), func(i int) { cat.Tools[i], errs[i] = restoreTool(cfg, &p.Tools[i]) })
+	parallel.Do(len(p.Tools), func(i int) { cat.Tools[i], errs[i] = restoreTool(cfg, &p.Tools[i], p.ParamTexts) })
 	names := make(map[string]bool, len(p.Tools))
 	for i, err := range errs {
 		if err != nil {
@@ -440,7 +459,7 @@ func restoreSnapshot(cfg *config.Config, payload []byte, opts *Options) (*Catalo
 	return cat, nil
 }
 
-func restoreTool(cfg *config.Config, st *snapshotTool) (*Tool, error) {
+func restoreTool(cfg *config.Config, st *snapshotTool, texts []string) (*Tool, error) {
 	if st.Binding == nil {
 		return nil, errors.New("no binding")
 	}
@@ -463,12 +482,22 @@ func restoreTool(cfg *config.Config, st *snapshotTool) (*Tool, error) {
 		tool.OutputSchema = b.OutputSchema
 	}
 	tool.Meta = toolMeta(st.Derived)
+	var descs map[string]string
+	if len(st.ParamDescriptions) > 0 {
+		descs = make(map[string]string, len(st.ParamDescriptions))
+		for name, n := range st.ParamDescriptions {
+			if n < 0 || n >= len(texts) {
+				return nil, fmt.Errorf("%s: parameter %s: no text %d", tool.Name, name, n)
+			}
+			descs[name] = texts[n]
+		}
+	}
 	return &Tool{
 		Tool: &tool, Binding: b, Upstream: st.Upstream, Operation: st.Operation.operation(),
 		Derived: st.Derived, Mangled: st.Mangled, SourceName: st.SourceName, NameTakenBy: st.NameTakenBy,
 		Security: st.Security, OAuthScopes: st.OAuthScopes, Source: st.Source,
 		baseDescription: st.BaseDescription, size: st.Size, descriptionSHA: st.DescriptionSHA, titleSHA: st.TitleSHA,
-		outputSHA: st.OutputSHA, outputHashed: st.OutputHashed, paramDescriptions: st.ParamDescriptions,
+		outputSHA: st.OutputSHA, outputHashed: st.OutputHashed, paramDescriptions: descs,
 	}, nil
 }
 
