@@ -3,8 +3,9 @@
 //
 // Usage:
 //
-//	mcpgate serve  [--config F | --openapi SRC] [--upstream URL] [--addr HOST:PORT] [--metrics-addr HOST:PORT] [--stateful] [--catalog flat|search|auto]
-//	mcpgate stdio  [--config F | --openapi SRC] [--upstream URL] [--catalog flat|search|auto]
+//	mcpgate serve  [--config F | --openapi SRC] [--upstream URL] [--addr HOST:PORT] [--metrics-addr HOST:PORT] [--stateful] [--catalog flat|search|auto] [--snapshot FILE]
+//	mcpgate stdio  [--config F | --openapi SRC] [--upstream URL] [--catalog flat|search|auto] [--snapshot FILE]
+//	mcpgate build  [--config F | --openapi SRC] [--upstream URL] [--all] -o FILE
 //	mcpgate tools  [--config F | --openapi SRC] [--all] [--expose-tag T] [--format json|table] [--explain]
 //	mcpgate audit  [--config F | --openapi SRC] [--format table|json|markdown|sarif]
 //	               [--write-lock FILE] [--lock FILE] [--fail-on error|warning|never] [--explain]
@@ -93,6 +94,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = m.stdio(ctx, args)
 	case "tools":
 		err = m.tools(ctx, args)
+	case "build":
+		err = m.build(ctx, args)
 	case "audit":
 		var code int
 		if code, err = m.audit(ctx, args); err == nil && code != 0 {
@@ -363,6 +366,7 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 	stateful := fs.Bool("stateful", false, "keep an MCP session per client (default: stateless)")
 	lockFile := fs.String("lock", "", "serve only the tools of this reviewed `lockfile` unchanged (see mcpgate audit --write-lock)")
 	catalogMode := catalogFlag(fs)
+	snapshot := snapshotFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -381,7 +385,7 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	g, err := c.newGateway(ctx, cfg, &gateway.Options{Logger: logger, Lock: lock})
+	g, err := c.newGateway(ctx, cfg, &gateway.Options{Logger: logger, Lock: lock, Snapshot: *snapshot})
 	if err != nil {
 		return err
 	}
@@ -498,6 +502,7 @@ func (m *cli) stdio(ctx context.Context, args []string) error {
 	var c common
 	c.register(fs)
 	catalogMode := catalogFlag(fs)
+	snapshot := snapshotFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -515,6 +520,7 @@ func (m *cli) stdio(ctx context.Context, args []string) error {
 		// Over stdio there is no inbound Authorization header: the local user
 		// names the upstream credential in the environment.
 		StaticToken: os.Getenv("MCPGATE_UPSTREAM_TOKEN"),
+		Snapshot:    *snapshot,
 	})
 	if err != nil {
 		return err
