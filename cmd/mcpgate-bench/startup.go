@@ -81,7 +81,6 @@ func runStartup(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
-
 // timeToReady starts `mcpgate serve args…` on a free port and returns the
 // time from the process's start to its first /readyz 200. With snapshot, the
 // log must say the catalog came from the snapshot: a start that fell back
