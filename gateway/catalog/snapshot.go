@@ -21,6 +21,7 @@ import (
 	sjson "github.com/segmentio/encoding/json"
 
 	"github.com/mcpgate/mcpgate/annotations"
+	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/internal/parallel"
 	"github.com/mcpgate/mcpgate/tagging"
@@ -359,7 +360,7 @@ func LoadSnapshot(ctx context.Context, cfg *config.Config, data []byte, opts *Sn
 		return nil, err
 	}
 	if sum != h.Config {
-		return nil, &SnapshotError{What: "config", Detail: "the configuration's hash differs (an upstream, name_style, sanitize_text or max_catalog_bytes changed)"}
+		return nil, &SnapshotError{What: "config", Detail: "the configuration's hash differs (an upstream's selection, names, hints, base URL or budgets, name_style, sanitize_text or max_catalog_bytes changed)"}
 	}
 	if len(h.Documents) != len(cfg.Upstreams) {
 		return nil, &SnapshotError{What: "config", Detail: "the snapshot's upstreams are not the configuration's"}
@@ -582,17 +583,21 @@ func snapshotSupported(cfg *config.Config) error {
 }
 
 // configSHA256 hashes what Build reads of cfg (resolved) to make the
-// tools: the upstreams (their documents are hashed apart, by their bytes),
-// name_style, sanitize_text and max_catalog_bytes. Settings that only
-// serving reads (listen, timeouts, sessions, auth, metrics, tasks,
-// catalog.mode, prompts — which are made from the configuration at every
-// start) are left out, so that one snapshot serves every replica of a
-// deployment whatever its address. A setting Build starts reading must be
-// added here.
+// tools: each upstream's settings (its document is hashed apart, by its
+// bytes), name_style, sanitize_text and max_catalog_bytes. What only
+// serving reads is left out, so that one snapshot serves every replica of
+// a deployment whatever its address, bounds or credentials: listen,
+// timeouts, body and session bounds, auth, metrics, tasks, catalog.mode and
+// prompts (made from the configuration at every start), and of an upstream
+// its timeout, max_concurrent, queue_timeout, direct_transport and auth
+// (its client's, made by the gateway from the live configuration). Any
+// other upstream setting, one added later included, is hashed: a setting
+// Build starts reading must not be one left out here.
 func configSHA256(cfg *config.Config) (string, error) {
 	ups := make([]config.Upstream, len(cfg.Upstreams))
 	for i, u := range cfg.Upstreams {
 		u.Handler, u.Document = nil, nil
+		u.Timeout, u.MaxConcurrent, u.QueueTimeout, u.DirectTransport, u.Auth = 0, 0, 0, nil, auth.Upstream{}
 		ups[i] = u
 	}
 	raw, err := json.Marshal(struct {
@@ -602,7 +607,7 @@ func configSHA256(cfg *config.Config) (string, error) {
 		Upstreams       []config.Upstream
 	}{cfg.NameStyle, cfg.SanitizesText(), cfg.MaxCatalogBytes, ups})
 	if err != nil {
-		return "", fmt.Errorf("snapshot: hashing the configuration: %v", err)
+		return "", &SnapshotError{What: "config", Detail: fmt.Sprintf("hashing the configuration: %v", err)}
 	}
 	return sha256Hex(raw), nil
 }

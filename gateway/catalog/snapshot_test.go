@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate/gateway/config"
 )
@@ -171,6 +172,11 @@ func TestSnapshotMismatch(t *testing.T) {
 		{"config changed", changed(func(c *config.Config) { c.Upstreams[0].ToolPrefix = "p_" }), "v1", good, "config", "configuration's hash differs"},
 		{"name style changed", changed(func(c *config.Config) { c.NameStyle = "spec" }), "v1", good, "config", "configuration's hash differs"},
 		{"serving setting changed", changed(func(c *config.Config) { c.Listen = "0.0.0.0:9000"; c.MaxSessions = 7 }), "v1", good, "", ""},
+		{"upstream serving setting changed", changed(func(c *config.Config) {
+			c.Upstreams[0].Timeout, c.Upstreams[0].MaxConcurrent = 3*time.Second, 9
+			c.Upstreams[0].Auth.Mode = "none"
+		}), "v1", good, "", ""},
+		{"base URL changed", changed(func(c *config.Config) { c.Upstreams[0].BaseURL = "http://127.0.0.1:2" }), "v1", good, "config", "configuration's hash differs"},
 		{"another document", changed(func(c *config.Config) { c.Upstreams[0].OpenAPI = otherDoc }), "v1", good, "config", "configuration's hash differs"},
 		{"empty file", cfg, "v1", nil, "format", "no header line"},
 		{"foreign file", cfg, "v1", []byte("{\"openapi\":\"3.0.0\"}\n{}"), "format", "not a snapshot"},
