@@ -27,7 +27,6 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/internal/httpbound"
 	"github.com/mcpgate/mcpgate/gateway/internal/logsample"
-	"github.com/mcpgate/mcpgate/gateway/internal/parallel"
 	"github.com/mcpgate/mcpgate/gateway/state"
 	"github.com/mcpgate/mcpgate/upstream"
 	"github.com/mcpgate/mcpgate/upstream/federation"
@@ -72,6 +71,12 @@ type Options struct {
 	// test's with an in-memory exporter. The gateway does not shut it
 	// down. Nil: Config.Tracing decides.
 	TracerProvider trace.TracerProvider
+	// Snapshot, if set, is a file `mcpgate build` wrote (WriteSnapshot):
+	// the catalog is read from it when this build wrote it from this
+	// configuration and these documents, skipping the documents' parse;
+	// otherwise one line says which hash differs and the documents are
+	// loaded as without it. See docs/snapshot.md.
+	Snapshot string
 }
 
 // Gateway serves one catalog. It is safe for concurrent use.
@@ -127,6 +132,10 @@ type Gateway struct {
 	// down by Close.
 	tracer    trace.Tracer
 	ownTracer *sdktrace.TracerProvider
+	// sdkTools is closed once go-sdk's server holds every tool (addTools):
+	// what go-sdk serves waits for it.
+	sdkTools     chan struct{}
+	fromSnapshot bool // the catalog came from Options.Snapshot
 }
 
 // New resolves cfg (a copy: see [Config.Resolve]), loads every upstream's
@@ -136,7 +145,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{cfg: cfg, calls: &callContexts{}, validated: make(chan struct{}), subs: newSubscriptions()}
+	g := &Gateway{cfg: cfg, calls: &callContexts{}, validated: make(chan struct{}), subs: newSubscriptions(), sdkTools: make(chan struct{})}
 	if opts != nil {
 		g.opts = *opts
 	}
@@ -173,7 +182,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 			g.closeFederation()
 		}
 	}()
-	cat, err := BuildCatalog(ctx, cfg, &CatalogOptions{ValidateAfter: built, ListMCP: g.listFederated, DeferUnavailable: g.opts.DeferUnavailable, Validated: func(ws []string) {
+	cat, err := g.loadCatalog(ctx, cfg, &CatalogOptions{ValidateAfter: built, ListMCP: g.listFederated, DeferUnavailable: g.opts.DeferUnavailable, Validated: func(ws []string) {
 		for _, w := range ws {
 			logger.Warn("openapi document", "warning", w)
 		}
@@ -264,9 +273,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	// them back (Kubernetes': 0.15 s on one core). It takes the server's
 	// lock only to add the checked tool, and lists tools by name whatever
 	// the order they were added in: check them on every core.
-	parallel.Do(len(served), func(i int) {
-		g.server.AddTool(served[i].Tool, g.handler(served[i]))
-	})
+	g.addTools(served) // in the background from a snapshot: see addTools
 	g.served = len(served)
 	if g.search != nil {
 		for _, n := range metaToolNames {
@@ -390,7 +397,11 @@ func (g *Gateway) Metrics() *prometheus.Registry {
 
 // Server returns the MCP server, e.g. to connect it to a transport of one's
 // own. To serve stdio, use [Gateway.ServeStdio].
-func (g *Gateway) Server() *mcp.Server { return g.server }
+// It waits until the server holds every tool (see addTools).
+func (g *Gateway) Server() *mcp.Server {
+	<-g.sdkTools
+	return g.server
+}
 
 // MetricsHandler returns the routes of the metrics listener
 // (Config.Metrics.Listen): Config.Metrics.Path, GET and HEAD, and nothing
@@ -441,7 +452,7 @@ func (g *Gateway) Handler() http.Handler {
 // newMux returns the router and the handler it routes /mcp to.
 func (g *Gateway) newMux() (*mux.Router, http.Handler) {
 	r := mux.NewRouter()
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.Server() },
 		&mcp.StreamableHTTPOptions{
 			Stateless:           !g.cfg.Stateful,
 			Logger:              g.sdkLogger(),

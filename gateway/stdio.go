@@ -42,7 +42,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) erro
 		drain = DefaultTimeout
 	}
 	t := NewStdioTransport(r, w, &StdioOptions{Logger: g.logger, DrainTimeout: drain + 5*time.Second})
-	err := g.server.Run(ctx, t)
+	err := g.Server().Run(ctx, t)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

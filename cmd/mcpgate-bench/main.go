@@ -32,6 +32,7 @@
 //	go run ./cmd/mcpgate-bench [flags]        # the table and the ratios
 //	go run ./cmd/mcpgate-bench -list-spec ../shared/corpus/github-api-2020.json
 //	go run ./cmd/mcpgate-bench soak [flags]   # issue 9 item 6; exit 1 on a failed check
+//	go run ./cmd/mcpgate-bench startup [flags] # process start to /readyz 200, full load vs snapshot
 //
 // Flags of the table (defaults in brackets): -c concurrencies [1,8,32];
 // -duration measured time per row [5s]; -warmup unmeasured load before each
@@ -135,6 +136,8 @@ func main() {
 	var err error
 	if len(os.Args) > 1 && os.Args[1] == "soak" {
 		err = runSoak(ctx, os.Args[2:], os.Stdout)
+	} else if len(os.Args) > 1 && os.Args[1] == "startup" {
+		err = runStartup(ctx, os.Args[2:], os.Stdout)
 	} else {
 		err = runBench(ctx, os.Args[1:], os.Stdout)
 	}

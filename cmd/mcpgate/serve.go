@@ -49,6 +49,7 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 	shutdownTimeout := fs.Duration("shutdown-timeout", 0, "then wait this `long` for the calls in flight (shutdown_timeout; default 30s)")
 	catalogMode := catalogFlag(fs)
 	logFormat := logFormatFlag(fs)
+	snapshot := snapshotFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -78,7 +79,9 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 	// The gateway outlives ctx, which ends at the first signal: the drain
 	// still serves.
 	life := context.WithoutCancel(ctx)
-	g, err := c.newGateway(life, cfg, &gateway.Options{Logger: logger, Lock: lock, DeferUnavailable: true})
+	// The snapshot is for the start only: a reload or retry reads the
+	// configuration and documents, which changed or were not there.
+	g, err := c.newGateway(life, cfg, &gateway.Options{Logger: logger, Lock: lock, DeferUnavailable: true, Snapshot: *snapshot})
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ var commands = []struct{ name, summary string }{
 	{"serve", "serve Streamable HTTP at /mcp (default: the built-in demo)"},
 	{"stdio", "serve over stdin/stdout, for Claude Desktop-style clients"},
 	{"tools", "print the tool catalog and exit"},
+	{"build", "write a snapshot of the catalog, for serve --snapshot"},
 	{"audit", "hints with provenance, lint findings, lockfile drift"},
 	{"call", "send one request to an MCP server and print its answer as JSON"},
 	{"version", "print the version of mcpgate and of Go it was built with"},

@@ -80,6 +80,9 @@ type Tool struct {
 	// texts are the tool's texts before sanitizing, for the audit
 	// (Options.AuditTexts); nil otherwise.
 	texts []annotations.Text
+	// paramDescriptions, on a tool read from a snapshot, stand in for its
+	// operation's parameters (SearchDoc), which the snapshot does not keep.
+	paramDescriptions map[string]string
 }
 
 // Catalog is the set of tools the gateway serves, built once from the
@@ -193,6 +196,9 @@ type Options struct {
 	// could not read).
 	ListMCP func(ctx context.Context, u *config.Upstream) (*federation.Listing, error)
 
+	// sources are documents already read, by upstream name: WriteSnapshot
+	// builds from the very bytes it hashes.
+	sources map[string]fetchedSource
 	// DeferUnavailable leaves out an upstream whose remote document could
 	// not be fetched in a way a retry may mend (upstream.Unavailable: no
 	// connection, a timeout, 5xx, 429, 408), recording it in
@@ -268,7 +274,12 @@ func Build(ctx context.Context, cfg *config.Config, opts *Options) (*Catalog, er
 			}
 			continue
 		}
-		doc, err := loadUpstreamDocument(ctx, u, &upstream.LoadOptions{IncludeOrigin: o.IncludeOrigin})
+		var doc *upstream.Document
+		if f, ok := o.sources[u.Name]; ok {
+			doc, err = parseFetched(ctx, u, f)
+		} else {
+			doc, err = loadUpstreamDocument(ctx, u, &upstream.LoadOptions{IncludeOrigin: o.IncludeOrigin})
+		}
 		if err != nil {
 			derr := &DocumentError{Upstream: u.Name, Source: u.OpenAPI, Err: err}
 			if !o.DeferUnavailable || !upstream.Unavailable(err) {

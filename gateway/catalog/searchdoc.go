@@ -35,6 +35,9 @@ func (t *Tool) SearchDoc() search.Doc {
 		d.Tags = op.Tags
 		opParams = paramDescriptions(t.Operation.PathItem, op)
 	}
+	if t.paramDescriptions != nil {
+		opParams = t.paramDescriptions // from a snapshot: no path item
+	}
 	props, _ := schemaMap(t.Tool.InputSchema)["properties"].(map[string]any)
 	names := make([]string, 0, len(props))
 	for n := range props {

@@ -268,7 +268,7 @@ type Runner struct {
 
 	released    chan struct{} // closed by Release
 	releaseOnce sync.Once
-	waiting atomic.Int64 // requests inside Run (see Waiting)
+	waiting     atomic.Int64 // requests inside Run (see Waiting)
 }
 
 // Active is the number of runs in flight: started, task runs included, and

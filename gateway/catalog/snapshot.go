@@ -1,0 +1,669 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"os"
+	"reflect"
+	"slices"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sjson "github.com/segmentio/encoding/json"
+
+	"github.com/mcpgate/mcpgate/annotations"
+	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/gateway/config"
+	"github.com/mcpgate/mcpgate/gateway/internal/parallel"
+	"github.com/mcpgate/mcpgate/tagging"
+	"github.com/mcpgate/mcpgate/upstream"
+)
+
+// A snapshot is a catalog as `mcpgate serve` builds it, written by
+// `mcpgate build` so that a replica can serve it without parsing its
+// OpenAPI documents again: kin-openapi's parse of Stripe's or Kubernetes'
+// document is most of a 0.7–1 s start, where decoding the catalog it gives
+// takes tens of ms (docs/snapshot.md has the figures).
+//
+// It holds the generated tools themselves (names, hints with their
+// provenance, descriptions, schemas and each binding's request recipe) and
+// the OpenAPI resources, not the documents: a call reads only the binding,
+// which upstream.BindingSnapshot keeps whole, so a tool served from a
+// snapshot validates and builds requests as one bound from its document.
+//
+// The file is two parts: one line of JSON, the header — the format, the
+// build of mcpgate that wrote it, the SHA-256 of the configuration (what
+// Build reads of it: see configSHA256), of each upstream's document bytes
+// and of the payload — then the payload, the catalog as JSON. LoadSnapshot
+// uses a snapshot only when every hash matches; otherwise it says which one
+// differs, and the caller builds the catalog from the documents.
+//
+// Covered: OpenAPI upstreams read from a file, an http(s) URL (fetched and
+// hashed at every start: its bytes are what the tools came from) or
+// Upstream.Document. Not covered: a playbook engine's or an MCP server's
+// tools, which are read from the live upstream at start (an engine's
+// catalog route, an MCP listing), and an in-process Handler's document;
+// WriteSnapshot refuses such a configuration.
+
+// SnapshotFormat names the layout of a snapshot; a reader refuses any other.
+const SnapshotFormat = "mcpgate-snapshot/1"
+
+// MaxSnapshotBytes bounds a snapshot file: Kubernetes' and Stripe's are 3–5
+// MB, and a catalog is at most max_catalog_bytes of tools (2 MiB by
+// default) plus their bindings and the selection.
+const MaxSnapshotBytes = 256 << 20
+
+// maxSnapshotHeader bounds the header line: a few hashes per upstream.
+const maxSnapshotHeader = 1 << 20
+
+type snapshotHeader struct {
+	Format    string             `json:"format"`
+	Build     string             `json:"build"`
+	Config    string             `json:"config"`
+	Documents []snapshotDocument `json:"documents"`
+	Payload   string             `json:"payload"`
+}
+
+type snapshotDocument struct {
+	Upstream string `json:"upstream"`
+	Source   string `json:"source"`
+	SHA256   string `json:"sha256"`
+}
+
+type snapshotPayload struct {
+	Tools        []snapshotTool          `json:"tools"`
+	Resources    []snapshotResource      `json:"resources,omitempty"`
+	ResourceURIs map[string]string       `json:"resourceURIs,omitempty"`
+	Warnings     []string                `json:"warnings,omitempty"`
+	Skipped      []annotations.Finding   `json:"skipped,omitempty"`
+	Selection    []Selection             `json:"selection,omitempty"`
+	Upstreams    []UpstreamCount         `json:"upstreams"`
+	Bases        map[string]snapshotBase `json:"bases"`
+	Sanitized    bool                    `json:"sanitized,omitempty"`
+	// ParamTexts are the parameters' descriptions of every tool, each
+	// once: Kubernetes' 1,123 operations repeat the same dozen (4 MB of
+	// them, written per tool).
+	ParamTexts []string `json:"paramTexts,omitempty"`
+	// Validation is what the documents' validation and the schema check
+	// found (Options.Validated), logged again by a gateway served from
+	// the snapshot.
+	Validation []string `json:"validation,omitempty"`
+}
+
+type snapshotBase struct {
+	URL string `json:"url,omitempty"`
+	Err string `json:"err,omitempty"`
+}
+
+// snapshotOperation is what DropDocuments keeps of an operation.
+type snapshotOperation struct {
+	Method      string   `json:"method"`
+	Path        string   `json:"path"`
+	OperationID string   `json:"operationId,omitempty"`
+	Summary     string   `json:"summary,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Tags        []string `json:"tags,omitempty"`
+}
+
+type snapshotTool struct {
+	// Tool is the MCP tool without its schemas (its binding's) and _meta
+	// (made again from Derived, as describeTool makes it).
+	Tool      json.RawMessage           `json:"tool"`
+	Binding   *upstream.BindingSnapshot `json:"binding"`
+	Upstream  string                    `json:"upstream"`
+	Operation snapshotOperation         `json:"operation"`
+	// ParamDescriptions are the operation's parameters' descriptions, for
+	// search mode's index (SearchDoc), which reads them from the document:
+	// a parameter's name → its text in ParamTexts.
+	ParamDescriptions map[string]int                `json:"paramDescriptions,omitempty"`
+	Derived           annotations.Derived           `json:"derived"`
+	Mangled           bool                          `json:"mangled,omitempty"`
+	SourceName        string                        `json:"sourceName"`
+	NameTakenBy       string                        `json:"nameTakenBy,omitempty"`
+	Security          openapi3.SecurityRequirements `json:"security"`
+	OAuthScopes       [][]string                    `json:"oauthScopes,omitempty"`
+	Source            string                        `json:"source"`
+	BaseDescription   string                        `json:"baseDescription,omitempty"`
+	Size              int                           `json:"size"`
+	DescriptionSHA    string                        `json:"descriptionSHA"`
+	TitleSHA          string                        `json:"titleSHA"`
+	OutputSHA         string                        `json:"outputSHA,omitempty"`
+	OutputHashed      bool                          `json:"outputHashed,omitempty"`
+}
+
+type snapshotResource struct {
+	Resource       *mcp.Resource             `json:"resource,omitempty"`
+	Template       *mcp.ResourceTemplate     `json:"template,omitempty"`
+	Binding        *upstream.BindingSnapshot `json:"binding"`
+	Upstream       string                    `json:"upstream"`
+	Operation      snapshotOperation         `json:"operation"`
+	By             string                    `json:"by"`
+	Source         string                    `json:"source"`
+	URI            string                    `json:"uri"`
+	Args           map[string]string         `json:"args"`
+	DescriptionSHA string                    `json:"descriptionSHA"`
+}
+
+// SnapshotError says why a snapshot is not used: which hash differs, or
+// what is wrong with the file. The caller logs it and builds the catalog
+// from the documents.
+type SnapshotError struct {
+	// What differs or is wrong: "format", "build", "config", "document",
+	// "payload" (the file does not match its own hash: truncated or
+	// altered), "unsupported" (a configuration a snapshot cannot hold), or
+	// "read" (a document could not be read to hash it).
+	What   string
+	Detail string
+}
+
+func (e *SnapshotError) Error() string { return "snapshot: " + e.Detail }
+
+// SnapshotOptions configures WriteSnapshot and LoadSnapshot.
+type SnapshotOptions struct {
+	// Build identifies the mcpgate that writes or reads the snapshot (the
+	// gateway passes its version, and for a build without a clean version,
+	// its executable's hash): a snapshot is read only by the build that
+	// wrote it, since another may make other tools from the same
+	// documents.
+	Build string
+	// Client fetches http(s) documents; nil is upstream.LoadDocument's
+	// default client.
+	Client *http.Client
+}
+
+// WriteSnapshot builds cfg's catalog as `serve` does — validation
+// awaited, since its warnings go in the snapshot — and writes its
+// snapshot to w. It returns the catalog built.
+func WriteSnapshot(ctx context.Context, cfg *config.Config, w io.Writer, opts *SnapshotOptions) (*Catalog, error) {
+	var so SnapshotOptions
+	if opts != nil {
+		so = *opts
+	}
+	cfg, err := cfg.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	if err := snapshotSupported(cfg); err != nil {
+		return nil, err
+	}
+	h := snapshotHeader{Format: SnapshotFormat, Build: so.Build}
+	if h.Config, err = configSHA256(cfg); err != nil {
+		return nil, err
+	}
+	// Build parses exactly the bytes hashed: a document that changes while
+	// the snapshot is made cannot be hashed as one version and built as
+	// another.
+	sources := map[string]fetchedSource{}
+	for i := range cfg.Upstreams {
+		u := &cfg.Upstreams[i]
+		data, loc, err := documentBytes(ctx, u, &upstream.LoadOptions{Client: so.Client})
+		if err != nil {
+			return nil, &DocumentError{Upstream: u.Name, Source: u.OpenAPI, Err: err}
+		}
+		sources[u.Name] = fetchedSource{data: data, url: loc}
+		h.Documents = append(h.Documents, snapshotDocument{Upstream: u.Name, Source: u.OpenAPI, SHA256: sha256Hex(data)})
+	}
+	validated := make(chan []string, 1)
+	cat, err := Build(ctx, cfg, &Options{sources: sources, Validated: func(ws []string) { validated <- ws }})
+	if err != nil {
+		return nil, err
+	}
+	var ws []string
+	select {
+	case ws = <-validated:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	p, err := cat.snapshotPayload(ws)
+	if err != nil {
+		return nil, err
+	}
+	payload, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %v", err)
+	}
+	h.Payload = sha256Hex(payload)
+	head, err := json.Marshal(h)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %v", err)
+	}
+	if _, err := w.Write(append(append(head, '\n'), payload...)); err != nil {
+		return nil, err
+	}
+	return cat, nil
+}
+
+// snapshotPayload is c as a snapshot holds it, with the validation's
+// warnings ws. It refuses what it would not give back unchanged.
+func (c *Catalog) snapshotPayload(ws []string) (*snapshotPayload, error) {
+	p := &snapshotPayload{
+		ResourceURIs: c.resourceURIs, Warnings: c.Warnings, Skipped: c.Skipped, Selection: c.Selection,
+		Upstreams: c.Upstreams, Bases: map[string]snapshotBase{}, Sanitized: c.sanitized, Validation: ws,
+	}
+	for name, b := range c.bases {
+		sb := snapshotBase{URL: b.url}
+		if b.err != nil {
+			sb.Err = b.err.Error()
+		}
+		p.Bases[name] = sb
+	}
+	p.Tools = make([]snapshotTool, len(c.Tools))
+	texts := map[string]int{}
+	for i, t := range c.Tools {
+		if t.Binding == nil || t.Playbook != nil || t.Federated != nil {
+			return nil, &SnapshotError{What: "unsupported", Detail: fmt.Sprintf("tool %s is not an OpenAPI operation's", t.Tool.Name)}
+		}
+		if !sameMap(t.Tool.InputSchema, t.Binding.InputSchema) || t.Binding.OutputSchema != nil && !sameMap(t.Tool.OutputSchema, t.Binding.OutputSchema) ||
+			t.Binding.OutputSchema == nil && t.Tool.OutputSchema != nil {
+			return nil, fmt.Errorf("snapshot: tool %s: its schemas are not its binding's", t.Tool.Name)
+		}
+		if !reflect.DeepEqual(t.Tool.Meta, toolMeta(t.Derived)) {
+			return nil, fmt.Errorf("snapshot: tool %s: its _meta is not what its hints make", t.Tool.Name)
+		}
+		bare := *t.Tool
+		bare.InputSchema, bare.OutputSchema, bare.Meta = nil, nil, nil
+		raw, err := json.Marshal(&bare)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: tool %s: %v", t.Tool.Name, err)
+		}
+		bs, err := t.Binding.Snapshot()
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: tool %s: %v", t.Tool.Name, err)
+		}
+		st := snapshotTool{
+			Tool: raw, Binding: bs, Upstream: t.Upstream, Operation: operationSnapshot(t.Operation),
+			Derived: t.Derived, Mangled: t.Mangled, SourceName: t.SourceName, NameTakenBy: t.NameTakenBy,
+			Security: t.Security, OAuthScopes: t.OAuthScopes, Source: t.Source, BaseDescription: t.baseDescription,
+			Size: t.size, DescriptionSHA: t.descriptionSHA, TitleSHA: t.titleSHA, OutputSHA: t.outputSHA, OutputHashed: t.outputHashed,
+		}
+		descs := t.paramDescriptions
+		if op := t.Operation.Operation; descs == nil && op != nil {
+			descs = paramDescriptions(t.Operation.PathItem, op)
+		}
+		for _, name := range slices.Sorted(maps.Keys(descs)) { // ParamTexts in one order on every build
+			text := descs[name]
+			n, ok := texts[text]
+			if !ok {
+				n = len(p.ParamTexts)
+				texts[text] = n
+				p.ParamTexts = append(p.ParamTexts, text)
+			}
+			if st.ParamDescriptions == nil {
+				st.ParamDescriptions = map[string]int{}
+			}
+			st.ParamDescriptions[name] = n
+		}
+		p.Tools[i] = st
+	}
+	for _, r := range c.Resources {
+		bs, err := r.Binding.Snapshot()
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: resource %s: %v", r.URI(), err)
+		}
+		p.Resources = append(p.Resources, snapshotResource{
+			Resource: r.Resource, Template: r.Template, Binding: bs, Upstream: r.Upstream, Operation: operationSnapshot(r.Operation),
+			By: r.By, Source: r.Source, URI: r.uri.text, Args: r.args, DescriptionSHA: r.descriptionSHA,
+		})
+	}
+	return p, nil
+}
+
+// LoadSnapshot returns the catalog the snapshot data holds when it was
+// written by this build (opts.Build) from cfg and the documents as they are
+// now; otherwise a *SnapshotError saying which hash differs or what is
+// wrong with the file, and the caller builds the catalog with Build. It
+// never panics on a corrupt file.
+//
+// o is Build's: o.Validated, when set, is called once with the warnings
+// the snapshot's build found (after o.ValidateAfter says true), as Build
+// calls it once the documents' validation ends.
+func LoadSnapshot(ctx context.Context, cfg *config.Config, data []byte, opts *SnapshotOptions, o *Options) (*Catalog, error) {
+	var so SnapshotOptions
+	if opts != nil {
+		so = *opts
+	}
+	cfg, err := cfg.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxSnapshotBytes {
+		return nil, &SnapshotError{What: "format", Detail: fmt.Sprintf("the file is over %d MiB", MaxSnapshotBytes>>20)}
+	}
+	nl := bytes.IndexByte(data[:min(len(data), maxSnapshotHeader)], '\n')
+	if nl < 0 {
+		return nil, &SnapshotError{What: "format", Detail: "not a snapshot (no header line)"}
+	}
+	var h snapshotHeader
+	if err := json.Unmarshal(data[:nl], &h); err != nil || h.Format == "" {
+		return nil, &SnapshotError{What: "format", Detail: "not a snapshot (its first line is not a snapshot header)"}
+	}
+	if h.Format != SnapshotFormat {
+		return nil, &SnapshotError{What: "format", Detail: fmt.Sprintf("format %q, this mcpgate reads %q", h.Format, SnapshotFormat)}
+	}
+	if h.Build != so.Build {
+		return nil, &SnapshotError{What: "build", Detail: fmt.Sprintf("written by mcpgate %s, this is %s", h.Build, so.Build)}
+	}
+	if err := snapshotSupported(cfg); err != nil {
+		return nil, err
+	}
+	sum, err := configSHA256(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if sum != h.Config {
+		return nil, &SnapshotError{What: "config", Detail: "the configuration's hash differs (an upstream's selection, names, hints, base URL or budgets, name_style, sanitize_text or max_catalog_bytes changed)"}
+	}
+	if len(h.Documents) != len(cfg.Upstreams) {
+		return nil, &SnapshotError{What: "config", Detail: "the snapshot's upstreams are not the configuration's"}
+	}
+	for i := range cfg.Upstreams {
+		u, d := &cfg.Upstreams[i], h.Documents[i]
+		if d.Upstream != u.Name || d.Source != u.OpenAPI {
+			return nil, &SnapshotError{What: "config", Detail: fmt.Sprintf("upstream %s: the snapshot's document is %s, the configuration's %s", u.Name, d.Source, u.OpenAPI)}
+		}
+		sum, err := documentSHA256(ctx, u, &upstream.LoadOptions{Client: so.Client})
+		if err != nil {
+			return nil, &SnapshotError{What: "read", Detail: fmt.Sprintf("upstream %s: cannot read %s to hash it: %v", u.Name, u.OpenAPI, err)}
+		}
+		if sum != d.SHA256 {
+			return nil, &SnapshotError{What: "document", Detail: fmt.Sprintf("upstream %s: the hash of document %s differs", u.Name, u.OpenAPI)}
+		}
+	}
+	payload := data[nl+1:]
+	if sha256Hex(payload) != h.Payload {
+		return nil, &SnapshotError{What: "payload", Detail: "the catalog in the file does not match its hash (truncated or altered)"}
+	}
+	cat, err := restoreSnapshot(cfg, payload, o)
+	if err != nil {
+		return nil, &SnapshotError{What: "payload", Detail: "the catalog in the file cannot be read: " + err.Error()}
+	}
+	return cat, nil
+}
+
+// restoreSnapshot makes the catalog a payload holds. Every check a call
+// relies on is made here (BindingSnapshot.Restore, the URI templates), so
+// that a payload that decodes but was not written by WriteSnapshot is an
+// error, not a panic later.
+func restoreSnapshot(cfg *config.Config, payload []byte, opts *Options) (*Catalog, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	// segmentio's decoder (go-sdk's): 2–3× encoding/json's speed here, the
+	// largest single step of a start from a snapshot.
+	var p snapshotPayload
+	if err := sjson.Unmarshal(payload, &p); err != nil {
+		return nil, err
+	}
+	cat := &Catalog{
+		bases: map[string]baseURL{}, sanitized: p.Sanitized, resourceURIs: p.ResourceURIs,
+		Warnings: p.Warnings, Skipped: p.Skipped, Selection: p.Selection, Upstreams: p.Upstreams,
+	}
+	if cat.resourceURIs == nil {
+		cat.resourceURIs = map[string]string{}
+	}
+	for name, b := range p.Bases {
+		var err error
+		if b.Err != "" {
+			err = errors.New(b.Err)
+		}
+		cat.bases[name] = baseURL{url: b.URL, err: err}
+	}
+	for i := range cfg.Upstreams {
+		if _, ok := cat.bases[cfg.Upstreams[i].Name]; !ok {
+			return nil, fmt.Errorf("no base URL for upstream %s", cfg.Upstreams[i].Name)
+		}
+	}
+	var err error
+	if cat.Prompts, err = buildPrompts(cfg, cfg.SanitizesText()); err != nil {
+		return nil, err
+	}
+	// Decoding the schemas is most of the work: on every core.
+	cat.Tools = make([]*Tool, len(p.Tools))
+	errs := make([]error, len(p.Tools))
+	parallel.Do(len(p.Tools), func(i int) { cat.Tools[i], errs[i] = restoreTool(cfg, &p.Tools[i], p.ParamTexts) })
+	names := make(map[string]bool, len(p.Tools))
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("tool %d: %v", i, err)
+		}
+		if n := cat.Tools[i].Tool.Name; names[n] {
+			return nil, fmt.Errorf("tool %s twice", n)
+		} else {
+			names[n] = true
+		}
+	}
+	for i := range p.Resources {
+		r, err := restoreResource(cfg, &p.Resources[i])
+		if err != nil {
+			return nil, fmt.Errorf("resource %d: %v", i, err)
+		}
+		cat.Resources = append(cat.Resources, r)
+	}
+	if o.Validated != nil {
+		go func() {
+			if o.ValidateAfter != nil {
+				if start := <-o.ValidateAfter; !start {
+					return
+				}
+			}
+			o.Validated(p.Validation)
+		}()
+	}
+	return cat, nil
+}
+
+func restoreTool(cfg *config.Config, st *snapshotTool, texts []string) (*Tool, error) {
+	if st.Binding == nil {
+		return nil, errors.New("no binding")
+	}
+	if cfg.UpstreamNamed(st.Upstream) == nil {
+		return nil, fmt.Errorf("unknown upstream %q", st.Upstream)
+	}
+	var tool mcp.Tool
+	if err := json.Unmarshal(st.Tool, &tool); err != nil {
+		return nil, err
+	}
+	if tool.Name == "" {
+		return nil, errors.New("a tool without a name")
+	}
+	b, err := st.Binding.Restore()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", tool.Name, err)
+	}
+	tool.InputSchema = b.InputSchema
+	if b.OutputSchema != nil {
+		tool.OutputSchema = b.OutputSchema
+	}
+	tool.Meta = toolMeta(st.Derived)
+	var descs map[string]string
+	if len(st.ParamDescriptions) > 0 {
+		descs = make(map[string]string, len(st.ParamDescriptions))
+		for name, n := range st.ParamDescriptions {
+			if n < 0 || n >= len(texts) {
+				return nil, fmt.Errorf("%s: parameter %s: no text %d", tool.Name, name, n)
+			}
+			descs[name] = texts[n]
+		}
+	}
+	return &Tool{
+		Tool: &tool, Binding: b, Upstream: st.Upstream, Operation: st.Operation.operation(),
+		Derived: st.Derived, Mangled: st.Mangled, SourceName: st.SourceName, NameTakenBy: st.NameTakenBy,
+		Security: st.Security, OAuthScopes: st.OAuthScopes, Source: st.Source,
+		baseDescription: st.BaseDescription, size: st.Size, descriptionSHA: st.DescriptionSHA, titleSHA: st.TitleSHA,
+		outputSHA: st.OutputSHA, outputHashed: st.OutputHashed, paramDescriptions: descs,
+	}, nil
+}
+
+func restoreResource(cfg *config.Config, sr *snapshotResource) (*Resource, error) {
+	if sr.Binding == nil || (sr.Resource == nil) == (sr.Template == nil) {
+		return nil, errors.New("neither one resource nor one template")
+	}
+	if cfg.UpstreamNamed(sr.Upstream) == nil {
+		return nil, fmt.Errorf("unknown upstream %q", sr.Upstream)
+	}
+	b, err := sr.Binding.Restore()
+	if err != nil {
+		return nil, err
+	}
+	r := &Resource{Resource: sr.Resource, Template: sr.Template, Binding: b, Upstream: sr.Upstream,
+		Operation: sr.Operation.operation(), By: sr.By, Source: sr.Source, args: sr.Args, descriptionSHA: sr.DescriptionSHA}
+	if r.args == nil {
+		r.args = map[string]string{}
+	}
+	if r.uri, err = parseURITemplate(sr.URI); err != nil {
+		return nil, fmt.Errorf("URI template %s: %v", sr.URI, err)
+	}
+	if err := checkURIVars(r.uri, r.args, b); err != nil {
+		return nil, fmt.Errorf("URI template %s: %v", sr.URI, err)
+	}
+	return r, nil
+}
+
+func operationSnapshot(op tagging.Operation) snapshotOperation {
+	s := snapshotOperation{Method: op.Method, Path: op.Path}
+	if o := op.Operation; o != nil {
+		s.OperationID, s.Summary, s.Description, s.Tags = o.OperationID, o.Summary, o.Description, o.Tags
+	}
+	return s
+}
+
+// operation is what DropDocuments leaves of an operation.
+func (s snapshotOperation) operation() tagging.Operation {
+	return tagging.Operation{Method: s.Method, Path: s.Path, Operation: &openapi3.Operation{
+		OperationID: s.OperationID, Summary: s.Summary, Description: s.Description, Tags: s.Tags,
+	}}
+}
+
+// toolMeta is an OpenAPI tool's _meta, as describeTool makes it.
+func toolMeta(d annotations.Derived) mcp.Meta {
+	meta := mcp.Meta{MetaProvenance: d.Provenance}
+	if d.Large {
+		meta[MetaLarge] = true
+	}
+	return meta
+}
+
+// sameMap reports whether schema is the map m itself (not a copy).
+func sameMap(schema any, m map[string]any) bool {
+	s, ok := schema.(map[string]any)
+	return ok && s != nil && m != nil && reflect.ValueOf(s).UnsafePointer() == reflect.ValueOf(m).UnsafePointer()
+}
+
+// snapshotSupported refuses a configuration whose tools a snapshot cannot
+// hold (see the package's snapshot notes).
+func snapshotSupported(cfg *config.Config) error {
+	for i := range cfg.Upstreams {
+		u := &cfg.Upstreams[i]
+		why := ""
+		switch {
+		case u.MCP != nil:
+			why = "an MCP server, whose tools are listed from it at start"
+		case u.Playbooks != nil:
+			why = "a playbook engine, whose playbooks are read from it at start"
+		case u.Handler != nil:
+			why = "served in process, its document read from its handler"
+		case u.OpenAPI == "" && u.Document == nil:
+			why = "without an OpenAPI document"
+		}
+		if why != "" {
+			return &SnapshotError{What: "unsupported", Detail: fmt.Sprintf("upstream %s is %s: a snapshot holds OpenAPI upstreams only", u.Name, why)}
+		}
+	}
+	return nil
+}
+
+// configSHA256 hashes what Build reads of cfg (resolved) to make the
+// tools: each upstream's settings (its document is hashed apart, by its
+// bytes), name_style, sanitize_text and max_catalog_bytes. What only
+// serving reads is left out, so that one snapshot serves every replica of
+// a deployment whatever its address, bounds or credentials: listen,
+// timeouts, body and session bounds, auth, metrics, tasks, catalog.mode and
+// prompts (made from the configuration at every start), and of an upstream
+// its timeout, max_concurrent, queue_timeout, direct_transport and auth
+// (its client's, made by the gateway from the live configuration). Any
+// other upstream setting, one added later included, is hashed: a setting
+// Build starts reading must not be one left out here.
+func configSHA256(cfg *config.Config) (string, error) {
+	ups := make([]config.Upstream, len(cfg.Upstreams))
+	for i, u := range cfg.Upstreams {
+		u.Handler, u.Document = nil, nil
+		u.Timeout, u.MaxConcurrent, u.QueueTimeout, u.DirectTransport, u.Auth = 0, 0, 0, nil, auth.Upstream{}
+		ups[i] = u
+	}
+	raw, err := json.Marshal(struct {
+		NameStyle       string
+		SanitizeText    bool
+		MaxCatalogBytes int
+		Upstreams       []config.Upstream
+	}{cfg.NameStyle, cfg.SanitizesText(), cfg.MaxCatalogBytes, ups})
+	if err != nil {
+		return "", &SnapshotError{What: "config", Detail: fmt.Sprintf("hashing the configuration: %v", err)}
+	}
+	return sha256Hex(raw), nil
+}
+
+// fetchedSource is a document's bytes, read once to be hashed and parsed.
+type fetchedSource struct {
+	data []byte
+	url  *url.URL // where an http(s) document was read from; nil for a file
+}
+
+// documentBytes reads u's document as Build would load it.
+func documentBytes(ctx context.Context, u *config.Upstream, lo *upstream.LoadOptions) ([]byte, *url.URL, error) {
+	if u.Document != nil {
+		return u.Document, nil, nil
+	}
+	return upstream.ReadSource(ctx, u.OpenAPI, lo)
+}
+
+// documentSHA256 is the SHA-256 of the bytes documentBytes would return. A
+// file is hashed as it is read, not held: Kubernetes' is 4 MB.
+func documentSHA256(ctx context.Context, u *config.Upstream, lo *upstream.LoadOptions) (string, error) {
+	if src, err := url.Parse(u.OpenAPI); u.Document != nil || err == nil && (src.Scheme == "http" || src.Scheme == "https") {
+		data, _, err := documentBytes(ctx, u, lo)
+		if err != nil {
+			return "", err
+		}
+		return sha256Hex(data), nil
+	}
+	f, err := os.Open(u.OpenAPI)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(f, upstream.MaxDocumentBytes+1))
+	if err != nil {
+		return "", err
+	}
+	if n > upstream.MaxDocumentBytes {
+		return "", fmt.Errorf("document is larger than %d MiB", upstream.MaxDocumentBytes>>20)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// parseFetched parses a document read by documentBytes as
+// loadUpstreamDocument would have read and parsed it.
+func parseFetched(ctx context.Context, u *config.Upstream, f fetchedSource) (*upstream.Document, error) {
+	doc, err := upstream.ParseDocument(ctx, f.data)
+	if err != nil {
+		return nil, err
+	}
+	doc.Source, doc.URL = u.OpenAPI, f.url
+	return doc, nil
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

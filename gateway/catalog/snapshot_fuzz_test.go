@@ -1,0 +1,69 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/mcpgate/mcpgate/gateway/config"
+)
+
+// FuzzSnapshotPayload hands LoadSnapshot arbitrary catalogs under a header
+// that matches them (the hashes right), so that what is fuzzed is the
+// reader itself, past the hash checks that stop a corrupt file: it must
+// refuse or restore, never panic, and every binding it restores must build
+// a request (or refuse the arguments) without panicking either.
+//
+//	go test ./gateway/catalog -run '^$' -fuzz FuzzSnapshotPayload -fuzztime 30s
+func FuzzSnapshotPayload(f *testing.F) {
+	dir := f.TempDir()
+	doc := filepath.Join(dir, "pets.yaml")
+	if err := os.WriteFile(doc, []byte(resourcesDoc), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	cfg := &config.Config{Upstreams: []config.Upstream{{Name: "petstore", OpenAPI: doc, ExposeAll: true,
+		BaseURL: "http://127.0.0.1:1", Resources: []string{"GET *"}}}}
+	if err := cfg.Validate(); err != nil {
+		f.Fatal(err)
+	}
+	var file bytes.Buffer
+	if _, err := WriteSnapshot(context.Background(), cfg, &file, &SnapshotOptions{Build: "fuzz"}); err != nil {
+		f.Fatal(err)
+	}
+	nl := bytes.IndexByte(file.Bytes(), '\n')
+	header, payload := file.Bytes()[:nl], file.Bytes()[nl+1:]
+	f.Add(payload)
+	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"GET","path":"/{a}","inputSchema":{"type":"object"},"params":[{"arg":"a","name":"a","in":"path"}]},"upstream":"petstore"}],"bases":{"petstore":{}}}`))
+	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"GET","path":"/{a}","inputSchema":{"type":"object"}},"upstream":"petstore"}],"bases":{"petstore":{}}}`))
+	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"POST","path":"/","inputSchema":{"type":"object"},"body":{"mediaType":"multipart/form-data","props":[["a","b"]]}},"upstream":"petstore","paramDescriptions":{"a":7}}],"bases":{"petstore":{}},"paramTexts":["t"]}`))
+	base, _ := url.Parse("http://127.0.0.1:1/")
+	args := []map[string]any{nil, {}, {"a": "1", "b": []any{"x", 2.5}, "body": map[string]any{"k": nil}, "petId": "7"}}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		h := bytes.Replace(header, []byte(sha256Hex(file.Bytes()[nl+1:])), []byte(sha256Hex(payload)), 1)
+		data := append(append(append([]byte(nil), h...), '\n'), payload...)
+		cat, err := LoadSnapshot(context.Background(), cfg, data, &SnapshotOptions{Build: "fuzz"}, nil)
+		if err != nil {
+			if _, ok := err.(*SnapshotError); !ok {
+				t.Fatalf("not a *SnapshotError: %v", err)
+			}
+			return
+		}
+		for _, tool := range cat.Tools {
+			_ = tool.SearchDoc()
+			for _, a := range args {
+				if tool.Binding.Validate(a) == nil {
+					tool.Binding.Request(context.Background(), base, a)
+				}
+			}
+		}
+		for _, r := range cat.Resources {
+			for _, a := range args {
+				r.Binding.Request(context.Background(), base, a)
+			}
+		}
+		_ = cat.Facts()
+	})
+}

@@ -1,0 +1,184 @@
+package upstream
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	sjson "github.com/segmentio/encoding/json"
+)
+
+// BindingSnapshot is a Binding as data: what a snapshot of the catalog
+// (`mcpgate build`, gateway/catalog/snapshot.go) keeps so that a gateway can
+// serve the binding again without the OpenAPI document it was bound from.
+// Everything a call reads is here; the validators are compiled on the first
+// call, as for a binding made by Bind. The schemas are JSON, so that their
+// numbers keep the exact text the document gave them.
+type BindingSnapshot struct {
+	Method         string            `json:"method"`
+	Path           string            `json:"path"`
+	InputSchema    json.RawMessage   `json:"inputSchema"`
+	OutputSchema   json.RawMessage   `json:"outputSchema,omitempty"`
+	Degraded       []string          `json:"degraded,omitempty"`
+	Notes          []string          `json:"notes,omitempty"`
+	Renamed        map[string]string `json:"renamed,omitempty"`
+	RefusedHeaders []string          `json:"refusedHeaders,omitempty"`
+	// DeclaredInputSHA256 is DeclaredInputSHA256(), made when the snapshot
+	// was: the document it needs is not read again.
+	DeclaredInputSHA256 string          `json:"declaredInputSHA256"`
+	Params              []paramSnapshot `json:"params,omitempty"`
+	Body                *bodySnapshot   `json:"body,omitempty"`
+	WrapResult          bool            `json:"wrapResult,omitempty"`
+	MaxResponse         int64           `json:"maxResponse,omitempty"`
+}
+
+// paramSnapshot is a paramBinding. Arg is left out when it is Name (most
+// are), and a query parameter's nameKey is made again from Name as Bind
+// makes it: Kubernetes' 1,123 tools have 12,000 parameters.
+type paramSnapshot struct {
+	Arg      string `json:"arg,omitempty"`
+	Name     string `json:"name"`
+	In       string `json:"in"`
+	Style    string `json:"style,omitempty"`
+	Explode  bool   `json:"explode,omitempty"`
+	Required bool   `json:"required,omitempty"`
+}
+
+type bodySnapshot struct {
+	MediaType  string            `json:"mediaType"`
+	ContentKey string            `json:"contentKey"`
+	Whole      bool              `json:"whole,omitempty"`
+	Props      [][2]string       `json:"props,omitempty"` // argument, property
+	Required   bool              `json:"required,omitempty"`
+	PartTypes  map[string]string `json:"partTypes,omitempty"`
+}
+
+// Snapshot returns b as data (see BindingSnapshot). It makes the declared
+// input schema's hash first, so it needs what Bind kept of the document:
+// call it before ForgetDeclared.
+func (b *Binding) Snapshot() (*BindingSnapshot, error) {
+	s := &BindingSnapshot{
+		Method: b.Method, Path: b.Path,
+		Degraded: b.Degraded, Notes: b.Notes, Renamed: b.Renamed, RefusedHeaders: b.RefusedHeaders,
+		DeclaredInputSHA256: b.DeclaredInputSHA256(),
+		WrapResult:          b.wrapResult, MaxResponse: b.maxResponse,
+	}
+	var err error
+	if s.InputSchema, err = json.Marshal(b.InputSchema); err != nil {
+		return nil, fmt.Errorf("input schema: %v", err)
+	}
+	if b.OutputSchema != nil {
+		if s.OutputSchema, err = json.Marshal(b.OutputSchema); err != nil {
+			return nil, fmt.Errorf("output schema: %v", err)
+		}
+	}
+	for _, p := range b.params {
+		ps := paramSnapshot{Arg: p.arg, Name: p.name, In: p.in, Style: p.style, Explode: p.explode, Required: p.required}
+		if ps.Arg == ps.Name {
+			ps.Arg = ""
+		}
+		s.Params = append(s.Params, ps)
+	}
+	if bb := b.body; bb != nil {
+		s.Body = &bodySnapshot{MediaType: bb.mediaType, ContentKey: bb.contentKey, Whole: bb.whole, Required: bb.required, PartTypes: bb.partTypes}
+		for _, p := range bb.props {
+			s.Body.Props = append(s.Body.Props, [2]string{p.arg, p.name})
+		}
+	}
+	return s, nil
+}
+
+// Restore makes the Binding s describes. It checks what a call relies on
+// (the schemas are JSON objects, the input schema of type object, every
+// parameter's location known, the path template's parameters declared), so
+// that a snapshot that decodes but was not written by Snapshot is an error,
+// never a call that panics.
+func (s *BindingSnapshot) Restore() (*Binding, error) {
+	b := &Binding{
+		Method: s.Method, Path: s.Path,
+		Degraded: s.Degraded, Notes: s.Notes, Renamed: s.Renamed, RefusedHeaders: s.RefusedHeaders,
+		declaredSHA: s.DeclaredInputSHA256,
+		wrapResult:  s.WrapResult, maxResponse: s.MaxResponse,
+	}
+	b.declaredOnce.Do(func() {}) // the hash is the snapshot's
+	if s.Method == "" || s.Method != strings.ToUpper(s.Method) {
+		return nil, fmt.Errorf("method %q is not an upper-case HTTP method", s.Method)
+	}
+	var err error
+	if b.InputSchema, err = decodeSchema(s.InputSchema); err != nil {
+		return nil, fmt.Errorf("input schema: %v", err)
+	}
+	if b.InputSchema == nil || b.InputSchema["type"] != "object" {
+		return nil, errors.New(`input schema: not of type "object"`)
+	}
+	if len(s.OutputSchema) > 0 {
+		if b.OutputSchema, err = decodeSchema(s.OutputSchema); err != nil {
+			return nil, fmt.Errorf("output schema: %v", err)
+		}
+	}
+	for _, p := range s.Params {
+		switch p.In {
+		case openapi3.ParameterInPath, openapi3.ParameterInQuery, openapi3.ParameterInHeader, openapi3.ParameterInCookie:
+		default:
+			return nil, fmt.Errorf("parameter %q: unknown location %q", p.Name, p.In)
+		}
+		pb := paramBinding{arg: cmp.Or(p.Arg, p.Name), name: p.Name, in: p.In, style: p.Style, explode: p.Explode, required: p.Required}
+		if p.In == openapi3.ParameterInQuery {
+			pb.nameKey = queryNameKey(p.Name)
+		}
+		b.params = append(b.params, pb)
+	}
+	if sb := s.Body; sb != nil {
+		if sb.MediaType == "" {
+			return nil, errors.New("request body without a media type")
+		}
+		b.body = &bodyBinding{mediaType: sb.MediaType, contentKey: sb.ContentKey, whole: sb.Whole, required: sb.Required, partTypes: sb.PartTypes}
+		for _, p := range sb.Props {
+			b.body.props = append(b.body.props, bodyProp{arg: p[0], name: p[1]})
+		}
+	}
+	if b.pathParts, err = parsePathTemplate(s.Path, b.params); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// decodeSchema decodes a JSON object with numbers kept as json.Number: a
+// schema's 9007199254740993 or 1e400 must come back as the document wrote
+// it, not as the nearest float64. It uses segmentio's decoder (go-sdk's):
+// 2–3× encoding/json's speed on the schemas of a snapshot, which are most of
+// a start from one, and without a buffer per call.
+func decodeSchema(raw json.RawMessage) (map[string]any, error) {
+	var m map[string]any
+	rest, err := sjson.Parse(raw, &m, sjson.UseNumber)
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimLeft(rest, " \t\r\n")) > 0 {
+		return nil, errors.New("data after the schema")
+	}
+	return m, nil
+}
+
+// ReadSource returns the bytes of the document at src — a file path or an
+// http(s) URL, read or fetched as LoadDocument does (same bound, same
+// same-origin redirects) — and the URL they were read from (nil for a
+// file). A snapshot of the catalog hashes them to tell whether the
+// document changed.
+func ReadSource(ctx context.Context, src string, opts *LoadOptions) ([]byte, *url.URL, error) {
+	var o LoadOptions
+	if opts != nil {
+		o = *opts
+	}
+	if u, err := url.Parse(src); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		return fetch(ctx, o.Client, u)
+	}
+	data, err := readFile(src)
+	return data, nil, err
+}
