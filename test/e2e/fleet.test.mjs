@@ -19,7 +19,9 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectHTTP, freePort, start, startEngine, startOrchestrator, stop, waitUntil, MCPGATE_BIN } from './lib.mjs';
+import { createServer } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { connectHTTP, freePort, recorded, start, startEngine, startOrchestrator, stop, waitUntil, MCPGATE_BIN } from './lib.mjs';
 
 const REDIS = '/usr/bin/redis-server';
 const HAPROXY = '/usr/sbin/haproxy';
@@ -57,9 +59,10 @@ function writeConfig(file, body) {
   renameSync(`${file}.tmp`, file);
 }
 
-function config({ redis, engine, orchestrator }) {
+function config({ redis, engine, orchestrator, otlp }) {
   let s = `drain_delay: 2s
 shutdown_timeout: 4s
+tracing: {otlp_endpoint: "http://127.0.0.1:${otlp}", service_name: mcpgate-fleet}
 state:
   backend: redis
   redis: {url: "redis://127.0.0.1:${redis}/0", key_prefix: "mcpgate-e2e:"}
@@ -107,7 +110,8 @@ ${replicas.map((r, i) => `  server r${i + 1} 127.0.0.1:${r} check`).join('\n')}
 }
 
 describe('a fleet: three replicas, Redis, HAProxy round-robin (TS SDK client)', { skip }, () => {
-  let redis, redisPort, engine, api, lb, cfg, lbURL;
+  let redis, redisPort, engine, api, lb, cfg, lbURL, otlp, otlpPort;
+  const exported = []; // OTLP/HTTP protobuf bodies the replicas sent
   const replicas = [];
   const env = { ...process.env, MCPGATE_TASK_KEY: 'k'.repeat(43) };
 
@@ -122,8 +126,19 @@ describe('a fleet: three replicas, Redis, HAProxy round-robin (TS SDK client)', 
     redis = await start(REDIS, ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], /Ready to accept connections/);
     engine = await startEngine('--step', '2s'); // demo/slow: 10 s, longer than a drain
     api = await startOrchestrator();
+    // A trace collector: what reaches /v1/traces, kept whole.
+    otlp = createServer((req, res) => {
+      const chunks = [];
+      req.on('data', (c) => chunks.push(c));
+      req.on('end', () => {
+        if (req.url === '/v1/traces') exported.push(Buffer.concat(chunks));
+        res.writeHead(200, { 'Content-Type': 'application/x-protobuf' }).end();
+      });
+    });
+    await new Promise((r) => otlp.listen(0, '127.0.0.1', r));
+    otlpPort = otlp.address().port;
     cfg = join(mkdtempSync(join(tmpdir(), 'mcpgate-fleet-')), 'mcpgate.yaml');
-    writeConfig(cfg, config({ redis: redisPort, engine: engine.url }));
+    writeConfig(cfg, config({ redis: redisPort, engine: engine.url, otlp: otlpPort }));
     for (let i = 0; i < 3; i++) replicas.push({ port: await freePort() });
     await Promise.all(replicas.map((_, i) => startReplica(i)));
     const lbPort = await freePort();
@@ -148,6 +163,7 @@ describe('a fleet: three replicas, Redis, HAProxy round-robin (TS SDK client)', 
     await stop(api);
     await stop(engine);
     await stop(redis);
+    otlp?.close();
   });
 
   test('a re-sent playbook call on another replica attaches to the first run', async () => {
@@ -205,6 +221,7 @@ describe('a fleet: three replicas, Redis, HAProxy round-robin (TS SDK client)', 
       assert.equal(answer.result.isError, true);
       assert.ok(text(answer.result).includes(`execution ${run.execution_id}`), text(answer.result));
       assert.match(text(answer.result), /the run goes on/);
+      assert.match(text(answer.result), /attaches to this run on any gateway of the fleet/);
       assert.equal(await code, 0, victim.p.output());
       // The re-send, through the balancer, attaches to the same run.
       const again = await rpc(lbURL, slow, { headers: { Authorization: 'Bearer bob' } });
@@ -236,7 +253,7 @@ describe('a fleet: three replicas, Redis, HAProxy round-robin (TS SDK client)', 
       }
     })();
     try {
-      writeConfig(cfg, config({ redis: redisPort, engine: engine.url, orchestrator: replicas.api.url }));
+      writeConfig(cfg, config({ redis: redisPort, engine: engine.url, orchestrator: replicas.api.url, otlp: otlpPort }));
       for (const r of replicas) r.p.proc.kill('SIGHUP');
       for (const r of replicas) {
         await waitUntil(`replica ${r.port} to serve list_workflows`, async () =>
@@ -252,5 +269,21 @@ describe('a fleet: three replicas, Redis, HAProxy round-robin (TS SDK client)', 
     const res = await client.callTool({ name: 'list_workflows', arguments: {} });
     assert.equal(res.isError, undefined, text(res));
     await client.close();
+  });
+
+  test('a traced call: the caller\'s trace continues to the upstream, and the spans reach the collector', async () => {
+    const traceId = randomBytes(16).toString('hex');
+    const parent = randomBytes(8).toString('hex');
+    const answer = await rpc(lbURL, { jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'list_workflows', arguments: {} } },
+      { headers: { traceparent: `00-${traceId}-${parent}-01` } });
+    assert.equal(answer.result.isError, undefined, JSON.stringify(answer));
+    const reqs = await recorded(replicas.api.url);
+    const seen = reqs.filter((r) => (r.headers.Traceparent ?? [])[0]?.startsWith(`00-${traceId}-`));
+    assert.equal(seen.length, 1, 'the upstream request carries the caller\'s trace id');
+    const [, , span] = seen[0].headers.Traceparent[0].split('-');
+    assert.notEqual(span, parent, 'the upstream call is a span of its own');
+    assert.ok((seen[0].headers['X-Request-Id'] ?? [])[0], 'the request id reached the upstream');
+    const id = Buffer.from(traceId, 'hex');
+    await waitUntil('the spans to reach the collector', () => exported.some((b) => b.includes(id)), { timeoutMs: 20000 });
   });
 });

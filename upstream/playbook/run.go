@@ -243,6 +243,8 @@ func (r *Runner) release(rn *run, req Request, attached bool, seen int) *Outcome
 	switch {
 	case r.opts.DedupWindow < 0 || req.Caller == "":
 		what += "; this engine's calls are not de-duplicated, so re-sending the call starts a second run"
+	case r.opts.Shared != nil:
+		what += fmt.Sprintf("; re-send the same call within %s to wait for it again: it attaches to this run on any gateway of the fleet (shared state), it does not start another", r.opts.DedupWindow)
 	default:
 		what += "; re-sending the same call to another gateway starts a second run: gateways attach a re-send to a run another one started only when they share state (state.backend: redis)"
 	}

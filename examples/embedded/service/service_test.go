@@ -123,13 +123,14 @@ func text(res *mcp.CallToolResult) string {
 
 // checkForwarded checks that every request the API saw carried want as its
 // Authorization (absent if want is "") and no header but the few the gateway
-// sets itself: no cookie, no inbound header of the MCP client's.
+// sets itself (X-Request-Id is the gateway's own request id, see
+// request_id_header): no cookie, no inbound header of the MCP client's.
 func checkForwarded(t *testing.T, seen []seenRequest, wantCalls int, want string) {
 	t.Helper()
 	if len(seen) != wantCalls {
 		t.Fatalf("the API saw %d requests, want %d: %+v", len(seen), wantCalls, seen)
 	}
-	allowed := []string{"Accept", "Authorization", "Content-Type", "User-Agent"}
+	allowed := []string{"Accept", "Authorization", "Content-Type", "User-Agent", "X-Request-Id"}
 	for _, r := range seen {
 		if got := r.Header.Get("Authorization"); got != want {
 			t.Errorf("%s %s: API saw Authorization %q, want %q", r.Method, r.Path, got, want)
