@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { connectHTTP, freePort, recorded, start, startEngine, startOrchestrator, stop, waitUntil, MCPGATE_BIN } from './lib.mjs';
+import { connectHTTP, freePort, keepCalling, recorded, start, startEngine, startOrchestrator, stop, waitUntil, MCPGATE_BIN } from './lib.mjs';
 
 const REDIS = '/usr/bin/redis-server';
 const HAPROXY = '/usr/sbin/haproxy';
@@ -198,16 +198,8 @@ describe('a fleet: three replicas, Redis, HAProxy round-robin (TS SDK client)', 
 
   test('SIGTERM of a replica under load: no call fails; its waiting playbook call is answered and re-attached', async () => {
     const client = await connectHTTP(lbURL, { Authorization: 'Bearer bob' });
-    let calls = 0;
-    const failures = [];
-    let going = true;
-    const load = (async () => {
-      while (going) {
-        const res = await client.callTool({ name: 'demo_fast', arguments: { name: 'load' } }).catch((e) => ({ isError: true, content: [{ text: String(e) }] }));
-        calls++;
-        if (res.isError) failures.push(text(res));
-      }
-    })();
+    let result;
+    const load = keepCalling(client, 'demo_fast', { name: 'load' });
     const label = `drain-${Date.now()}`;
     const slow = { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'demo_slow', arguments: { label } } };
     const victim = replicas[2];
@@ -227,31 +219,22 @@ describe('a fleet: three replicas, Redis, HAProxy round-robin (TS SDK client)', 
       const again = await rpc(lbURL, slow, { headers: { Authorization: 'Bearer bob' } });
       assert.match(text(again.result), /counted 5 steps/, JSON.stringify(again));
       assert.equal((await executions(engine.url)).filter((x) => x.workload.label === label).length, 1);
-      const before = calls;
-      await waitUntil('more calls after the drain', () => calls > before + 20);
+      const before = load.calls();
+      await waitUntil('more calls after the drain', () => load.calls() > before + 20);
     } finally {
-      going = false;
-      await load;
+      result = await load.stop();
       victim.p.proc.kill('SIGTERM');
       await code;
       await startReplica(2); // for the tests after this one
     }
-    assert.deepEqual(failures, [], `${failures.length} of ${calls} calls failed`);
+    assert.deepEqual(result.failures, [], `${result.failures.length} of ${result.calls} calls failed`);
     await client.close();
   });
 
   test('SIGHUP with a changed config: the new tools served by every replica, no call failed', async () => {
     const client = await connectHTTP(lbURL);
-    let calls = 0;
-    const failures = [];
-    let going = true;
-    const load = (async () => {
-      while (going) {
-        const res = await client.callTool({ name: 'demo_fast', arguments: { name: 'hup' } }).catch((e) => ({ isError: true, content: [{ text: String(e) }] }));
-        calls++;
-        if (res.isError) failures.push(text(res));
-      }
-    })();
+    let result;
+    const load = keepCalling(client, 'demo_fast', { name: 'hup' });
     try {
       writeConfig(cfg, config({ redis: redisPort, engine: engine.url, orchestrator: replicas.api.url, otlp: otlpPort }));
       for (const r of replicas) r.p.proc.kill('SIGHUP');
@@ -259,13 +242,12 @@ describe('a fleet: three replicas, Redis, HAProxy round-robin (TS SDK client)', 
         await waitUntil(`replica ${r.port} to serve list_workflows`, async () =>
           (await rpc(r.url, { jsonrpc: '2.0', id: 1, method: 'tools/list' })).result.tools.some((t) => t.name === 'list_workflows'));
       }
-      const before = calls;
-      await waitUntil('more calls after the reload', () => calls > before + 20);
+      const before = load.calls();
+      await waitUntil('more calls after the reload', () => load.calls() > before + 20);
     } finally {
-      going = false;
-      await load;
+      result = await load.stop();
     }
-    assert.deepEqual(failures, [], `${failures.length} of ${calls} calls failed`);
+    assert.deepEqual(result.failures, [], `${result.failures.length} of ${result.calls} calls failed`);
     const res = await client.callTool({ name: 'list_workflows', arguments: {} });
     assert.equal(res.isError, undefined, text(res));
     await client.close();

@@ -158,3 +158,28 @@ export function freePort() {
     });
   });
 }
+
+// keepCalling calls a tool with client over and over, one call at a time,
+// until stop() — which resolves to {calls, failures} (the texts of the calls
+// that failed or threw) once the call in flight has ended. calls() is the
+// count so far: wait for it to grow to know calls went through.
+export function keepCalling(client, name, args) {
+  let calls = 0;
+  const failures = [];
+  let going = true;
+  const loop = (async () => {
+    while (going) {
+      const res = await client.callTool({ name, arguments: args }).catch((e) => ({ isError: true, content: [{ text: String(e) }] }));
+      calls++;
+      if (res.isError) failures.push((res.content ?? []).map((c) => c.text ?? '').join('\n'));
+    }
+  })();
+  return {
+    calls: () => calls,
+    stop: async () => {
+      going = false;
+      await loop;
+      return { calls, failures };
+    },
+  };
+}

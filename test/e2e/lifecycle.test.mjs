@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync, mkdtempSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectHTTP, freePort, start, startEngine, startOrchestrator, stop, waitUntil, MCPGATE_BIN } from './lib.mjs';
+import { connectHTTP, freePort, keepCalling, start, startEngine, startOrchestrator, stop, waitUntil, MCPGATE_BIN } from './lib.mjs';
 
 function text(res) {
   return (res.content ?? []).map((c) => c.text ?? '').join('\n');
@@ -129,28 +129,19 @@ describe('reload on SIGHUP and --watch (TS SDK client)', () => {
     assert.ok(!(await names()).includes('list_workflows'));
 
     // Calls go on through the reload; none may fail.
-    let calls = 0;
-    let failures = [];
-    let going = true;
-    const load = (async () => {
-      while (going) {
-        const res = await client.callTool({ name: 'demo_fast', arguments: { name: 'reload' } }).catch((e) => ({ isError: true, content: [{ text: String(e) }] }));
-        calls++;
-        if (res.isError) failures.push(text(res));
-      }
-    })();
+    let result;
+    const load = keepCalling(client, 'demo_fast', { name: 'reload' });
 
     try {
       writeConfig(cfg, `upstreams:\n${engineUpstream(engine.url)}${orchestratorUpstream(api.url)}`);
       gateway.proc.kill('SIGHUP');
       await waitUntil('the new upstream\'s tools', async () => (await names()).includes('list_workflows'));
-      const before = calls;
-      await waitUntil('calls after the reload', () => calls > before + 5);
+      const before = load.calls();
+      await waitUntil('calls after the reload', () => load.calls() > before + 5);
     } finally {
-      going = false;
-      await load;
+      result = await load.stop();
     }
-    assert.deepEqual(failures, [], `${failures.length} of ${calls} calls failed`);
+    assert.deepEqual(result.failures, [], `${result.failures.length} of ${result.calls} calls failed`);
     const res = await client.callTool({ name: 'list_workflows', arguments: {} });
     assert.equal(res.isError, undefined, text(res));
     assert.match(gateway.output(), /reloaded.*trigger=SIGHUP.*added=\d+/);
