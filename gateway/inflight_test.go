@@ -38,19 +38,6 @@ func gatherValue(t *testing.T, g *Gateway, name string, labels map[string]string
 	return -1
 }
 
-// waitMinute polls cond until it holds, failing the test after a minute: the
-// condition, not a fixed sleep, is what the test waits for.
-func waitMinute(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited a minute for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestPlaybookCallsInFlight is issue 24's "the in-flight gauge reads 0 with
 // 1000 playbook calls waiting": 1000 calls of a playbook that does not end
 // read 1000 in mcpgate_tool_calls_in_flight (and in
@@ -77,7 +64,7 @@ func TestPlaybookCallsInFlight(t *testing.T) {
 			}
 		})
 	}
-	waitMinute(t, "1000 calls in flight", func() bool { return gatherValue(t, g, "mcpgate_tool_calls_in_flight", up) == calls })
+	waitWithin(t, time.Minute, "1000 calls in flight", func() bool { return gatherValue(t, g, "mcpgate_tool_calls_in_flight", up) == calls })
 	if n := gatherValue(t, g, "mcpgate_playbook_runs_in_flight", up); n != calls {
 		t.Errorf("mcpgate_playbook_runs_in_flight %v, want %d", n, calls)
 	}
@@ -88,8 +75,8 @@ func TestPlaybookCallsInFlight(t *testing.T) {
 	}
 	hangUp()
 	wg.Wait()
-	waitMinute(t, "the calls to end", func() bool { return gatherValue(t, g, "mcpgate_tool_calls_in_flight", up) == 0 })
-	waitMinute(t, "the runs to be cancelled", func() bool { return gatherValue(t, g, "mcpgate_playbook_runs_in_flight", up) == 0 })
+	waitWithin(t, time.Minute, "the calls to end", func() bool { return gatherValue(t, g, "mcpgate_tool_calls_in_flight", up) == 0 })
+	waitWithin(t, time.Minute, "the runs to be cancelled", func() bool { return gatherValue(t, g, "mcpgate_playbook_runs_in_flight", up) == 0 })
 	// Each run is timed once. Most end cancelled; under load (-race) a run
 	// whose status polls all waited past queue_timeout for one of the 64
 	// slots ends failed instead, which is timed all the same.

@@ -5,13 +5,7 @@
 // run is cancelled upstream at once — before the 2 s linger a hang-up gets.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connectHTTP, startGateway, stop, startEngine, engineConfig } from './lib.mjs';
-
-async function executions(engineURL) {
-  const res = await fetch(`${engineURL}/api/executions`);
-  assert.equal(res.status, 200);
-  return (await res.json()).executions;
-}
+import { connectHTTP, engineConfig, executions, startEngine, startGateway, stop } from './lib.mjs';
 
 describe('notifications/cancelled, stateless (TS SDK client)', () => {
   let engine, gateway;

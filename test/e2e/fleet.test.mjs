@@ -21,22 +21,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { connectHTTP, freePort, keepCalling, recorded, start, startEngine, startOrchestrator, stop, waitUntil, MCPGATE_BIN } from './lib.mjs';
+import { MCPGATE_BIN, connectHTTP, executions, freePort, keepCalling, recorded, start, startEngine, startOrchestrator, stop, text, waitUntil } from './lib.mjs';
 
 const REDIS = '/usr/bin/redis-server';
 const HAPROXY = '/usr/sbin/haproxy';
 const missing = [REDIS, HAPROXY].filter((b) => !existsSync(b));
 const skip = missing.length > 0 ? `${missing.join(' and ')} not installed (apt-get install redis-server haproxy; .ci/run does)` : false;
-
-function text(res) {
-  return (res.content ?? []).map((c) => c.text ?? '').join('\n');
-}
-
-async function executions(engineURL) {
-  const res = await fetch(`${engineURL}/api/executions`);
-  assert.equal(res.status, 200);
-  return (await res.json()).executions;
-}
 
 const HEADERS = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'Mcp-Protocol-Version': '2025-11-25' };
 

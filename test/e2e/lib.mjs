@@ -146,6 +146,14 @@ export function text(result) {
   return (result.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
 }
 
+// executions returns the runs the example playbook engine at engineURL has
+// started (its GET /api/executions): execution_id, path, workload, cancelled.
+export async function executions(engineURL) {
+  const res = await fetch(`${engineURL}/api/executions`);
+  if (res.status !== 200) throw new Error(`${engineURL}/api/executions: HTTP ${res.status}`);
+  return (await res.json()).executions;
+}
+
 // freePort asks the kernel for a free loopback port: a gateway's URL is its
 // audience, which an OpenID provider must know before the gateway starts.
 export function freePort() {
@@ -171,7 +179,7 @@ export function keepCalling(client, name, args) {
     while (going) {
       const res = await client.callTool({ name, arguments: args }).catch((e) => ({ isError: true, content: [{ text: String(e) }] }));
       calls++;
-      if (res.isError) failures.push((res.content ?? []).map((c) => c.text ?? '').join('\n'));
+      if (res.isError) failures.push(text(res));
     }
   })();
   return {

@@ -10,17 +10,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync, mkdtempSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectHTTP, freePort, keepCalling, start, startEngine, startOrchestrator, stop, waitUntil, MCPGATE_BIN } from './lib.mjs';
-
-function text(res) {
-  return (res.content ?? []).map((c) => c.text ?? '').join('\n');
-}
-
-async function executions(engineURL) {
-  const res = await fetch(`${engineURL}/api/executions`);
-  assert.equal(res.status, 200);
-  return (await res.json()).executions;
-}
+import { MCPGATE_BIN, connectHTTP, executions, freePort, keepCalling, start, startEngine, startOrchestrator, stop, text, waitUntil } from './lib.mjs';
 
 function base(url) {
   return url.replace(/\/mcp$/, '');

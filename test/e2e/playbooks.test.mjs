@@ -4,13 +4,7 @@
 // cancels, and a call sent twice that must start one run.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connectHTTP, start, startGateway, stop, text, waitUntil, startEngine, engineConfig } from './lib.mjs';
-
-async function executions(engineURL) {
-  const res = await fetch(`${engineURL}/api/executions`);
-  assert.equal(res.status, 200);
-  return (await res.json()).executions;
-}
+import { connectHTTP, engineConfig, executions, start, startEngine, startGateway, stop, text, waitUntil } from './lib.mjs';
 
 // run returns the engine's execution whose workload has label, if any.
 async function run(engineURL, label) {

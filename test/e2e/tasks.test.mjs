@@ -6,13 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { MCPGATE_BIN, connectHTTP, start, stop, text, startEngine, engineConfig } from './lib.mjs';
-
-async function executions(engineURL) {
-  const res = await fetch(`${engineURL}/api/executions`);
-  assert.equal(res.status, 200);
-  return (await res.json()).executions;
-}
+import { MCPGATE_BIN, connectHTTP, engineConfig, executions, start, startEngine, stop, text } from './lib.mjs';
 
 describe('MCP tasks (TS SDK experimental tasks client)', () => {
   let engine, a, b;
