@@ -333,14 +333,7 @@ func (c *common) newGateway(ctx context.Context, cfg *gateway.Config, opts *gate
 		}
 		return nil, c.loadError(err)
 	}
-	for _, w := range g.Catalog().Warnings {
-		opts.Logger.Warn("catalog", "warning", w)
-	}
-	for _, u := range g.Catalog().Upstreams {
-		if u.Selected == 0 && !u.Playbooks && !u.MCP {
-			opts.Logger.Warn("no operation passed the gate", "upstream", u.Name, "hint", noToolsHint(u))
-		}
-	}
+	logCatalog(opts.Logger, g)
 	go func() {
 		// Validation goes on in the background and holds the documents
 		// until it ends. Then the start-up peak is garbage: lift the limit
@@ -353,6 +346,19 @@ func (c *common) newGateway(ctx context.Context, cfg *gateway.Config, opts *gate
 		debug.FreeOSMemory()
 	}()
 	return g, nil
+}
+
+// logCatalog logs the warnings of g's catalog, and each upstream through
+// whose gate no operation passed: at start-up and after a reload.
+func logCatalog(logger *slog.Logger, g *gateway.Gateway) {
+	for _, w := range g.Catalog().Warnings {
+		logger.Warn("catalog", "warning", w)
+	}
+	for _, u := range g.Catalog().Upstreams {
+		if u.Selected == 0 && !u.Playbooks && !u.MCP {
+			logger.Warn("no operation passed the gate", "upstream", u.Name, "hint", noToolsHint(u))
+		}
+	}
 }
 
 // noToolsHint says why an upstream has no tools and what to do about it:

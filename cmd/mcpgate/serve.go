@@ -334,14 +334,14 @@ type reloader struct {
 
 func (r *reloader) reload(why string) {
 	start := time.Now()
-	g, cfg, err := r.build()
+	g, cfg, fixed, err := r.build()
 	if err != nil {
 		r.front.ReloadFailed()
 		r.logger.Error("reload failed: still serving the previous configuration", "trigger", why, "error", oneLine(err.Error()))
 		return
 	}
 	old := r.front.Current()
-	if fixed := restartOnly(r.served, cfg); len(fixed) > 0 {
+	if len(fixed) > 0 {
 		r.logger.Warn("reload: these settings take effect only at a restart; the running values are kept", "settings", strings.Join(fixed, ","))
 	}
 	added, removed, changed := diffTools(old.Catalog(), g.Catalog())
@@ -355,29 +355,40 @@ func (r *reloader) reload(why string) {
 	r.logger.Info("reloaded", attrs...)
 }
 
-// build makes a gateway as serve does at start.
-func (r *reloader) build() (*gateway.Gateway, *gateway.Config, error) {
+// build makes a gateway as serve does at start, and names the settings the
+// file changed that a reload cannot (restartOnly): they keep their running
+// values.
+func (r *reloader) build() (*gateway.Gateway, *gateway.Config, []string, error) {
 	lock, err := r.c.readLockFlag(r.lockFile)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cfg, _, err := r.c.loadConfig(r.ov, true)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	fixed := restartOnly(r.served, cfg)
+	keepRestartOnly(cfg, r.served)
+	// Not newGateway: its start-up memory limit is process-wide, and a
+	// reload's restoring it could cross another's.
 	g, err := gateway.New(r.life, cfg, &gateway.Options{Logger: r.logger, Lock: lock, DeferUnavailable: true})
 	if err != nil {
-		return nil, nil, r.c.loadError(err)
+		return nil, nil, nil, r.c.loadError(err)
 	}
 	if d := g.Drift(); lock != nil && !d.Empty() {
 		g.Close()
-		return nil, nil, fmt.Errorf("--lock %s: the new catalog drifts from the lock (%d tools, %d prompts, %d resources added or changed): review it (mcpgate audit --lock) and update the lock first",
+		return nil, nil, nil, fmt.Errorf("--lock %s: the new catalog drifts from the lock (%d tools, %d prompts, %d resources added or changed): review it (mcpgate audit --lock) and update the lock first",
 			r.lockFile, len(d.Held()), len(d.HeldPrompts()), len(d.HeldResources()))
 	}
-	for _, w := range g.Catalog().Warnings {
-		r.logger.Warn("catalog", "warning", w)
-	}
-	return g, cfg, nil
+	logCatalog(r.logger, g)
+	return g, cfg, fixed, nil
+}
+
+// keepRestartOnly sets in cfg the running values of the settings a reload
+// cannot change (restartOnly), so that the new gateway serves with them.
+func keepRestartOnly(cfg, running *gateway.Config) {
+	cfg.Listen, cfg.Metrics.Listen, cfg.Stateful = running.Listen, running.Metrics.Listen, running.Stateful
+	cfg.BodyTimeout, cfg.WriteTimeout, cfg.LogFormat = running.BodyTimeout, running.WriteTimeout, running.LogFormat
 }
 
 // restartOnly names the settings that differ between a and b and that a
