@@ -233,6 +233,12 @@ func (r *Runner) release(rn *run, req Request, attached bool, seen int) *Outcome
 		return rn.out.own(attached)
 	default:
 	}
+	return r.releasedOutcome(id, req, attached, seen)
+}
+
+// releasedOutcome is the Released outcome of a request waiting for execution id
+// (a run of this runner's, or one it follows on another replica's behalf).
+func (r *Runner) releasedOutcome(id string, req Request, attached bool, seen int) *Outcome {
 	what := fmt.Sprintf("the gateway is shutting down and stopped waiting for playbook %s", req.Path)
 	if id != "" {
 		what += fmt.Sprintf(" (execution %s)", id)

@@ -231,6 +231,9 @@ func (r *Runner) follow(ctx context.Context, key string, rec *RunRecord, req Req
 		select {
 		case <-ctx.Done():
 			return r.abandonRemote(ctx, key, id, req, polls, counted)
+		case <-r.released: // the drain's end (Release): the run goes on
+			leave()
+			return r.releasedOutcome(id, req, true, polls)
 		case <-tick.C:
 		}
 		s, err := r.Check(ctx, id, req.Path, req.Cred)

@@ -156,6 +156,28 @@ func TestSharedRuns(t *testing.T) {
 				t.Errorf("the engine started %d runs, want 1", c.Started)
 			}
 		}},
+		{"B drains while it follows A's run: B's request is answered, the run goes on", func(t *testing.T, e *engine.Engine, sh *memShared) {
+			a, b := replicas(t, e, sh, Options{})
+			first := make(chan *Outcome, 1)
+			go func() { first <- a.Run(t.Context(), alicesRun) }()
+			time.Sleep(time.Second) // fake time: the run is going
+			synctest.Wait()
+			followed := make(chan *Outcome, 1)
+			go func() { followed <- b.Run(t.Context(), alicesRun) }()
+			time.Sleep(time.Second)
+			synctest.Wait()
+			b.Release()
+			out := <-followed
+			if out.State != Released || !out.Attached || !strings.Contains(text(out.Result), "the run goes on") {
+				t.Errorf("B: %s attached=%v (%s)", out.State, out.Attached, text(out.Result))
+			}
+			if o := <-first; o.State != Succeeded || o.ExecutionID != out.ExecutionID {
+				t.Errorf("A: %s %s, B followed %s", o.State, o.ExecutionID, out.ExecutionID)
+			}
+			if c := e.Counts(); c.Started != 1 || c.Cancelled != 0 {
+				t.Errorf("engine: %+v, want 1 started, none cancelled", c)
+			}
+		}},
 		{"A's client hangs up; B's re-send keeps the run past A's linger", func(t *testing.T, e *engine.Engine, sh *memShared) {
 			a, b := replicas(t, e, sh, Options{})
 			ctx, hangUp := context.WithCancel(t.Context())
