@@ -155,8 +155,11 @@ func (g *Gateway) callTrace(ctx context.Context, t *Tool, h http.Header) context
 
 // validTraceparent reports whether s is a traceparent W3C Trace Context
 // lets a receiver use: version (not ff), a trace id and a parent id not all
-// zero, flags; version 00 exactly so long, a later version at least so
-// long with a '-' after the flags. Only such a value is passed on.
+// zero, flags; version 00 exactly so long and with no flag set beyond
+// sampled and random (the OpenTelemetry propagator refuses reserved bits
+// under 00, so with tracing on such a value would start a new trace), a
+// later version at least so long with a '-' after the flags. Only such a
+// value is passed on.
 func validTraceparent(s string) bool {
 	const n = 55 // "00-" + 32 + "-" + 16 + "-" + 2
 	if len(s) < n || s[2] != '-' || s[35] != '-' || s[52] != '-' {
@@ -165,7 +168,7 @@ func validTraceparent(s string) bool {
 	switch {
 	case s[:2] == "ff":
 		return false
-	case s[:2] == "00" && len(s) != n:
+	case s[:2] == "00" && (len(s) != n || s[53] != '0' || s[54] > '3'):
 		return false
 	case len(s) > n && s[n] != '-':
 		return false

@@ -367,6 +367,10 @@ func TestValidTraceparent(t *testing.T) {
 		"ff-" + inTraceID + "-" + inParentID + "-01":                false,
 		"00-00000000000000000000000000000000-" + inParentID + "-01": false,
 		"00-" + inTraceID + "-" + inParentID + "-0g":                false,
+		"00-" + inTraceID + "-" + inParentID + "-03":                true,
+		"00-" + inTraceID + "-" + inParentID + "-04":                false,
+		"00-" + inTraceID + "-" + inParentID + "-10":                false,
+		"01-" + inTraceID + "-" + inParentID + "-10":                true,
 		"00-" + inTraceID + "_" + inParentID + "-01":                false,
 		"": false, "00": false,
 	} {
