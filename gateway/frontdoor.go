@@ -61,7 +61,11 @@ import (
 //   - stdio has no POST: calls there end with the session or a
 //     notifications/cancelled.
 type frontDoor struct {
-	next        http.Handler // go-sdk's StreamableHTTPHandler
+	next http.Handler // go-sdk's StreamableHTTPHandler
+	// sessionless, in stateful mode, is go-sdk's stateless handler on the
+	// same server: it serves the requests of protocol 2026-07-28 and later
+	// (see routeVersion), which have no session. nil when stateless.
+	sessionless http.Handler
 	maxBody     int64
 	bodyTimeout time.Duration
 	calls       *callContexts
@@ -184,6 +188,9 @@ type exchange struct {
 	unregister func()               // out of callContexts
 	errs       *rpcErrors           // rewrites go-sdk's error answers
 	span       trace.Span           // the request's span (traceRequest); nil when tracing is off
+	// sessionless: a stateful gateway serves this request as a stateless
+	// one does (routeVersion).
+	sessionless bool
 }
 
 // msg is the POSTed message, decoded once, when a stage first needs it
@@ -241,6 +248,7 @@ var stages = [...]stage{
 	{"fast path", (*frontDoor).fastPath},
 	{"check id", (*frontDoor).checkRPCID},
 	{"check initialize", (*frontDoor).checkInitialize},
+	{"route version", (*frontDoor).routeVersion},
 	{"session", (*frontDoor).session},
 	{"watch cancel", (*frontDoor).watchCancel},
 	{"register call", (*frontDoor).registerCall},
@@ -254,6 +262,10 @@ func (f *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !stages[i].run(f, &x) {
 			return
 		}
+	}
+	if x.sessionless {
+		f.sessionless.ServeHTTP(x.w, x.r)
+		return
 	}
 	f.next.ServeHTTP(x.w, x.r)
 }
@@ -369,10 +381,57 @@ func (f *frontDoor) checkInitialize(x *exchange) bool {
 	return !(x.rpc && answerBadInitialize(x.w, x.r, x.msg()))
 }
 
+// protocolVersionHeader is the Streamable HTTP protocol version header (MCP
+// 2025-06-18 on).
+const protocolVersionHeader = "Mcp-Protocol-Version"
+
+// sessionlessVersion is the first protocol version without sessions or
+// initialize (SEP-2575): each request says its version and the client's
+// capabilities itself.
+const sessionlessVersion = "2026-07-28"
+
+// routeVersion, in stateful mode, sends a request of protocol 2026-07-28 or
+// later to go-sdk's stateless handler, past the session stage: such a
+// request carries no session, and go-sdk v1.8.0's stateful handler would
+// open one for it and then refuse it (-32022 unsupported protocol version,
+// although server/discover offered 2026-07-28). Sessions remain for the
+// versions that have them. A request is of a sessionless version when its
+// Mcp-Protocol-Version header says so — what go-sdk's handler reads —
+// or, without the header, when its params._meta does (what go-sdk's
+// session reads), or when it is server/discover, a method only those
+// versions have.
+func (f *frontDoor) routeVersion(x *exchange) bool {
+	if f.sessionless != nil && x.rpc {
+		x.sessionless = sessionlessRequest(x.r.Header.Get(protocolVersionHeader), x.msg())
+	}
+	return true
+}
+
+// sessionlessRequest reports whether a POSTed message, sent with the
+// protocol version header v, is of a version without sessions (see
+// routeVersion).
+func sessionlessRequest(v string, m *message) bool {
+	if v != "" {
+		return v >= sessionlessVersion
+	}
+	if !m.ok {
+		return false
+	}
+	if m.method == "server/discover" {
+		return true
+	}
+	var p struct {
+		Meta struct {
+			Version string `json:"io.modelcontextprotocol/protocolVersion"`
+		} `json:"_meta"`
+	}
+	return len(m.Params) > 0 && sdkwire.Parse(m.Params, &p) && p.Meta.Version >= sessionlessVersion
+}
+
 // session, in stateful mode, bounds and guards the sessions (see
 // guardSession) and answers a session's task requests.
 func (f *frontDoor) session(x *exchange) bool {
-	if f.sessions == nil {
+	if f.sessions == nil || x.sessionless {
 		return true
 	}
 	sw, ok := f.guardSession(x.w, x.r)

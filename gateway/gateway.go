@@ -452,16 +452,7 @@ func (g *Gateway) Handler() http.Handler {
 // newMux returns the router and the handler it routes /mcp to.
 func (g *Gateway) newMux() (*mux.Router, http.Handler) {
 	r := mux.NewRouter()
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.Server() },
-		&mcp.StreamableHTTPOptions{
-			Stateless:           !g.cfg.Stateful,
-			Logger:              g.sdkLogger(),
-			SessionTimeout:      g.cfg.SessionTimeout,
-			MaxRequestBodyBytes: g.cfg.MaxBodyBytes,
-			// Ties handlers to the POST for 2026-07-28 requests; the front
-			// door does it for every protocol version (see frontDoor).
-			PropagateRequestCancellation: true,
-		})
+	sdk := g.sdkHandler(!g.cfg.Stateful)
 	fd := &frontDoor{
 		next:        sdk,
 		maxBody:     g.cfg.MaxBodyBytes,
@@ -474,6 +465,7 @@ func (g *Gateway) newMux() (*mux.Router, http.Handler) {
 		tracer:      g.tracer,
 	}
 	if g.cfg.Stateful {
+		fd.sessionless = g.sdkHandler(true)
 		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions, g.cfg.MaxSessionsPerCaller)
 		g.shareSessions(fd.sessions)
 	} else {
@@ -501,6 +493,21 @@ func (g *Gateway) newMux() (*mux.Router, http.Handler) {
 	}
 	r.Use(g.accessLog)
 	return r, mcpRoute
+}
+
+// sdkHandler is go-sdk's Streamable HTTP handler on the gateway's server,
+// stateless or not.
+func (g *Gateway) sdkHandler(stateless bool) http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.Server() },
+		&mcp.StreamableHTTPOptions{
+			Stateless:           stateless,
+			Logger:              g.sdkLogger(),
+			SessionTimeout:      g.cfg.SessionTimeout,
+			MaxRequestBodyBytes: g.cfg.MaxBodyBytes,
+			// Ties handlers to the POST for 2026-07-28 requests; the front
+			// door does it for every protocol version (see frontDoor).
+			PropagateRequestCancellation: true,
+		})
 }
 
 // sdkLogger is the logger handed to go-sdk: the gateway's, less everything

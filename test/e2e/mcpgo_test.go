@@ -14,11 +14,25 @@ import (
 )
 
 // TestMCPGoClient drives the gateway with a second client implementation,
-// mark3labs/mcp-go, over Streamable HTTP: a federated MCP server (the
-// official server-everything, a stdio child) beside the demo's REST API,
-// both in one catalog. mcp-go speaks 2026-07-28 when the server offers it,
-// which the stateless gateway does.
+// mark3labs/mcp-go with its default options, over Streamable HTTP: a
+// federated MCP server (the official server-everything, a stdio child)
+// beside the demo's REST API, both in one catalog. mcp-go speaks 2026-07-28
+// when server/discover offers it, which the gateway does in both modes: a
+// --stateful gateway answers a 2026-07-28 request as the stateless one does
+// (it carries no session).
 func TestMCPGoClient(t *testing.T) {
+	for _, mode := range []struct {
+		name  string
+		flags []string
+	}{
+		{"stateless", nil},
+		{"stateful", []string{"--stateful"}},
+	} {
+		t.Run(mode.name, func(t *testing.T) { testMCPGoClient(t, mode.flags) })
+	}
+}
+
+func testMCPGoClient(t *testing.T, flags []string) {
 	b := setup(t)
 	everything, err := filepath.Abs("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 	if err != nil {
@@ -38,7 +52,7 @@ func TestMCPGoClient(t *testing.T) {
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	url := startGateway(t, b.mcpgate, []string{"serve", "--addr", "127.0.0.1:0", "--config", cfg})
+	url := startGateway(t, b.mcpgate, append([]string{"serve", "--addr", "127.0.0.1:0", "--config", cfg}, flags...))
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
