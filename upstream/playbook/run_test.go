@@ -532,7 +532,16 @@ func TestOverTheNetwork(t *testing.T) {
 	}
 	before := runtime.NumGoroutine()
 	for i := range 20 {
-		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		// Left once the engine has started it (on a loaded machine a fixed
+		// timeout can end the call before the run exists, and then there
+		// is nothing to cancel upstream).
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() {
+			for e.Counts().Started < 2+i && ctx.Err() == nil {
+				time.Sleep(5 * time.Millisecond)
+			}
+			cancel()
+		}()
 		out := r.Run(ctx, Request{Tool: "t", Path: "demo/slow", Workload: map[string]any{"i": i}})
 		cancel()
 		if out.State != Cancelled {
