@@ -128,7 +128,11 @@ func (in *inflight) track(ctx context.Context, r *http.Request, m rpcPeek) (cont
 	if !ok {
 		return ctx, func() {}
 	}
-	key := inflightKey{caller: caller.FromRequest(r), id: id}
+	return in.trackKey(ctx, inflightKey{caller: caller.FromRequest(r), id: id})
+}
+
+// trackKey registers a call under key; see track.
+func (in *inflight) trackKey(ctx context.Context, key inflightKey) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	c := &inflightCall{cancel: cancel}
 	in.mu.Lock()
@@ -170,7 +174,11 @@ func (in *inflight) cancel(r *http.Request, requestID any) int {
 	if !ok {
 		return 0
 	}
-	key := inflightKey{caller: caller.FromRequest(r), id: id}
+	return in.cancelKey(inflightKey{caller: caller.FromRequest(r), id: id})
+}
+
+// cancelKey cancels the calls registered under key; see cancel.
+func (in *inflight) cancelKey(key inflightKey) int {
 	in.mu.Lock()
 	list := append([]*inflightCall(nil), in.calls[key]...)
 	in.mu.Unlock()
@@ -180,7 +188,7 @@ func (in *inflight) cancel(r *http.Request, requestID any) int {
 	if len(list) == 0 && in.publish != nil {
 		// Not here: the call may be on another replica. Only a caller's
 		// digest and the request id leave the process.
-		go in.publish(key.caller.Digest(), id)
+		go in.publish(key.caller.Digest(), key.id)
 	}
 	return len(list)
 }

@@ -95,6 +95,7 @@ type Gateway struct {
 	heldResources map[string]bool
 	served        int           // tools registered: the catalog less what the lock held back
 	calls         *callContexts // the POSTs being served, for the tool handlers (see frontDoor)
+	noetlCalls    *inflight     // the NoETL-compatible endpoint's calls in flight, for notifications/cancelled
 	metrics       *metrics      // nil when metrics are off
 
 	// The serving state: one client per upstream, by name, all under one
@@ -145,7 +146,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{cfg: cfg, calls: &callContexts{}, validated: make(chan struct{}), subs: newSubscriptions(), sdkTools: make(chan struct{})}
+	g := &Gateway{cfg: cfg, calls: &callContexts{}, noetlCalls: newInflight(), validated: make(chan struct{}), subs: newSubscriptions(), sdkTools: make(chan struct{})}
 	if opts != nil {
 		g.opts = *opts
 	}

@@ -17,14 +17,20 @@ import (
 // playbookHandler runs t's playbook for a tools/call on /mcp (or stdio).
 // Progress goes to the client when it sent a progressToken and the answer
 // is a stream: SSE over HTTP (go-sdk drops it from a JSON answer), or stdio.
-// Cancellation: the run is left when the handler's ctx ends — the client
-// hung up (the front door), or notifications/cancelled in stateful mode and
-// over stdio (go-sdk) — and cancelled upstream after the runner's linger; a
-// notifications/cancelled to a stateless gateway (the front door, see
-// cancel.go) cancels it upstream at once.
+// Cancellation: the run is left when the handler's ctx ends. A client that
+// hung up (the front door) leaves it to the runner's linger, for a re-send;
+// a client that sent notifications/cancelled has it cancelled upstream at
+// once — in stateless mode through the front door's registry (cancel.go),
+// in a stateful session and over stdio through go-sdk (see
+// clientCancelled).
 func (g *Gateway) playbookHandler(t *Tool) mcp.ToolHandler {
 	pb, runner := t.Playbook, g.runners[t.Upstream]
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if sdkCancels(req) {
+			var cancel context.CancelFunc
+			ctx, cancel = clientCancelled(ctx)
+			defer cancel()
+		}
 		if req.Extra != nil {
 			var cancel context.CancelFunc
 			ctx, cancel = g.calls.join(ctx, req.Extra.Header)
@@ -55,6 +61,38 @@ func (g *Gateway) playbookHandler(t *Tool) mcp.ToolHandler {
 		g.logRun(ctx, t, out)
 		return out.Result, nil
 	}
+}
+
+// sdkCancels reports whether go-sdk ends req's handler context only for
+// the client's notifications/cancelled (or a broken connection): a call in
+// a stateful session, or over stdio (no front-door POST). A stateless
+// request's context may also end when its POST does
+// (PropagateRequestCancellation, 2026-07-28): the front door gives those
+// their cause (callContexts.join, cancel.go).
+func sdkCancels(req *mcp.CallToolRequest) bool {
+	if req.Extra == nil || req.Extra.Header.Get(requestIDHeader) == "" {
+		return true // stdio
+	}
+	return req.Session != nil && req.Session.ID() != ""
+}
+
+// clientCancelled returns ctx with the client's cancellation named: when
+// ctx ends with the bare cause context.Canceled — what go-sdk v1.8.0's
+// jsonrpc2 gives a handler's context for notifications/cancelled
+// (Connection.Cancel); a connection that breaks gives its read or write
+// error instead — the returned context ends with errCancelNotified, which
+// wraps playbook.ErrCallCancelled, so the runner cancels the run upstream
+// at once rather than after its linger. Any other end keeps its cause.
+func clientCancelled(ctx context.Context) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		cause := context.Cause(ctx)
+		if cause == context.Canceled {
+			cause = errCancelNotified
+		}
+		cancel(cause)
+	})
+	return c, func() { stop(); cancel(nil) }
 }
 
 // startPlaybookCall is what every path that runs a playbook (tools/call on
@@ -133,13 +171,16 @@ func (g *Gateway) logRun(ctx context.Context, t *Tool, out *playbook.Outcome) {
 }
 
 // upstreamCancel says on a call's log line what became of its run upstream:
-// "sent" (this call's outcome cancelled it), "planned" (the call left a run
-// still going, which the runner cancels at once or after its linger, and
-// logs on its own "playbook run" line), or "none".
+// "sent" (this call's outcome cancelled it), "at_once" (the client
+// cancelled the call, and the run is cancelled now), "planned" (the call
+// left a run still going, which the runner cancels after its linger unless
+// a re-send joins it, and logs on its own "playbook run" line), or "none".
 func upstreamCancel(out *playbook.Outcome) string {
 	switch {
 	case out.CancelSent:
 		return "sent"
+	case out.CancelPlanned && out.CancelNow:
+		return "at_once"
 	case out.CancelPlanned:
 		return "planned"
 	}

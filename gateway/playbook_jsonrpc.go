@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpgate/mcpgate/gateway/internal/caller"
 	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
 	"github.com/mcpgate/mcpgate/upstream/playbook"
 )
@@ -143,6 +145,9 @@ func (g *Gateway) servePlaybookRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	if msg.ID == nil {
 		// A notification: nothing to answer (JSON-RPC 2.0 §4.1).
+		if msg.Method == "notifications/cancelled" {
+			g.noetlCancel(r, path, msg.Params)
+		}
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
@@ -227,7 +232,11 @@ func (g *Gateway) playbookRPCCall(w http.ResponseWriter, r *http.Request, id, ra
 	}
 	pb := t.Playbook
 	// r.Context ends when the client hangs up: the run is then left, and
-	// cancelled upstream after the runner's linger.
+	// cancelled upstream after the runner's linger; or when the caller
+	// sends notifications/cancelled naming this call: cancelled at once.
+	ctx, untrack := g.noetlTrack(r, mux.Vars(r)["path"], id)
+	defer untrack()
+	r = r.WithContext(ctx)
 	out := g.runners[t.Upstream].Run(r.Context(), playbook.Request{Tool: t.Tool.Name, Path: pb.Path, Workload: pb.Workload(args), Cred: cred, Caller: g.callerID(callReq)})
 	g.logRun(r.Context(), t, out)
 	switch out.State {
@@ -250,6 +259,52 @@ func (g *Gateway) playbookRPCCall(w http.ResponseWriter, r *http.Request, id, ra
 		writeRPC(w, id, nil, &noetlError{Code: -32603, Message: resultText(out.Result), Data: data})
 	default:
 		writeRPC(w, id, noetlResult{out.Result}, nil)
+	}
+}
+
+// noetlCallKey names a call in flight on the NoETL-compatible endpoint:
+// its caller, and the playbook's path with the request id as go-sdk reads
+// ids (sdkwire.IDKey), so that a cancellation names a call on its own
+// endpoint only. ok is false for an id that names nothing.
+func noetlCallKey(r *http.Request, path string, id any) (inflightKey, bool) {
+	k, ok := sdkwire.IDKey(id)
+	if !ok {
+		return inflightKey{}, false
+	}
+	return inflightKey{caller: caller.FromRequest(r), id: path + "\x00" + k}, true
+}
+
+// noetlTrack registers a tools/call on the NoETL-compatible endpoint, id
+// its raw JSON-RPC id, so that the caller's notifications/cancelled can
+// reach it (noetlCancel). It returns the call's context and the function
+// that forgets it.
+func (g *Gateway) noetlTrack(r *http.Request, path string, id json.RawMessage) (context.Context, func()) {
+	var v any
+	if !sdkwire.Parse(id, &v) {
+		return r.Context(), func() {}
+	}
+	key, ok := noetlCallKey(r, path, v)
+	if !ok {
+		return r.Context(), func() {}
+	}
+	return g.noetlCalls.trackKey(r.Context(), key)
+}
+
+// noetlCancel answers a notifications/cancelled POSTed to the endpoint of
+// path: the same caller's call of that endpoint under params.requestId, if
+// one is in flight, is cancelled, and its run cancelled upstream at once
+// (the cause wraps playbook.ErrCallCancelled). Another caller's
+// cancellation, or one naming no call, does nothing; either way the
+// notification is answered 202 and says nothing.
+func (g *Gateway) noetlCancel(r *http.Request, path string, params json.RawMessage) {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if len(params) == 0 || !sdkwire.Parse(params, &p) {
+		return
+	}
+	if key, ok := noetlCallKey(r, path, p.RequestID); ok {
+		g.noetlCalls.cancelKey(key)
 	}
 }
 

@@ -86,6 +86,10 @@ type Outcome struct {
 	// once, or after Options.Linger unless a re-send joins it); the
 	// runner's own log line says when it did.
 	CancelPlanned bool
+	// CancelNow reports that the planned cancel is at once, not after
+	// Options.Linger: the client cancelled the call on purpose (see
+	// ErrCallCancelled).
+	CancelNow bool
 	// Attached reports that the request joined a run another one started.
 	Attached bool
 	// Polls counts the status polls.
@@ -202,7 +206,7 @@ func (r *Runner) Run(ctx context.Context, req Request) *Outcome {
 			default:
 			}
 			return &Outcome{State: Cancelled, ExecutionID: id, Attached: attached, Polls: seen, CancelPlanned: last && !r.opts.Routes.Cancel.IsZero(),
-				Result: errorResult(r.abandonText(req.Path, id, now, last), id, req.Path, nil, r.opts.MaxStructured)}
+				CancelNow: now, Result: errorResult(r.abandonText(req.Path, id, now, last), id, req.Path, nil, r.opts.MaxStructured)}
 		case <-changed:
 		}
 	}

@@ -301,7 +301,7 @@ func (r *Runner) abandonRemote(ctx context.Context, key, id string, req Request,
 		}
 	}
 	return &Outcome{State: Cancelled, ExecutionID: id, Attached: true, Polls: polls, CancelPlanned: last && !r.opts.Routes.Cancel.IsZero(),
-		Result: errorResult(r.abandonText(req.Path, id, now, last), id, req.Path, nil, r.opts.MaxStructured)}
+		CancelNow: now, Result: errorResult(r.abandonText(req.Path, id, now, last), id, req.Path, nil, r.opts.MaxStructured)}
 }
 
 func errText(err error) string {

@@ -56,7 +56,7 @@ func (r *Runner) Start(ctx context.Context, req Request) (string, time.Time, *Ou
 		now := errors.Is(context.Cause(ctx), ErrCallCancelled)
 		last := r.detach(rn, now)
 		return "", time.Time{}, &Outcome{State: Cancelled, Attached: attached, CancelPlanned: last && !r.opts.Routes.Cancel.IsZero(),
-			Result: errorResult(r.abandonText(req.Path, "", now, last), "", req.Path, nil, r.opts.MaxStructured)}
+			CancelNow: now, Result: errorResult(r.abandonText(req.Path, "", now, last), "", req.Path, nil, r.opts.MaxStructured)}
 	}
 	rn.mu.Lock()
 	id := rn.id
