@@ -53,9 +53,10 @@ import (
 // task). The id holds a hash of the caller's identity, never a credential.
 //
 // What this does not do, and why:
-//   - tasks/list answers an empty list: a stateless gateway keeps no record
-//     of the tasks it made. So the capability does not advertise "list"
-//     (the spec: a task tasks/get can see must be listed).
+//   - tasks/list lists the caller's tasks from the store of task records
+//     (see tasklist.go): a replica lists what any replica sharing its store
+//     made, so a fleet of replicas each with its own memory store lists
+//     per replica; use state.backend redis.
 //   - A task's state is the engine's. A cancelled task reads "cancelled"
 //     because the engine then reports the run CANCELLED (or CANCELED) in
 //     its status (at the terminal pointer, NoETL's "status"); an engine that
@@ -208,6 +209,7 @@ type taskParams struct {
 		TTL *float64 `json:"ttl"`
 	} `json:"task"`
 	TaskID string `json:"taskId"`
+	Cursor string `json:"cursor"` // tasks/list
 }
 
 // serve answers r when it is a task request: a tools/call with params.task,
@@ -255,9 +257,7 @@ func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte, ms
 	case "tasks/cancel":
 		result, rerr = d.cancel(r, p.TaskID)
 	case "tasks/list":
-		result = map[string]any{"tasks": []taskWire{}, "_meta": map[string]any{
-			"mcpgate/note": "this gateway is stateless and keeps no record of tasks; it cannot list them (the tasks capability does not advertise list)",
-		}}
+		result, rerr = d.list(r, p.Cursor)
 	default:
 		return false
 	}
@@ -611,9 +611,8 @@ func (d *taskDoor) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // taskCapability is the server's tasks capability (2025-11-25): tools/call
-// may be task-augmented, tasks/cancel is served; tasks/list is not
-// advertised (see the notes at the top of this file).
-var taskCapability = json.RawMessage(`{"cancel":{},"requests":{"tools":{"call":{}}}}`)
+// may be task-augmented, tasks/list and tasks/cancel are served.
+var taskCapability = json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)
 
 // taskInitResult is go-sdk's initialize result with capabilities.tasks.
 type taskInitResult struct{ *mcp.InitializeResult }

@@ -122,7 +122,7 @@ func TestTasksAdvertised(t *testing.T) {
 		version string
 		want    any
 	}{
-		{"2025-11-25", map[string]any{"cancel": map[string]any{}, "requests": map[string]any{"tools": map[string]any{"call": map[string]any{}}}}},
+		{"2025-11-25", map[string]any{"list": map[string]any{}, "cancel": map[string]any{}, "requests": map[string]any{"tools": map[string]any{"call": map[string]any{}}}}},
 		{"2025-06-18", nil}, // tasks came with 2025-11-25
 	} {
 		t.Run("initialize "+tt.version, func(t *testing.T) {
@@ -205,12 +205,6 @@ func TestTaskLifecycle(t *testing.T) {
 		res := te.must(t, alice, "tasks/result", taskIDParams(id))
 		if text0(res) != "t2: counted 5 steps" {
 			t.Errorf("result %v", res)
-		}
-	})
-	t.Run("list is empty and says why", func(t *testing.T) {
-		res := te.must(t, alice, "tasks/list", `{}`)
-		if tasks := res["tasks"].([]any); len(tasks) != 0 || !strings.Contains(fmt.Sprint(res["_meta"]), "stateless") {
-			t.Errorf("tasks/list = %v", res)
 		}
 	})
 	t.Run("a REST tool is not a task", func(t *testing.T) {

@@ -186,6 +186,32 @@ describe('a fleet: three replicas, Redis, HAProxy round-robin (TS SDK client)', 
     assert.ok(run);
   });
 
+  test('tasks/list on any replica lists the caller\'s tasks made on another, and only theirs', async () => {
+    const onA = await connectHTTP(replicas[0].url, { Authorization: 'Bearer carol' });
+    const onC = await connectHTTP(replicas[2].url, { Authorization: 'Bearer carol' });
+    const dave = await connectHTTP(replicas[1].url, { Authorization: 'Bearer dave' });
+    try {
+      await onA.listTools();
+      let taskId;
+      for await (const m of onA.experimental.tasks.callToolStream({ name: 'demo_fast', arguments: { name: 'carol' } })) {
+        if (m.type === 'taskCreated') taskId = m.task.taskId;
+      }
+      assert.ok(taskId);
+      const listed = await waitUntil('the task to be listed completed on another replica', async () => {
+        const { tasks } = await onC.experimental.tasks.listTasks();
+        const t = tasks.find((x) => x.taskId === taskId);
+        return t?.status === 'completed' && t;
+      });
+      assert.equal(listed.ttl > 0, true, JSON.stringify(listed));
+      const { tasks: daves } = await dave.experimental.tasks.listTasks();
+      assert.equal(daves.some((x) => x.taskId === taskId), false, 'another caller lists carol\'s task');
+    } finally {
+      await onA.close();
+      await onC.close();
+      await dave.close();
+    }
+  });
+
   test('SIGTERM of a replica under load: no call fails; its waiting playbook call is answered and re-attached', async () => {
     const client = await connectHTTP(lbURL, { Authorization: 'Bearer bob' });
     let result;
