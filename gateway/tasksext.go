@@ -294,13 +294,30 @@ func (d *taskDoor) extWire(resultType, id string, c *taskClaims, runner *playboo
 		if res.Content == nil {
 			res.Content = []mcp.Content{}
 		}
-		raw, err := res.MarshalJSON()
+		raw, err := completeResult(&res)
 		if err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("marshaling the call's result: %v", err)}
 		}
 		out.Result = raw
 	}
 	return out, nil
+}
+
+// completeResult is res as a 2026-07-28 tools/call answers it: with
+// resultType "complete", which every 2026-07-28 result carries (go-sdk
+// stamps its own answers; a result inlined in a task is the gateway's to
+// stamp), and which the ext-tasks client requires of the inline result.
+func completeResult(res *mcp.CallToolResult) (json.RawMessage, error) {
+	raw, err := res.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return nil, err
+	}
+	top["resultType"] = json.RawMessage(`"complete"`)
+	return sdkwire.Marshal(top)
 }
 
 // writeExt answers a 2026-07-28 request as go-sdk does: a result as JSON;

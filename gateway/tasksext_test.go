@@ -136,8 +136,8 @@ func TestTaskExtLifecycle(t *testing.T) {
 				if final["status"] != "completed" || final["taskId"] != id || res == nil {
 					t.Fatalf("final task %v, want completed with a result", final)
 				}
-				if got := res["isError"] == true; got != tt.isError || !strings.Contains(text0(res), tt.text) {
-					t.Errorf("result %v, want isError %v and text %q", res, tt.isError, tt.text)
+				if got := res["isError"] == true; got != tt.isError || !strings.Contains(text0(res), tt.text) || res["resultType"] != "complete" {
+					t.Errorf("result %v, want resultType complete, isError %v and text %q", res, tt.isError, tt.text)
 				}
 			})
 		}
