@@ -152,10 +152,13 @@ type taskDoor struct {
 	g      *Gateway
 	aead   cipher.AEAD
 	maxTTL time.Duration
-	byName map[string]*Tool // every tool served, by name
-	byPath map[string]*Tool // the playbook tools served, by playbook path
-	names  map[string]bool  // the playbook tools' names
-	now    func() time.Time // tests
+	byName map[string]*Tool  // every tool served, by name
+	byPath map[string]*Tool  // the playbook tools served, by playbook path
+	names  map[string]string // the playbook tools' names, and their taskSupport
+	// required are the playbook tools a client that can have a task must
+	// call as one (Playbook.TaskRequired); empty for most gateways.
+	required map[string]bool
+	now      func() time.Time // tests
 }
 
 // newTaskDoor returns nil (no tasks) when no playbook tool is served.
@@ -171,6 +174,14 @@ func newTaskDoor(g *Gateway, served []*Tool) (*taskDoor, error) {
 		return nil, nil
 	}
 	d.names = taskToolNames(served)
+	for name, support := range d.names {
+		if support == "required" {
+			if d.required == nil {
+				d.required = map[string]bool{}
+			}
+			d.required[name] = true
+		}
+	}
 	if d.maxTTL <= 0 {
 		d.maxTTL = DefaultTaskTTL
 	}
@@ -215,7 +226,7 @@ type taskParams struct {
 // did; when it returns false it has written nothing and r goes on to go-sdk.
 // body is r's body, already checked to be one JSON object.
 func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte, msgOf func() *message) bool {
-	if d == nil || !bytes.Contains(body, []byte(`"task`)) || !d.accepts(r) {
+	if d == nil || (len(d.required) == 0 && !bytes.Contains(body, []byte(`"task`))) || !d.accepts(r) {
 		return false
 	}
 	// The message as go-sdk and the step-up check (peekCall) read it: its
@@ -244,8 +255,15 @@ func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte, ms
 	)
 	switch method {
 	case "tools/call":
+		if p.Task == nil && (!d.required[p.Name] || r.Header.Get("Mcp-Protocol-Version") < "2025-11-25") {
+			return false // a plain call (a required tool's too, at a version without tasks)
+		}
 		if p.Task == nil {
-			return false
+			// The spec (2025-11-25): a tool whose taskSupport is
+			// "required" called without params.task gets -32601.
+			rerr = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+				Message: fmt.Sprintf("tool %q requires task-augmented execution (execution.taskSupport is required): call it with params.task", p.Name)}
+			break
 		}
 		result, rerr = d.create(r, &p)
 	case "tasks/get":
@@ -701,7 +719,7 @@ func (x taskInitResult) MarshalJSON() ([]byte, error) {
 // on the playbook tools.
 type taskListResult struct {
 	*mcp.ListToolsResult
-	names map[string]bool // the tools that declare it
+	names map[string]string // the tools that declare it, and what
 }
 
 func (x taskListResult) MarshalJSON() ([]byte, error) {
@@ -712,26 +730,26 @@ func (x taskListResult) MarshalJSON() ([]byte, error) {
 	return withTaskSupport(b, x.names)
 }
 
-// taskToolNames are the names of the tools that may be called as tasks:
-// the playbook tools among tools.
-func taskToolNames(tools []*Tool) map[string]bool {
-	out := map[string]bool{}
+// taskToolNames are the names of the tools that may be called as tasks,
+// the playbook tools among tools, and their execution.taskSupport:
+// "optional" (a task or a plain call), or "required" (Playbook.TaskRequired).
+func taskToolNames(tools []*Tool) map[string]string {
+	out := map[string]string{}
 	for _, t := range tools {
-		if t.IsPlaybook() {
-			out[t.Tool.Name] = true
+		switch {
+		case t.IsPlaybook() && t.Playbook.TaskRequired:
+			out[t.Tool.Name] = "required"
+		case t.IsPlaybook():
+			out[t.Tool.Name] = "optional"
 		}
 	}
 	return out
 }
 
-// taskSupportJSON is what a playbook tool declares: it may be called as a
-// task or as a plain call.
-const taskSupportJSON = `,"execution":{"taskSupport":"optional"}}`
-
 // withTaskSupport adds execution.taskSupport to the tools named in names of
 // a marshaled tools/list result. The fast path's prebuilt pages and
 // go-sdk's answers both go through it, so they stay alike.
-func withTaskSupport(list []byte, names map[string]bool) ([]byte, error) {
+func withTaskSupport(list []byte, names map[string]string) ([]byte, error) {
 	if len(names) == 0 {
 		return list, nil
 	}
@@ -749,10 +767,10 @@ func withTaskSupport(list []byte, names map[string]bool) ([]byte, error) {
 			Name string `json:"name"`
 		}
 		raw = bytes.TrimSpace(raw)
-		if json.Unmarshal(raw, &head) != nil || !names[head.Name] || len(raw) < 2 {
+		if json.Unmarshal(raw, &head) != nil || names[head.Name] == "" || len(raw) < 2 {
 			continue
 		}
-		tools[i] = append(raw[:len(raw)-1:len(raw)-1], taskSupportJSON...)
+		tools[i] = append(raw[:len(raw)-1:len(raw)-1], `,"execution":{"taskSupport":"`+names[head.Name]+`"}}`...)
 		changed = true
 	}
 	if !changed {

@@ -131,7 +131,7 @@ func (f *frontDoor) taskExtension(x *exchange) bool {
 // which refuses what is malformed in its own words.
 func (d *taskDoor) serveExt(w http.ResponseWriter, r *http.Request, body []byte, msgOf func() *message) bool {
 	if !slices.Contains(taskExtVersions, r.Header.Get("Mcp-Protocol-Version")) ||
-		!bytes.Contains(body, []byte("tasks")) || !sdkwire.WouldRead(r, taskExtVersions) {
+		(len(d.required) == 0 && !bytes.Contains(body, []byte("tasks"))) || !sdkwire.WouldRead(r, taskExtVersions) {
 		return false
 	}
 	msg := msgOf()
@@ -157,9 +157,17 @@ func (d *taskDoor) serveExt(w http.ResponseWriter, r *http.Request, body []byte,
 		// A tools/call is a task only when everything go-sdk checks of it
 		// holds; otherwise go-sdk answers it (a plain call, or its refusal).
 		t := d.byName[p.Name]
-		if !parsed || !p.declared() || t == nil || !t.IsPlaybook() || p.Meta.Version != r.Header.Get("Mcp-Protocol-Version") ||
+		if !parsed || p.Meta.Caps == nil || t == nil || !t.IsPlaybook() || p.Meta.Version != r.Header.Get("Mcp-Protocol-Version") ||
 			r.Header.Get("Mcp-Method") != method || r.Header.Get("Mcp-Name") != p.Name {
 			return false
+		}
+		if !p.declared() {
+			if !d.required[p.Name] {
+				return false // a plain call
+			}
+			d.g.metrics.rpcMethod(method)
+			writeExt(w, id, nil, missingTaskExtension(fmt.Sprintf("tool %q runs only as a task", p.Name)))
+			return true
 		}
 		d.g.metrics.rpcMethod(method)
 		result, rerr := d.createExt(r, t, p.Arguments)
@@ -207,9 +215,7 @@ func (d *taskDoor) checkExt(r *http.Request, method string, parsed bool, p *extP
 	case r.Header.Get("Mcp-Method") != method:
 		return &jsonrpc.Error{Code: codeHeaderMismatch, Message: fmt.Sprintf("header mismatch: Mcp-Method header value %q does not match body value %q", r.Header.Get("Mcp-Method"), method)}
 	case !p.declared():
-		return &jsonrpc.Error{Code: codeMissingClientCapacity,
-			Message: fmt.Sprintf("missing required client capability: %s needs the %s extension declared in _meta[%q].extensions", method, taskExtension, mcp.MetaKeyClientCapabilities),
-			Data:    json.RawMessage(`{"requiredCapabilities":{"extensions":{"` + taskExtension + `":{}}}}`)}
+		return missingTaskExtension(method + " is a method of the tasks extension")
 	case p.TaskID == nil:
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: method + ": params.taskId is required"}
 	case r.Header.Get("Mcp-Name") == "":
@@ -219,6 +225,14 @@ func (d *taskDoor) checkExt(r *http.Request, method string, parsed bool, p *extP
 		return &jsonrpc.Error{Code: codeHeaderMismatch, Message: fmt.Sprintf("header mismatch: the Mcp-Name header does not match params.taskId of %s", method)}
 	}
 	return nil
+}
+
+// missingTaskExtension is the -32021 of a request that needs the extension
+// declared: the spec's data names it, and the message says why.
+func missingTaskExtension(why string) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: codeMissingClientCapacity,
+		Message: fmt.Sprintf("missing required client capability: %s; declare the %s extension in _meta[%q].extensions", why, taskExtension, mcp.MetaKeyClientCapabilities),
+		Data:    json.RawMessage(`{"requiredCapabilities":{"extensions":{"` + taskExtension + `":{}}}}`)}
 }
 
 // createExt starts the run and answers the CreateTaskResult. The ttl is

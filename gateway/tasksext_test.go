@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
 )
 
 // extReq is one 2026-07-28 request as a client of the tasks extension sends
@@ -213,8 +216,8 @@ func TestTaskExtRefusals(t *testing.T) {
 		{"update, acknowledged", te, get(func(r *extReq) {
 			r.method, r.params = "tasks/update", taskIDField(id)+`,"inputResponses":{"k":{"action":"accept"}}`
 		}), 200, 0, ""},
-		{"extension not declared", te, get(func(r *extReq) { r.undeclared = true }), 400, -32021, "missing required client capability: tasks/get needs the io.modelcontextprotocol/tasks extension"},
-		{"cancel, extension not declared", te, get(func(r *extReq) { r.method, r.undeclared = "tasks/cancel", true }), 400, -32021, "tasks/cancel needs"},
+		{"extension not declared", te, get(func(r *extReq) { r.undeclared = true }), 400, -32021, "missing required client capability: tasks/get is a method of the tasks extension; declare the io.modelcontextprotocol/tasks extension"},
+		{"cancel, extension not declared", te, get(func(r *extReq) { r.method, r.undeclared = "tasks/cancel", true }), 400, -32021, "tasks/cancel is a method of the tasks extension"},
 		{"no Mcp-Name", te, get(func(r *extReq) { r.header = http.Header{"Mcp-Name": nil} }), 400, -32020, `missing required Mcp-Name header for method "tasks/get"`},
 		{"another Mcp-Name", te, get(func(r *extReq) { r.header = http.Header{"Mcp-Name": {"other"}} }), 400, -32020, "the Mcp-Name header does not match params.taskId"},
 		{"another Mcp-Method", te, get(func(r *extReq) { r.header = http.Header{"Mcp-Method": {"tasks/cancel"}} }), 400, -32020, "Mcp-Method header value"},
@@ -243,5 +246,79 @@ func TestTaskExtRefusals(t *testing.T) {
 				t.Error("the error echoes the task id")
 			}
 		})
+	}
+}
+
+// TestTaskRequired: a playbook whose task is "required" is declared so at
+// 2025-11-25 and refused as a plain call there (-32601) and from a
+// 2026-07-28 client that did not declare the extension (-32021, naming the
+// tool); a version without tasks still runs it as a plain call.
+func TestTaskRequired(t *testing.T) {
+	e := engine.New(&engine.Options{Step: 10 * time.Millisecond})
+	cfg := &Config{Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: e.Handler(),
+		Playbooks: &Playbooks{PollInterval: 100 * time.Millisecond, Items: []PlaybookItem{{Path: "demo/slow", Task: "required"}}}}}}
+	g, err := New(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(srv.Close)
+	te := &taskEnv{g: g, e: e, url: srv.URL + "/mcp"}
+
+	supports := map[string]any{}
+	for _, raw := range te.must(t, "", "tools/list", `{}`)["tools"].([]any) {
+		tool := raw.(map[string]any)
+		supports[tool["name"].(string)] = tool["execution"]
+	}
+	if got := supports["demo_slow"]; !reflect.DeepEqual(got, map[string]any{"taskSupport": "required"}) {
+		t.Errorf("demo_slow declares %v, want taskSupport required", got)
+	}
+	if got := supports["demo_fast"]; !reflect.DeepEqual(got, map[string]any{"taskSupport": "optional"}) {
+		t.Errorf("demo_fast declares %v, want taskSupport optional", got)
+	}
+
+	for _, tt := range []struct {
+		name    string
+		version string // the MCP-Protocol-Version of a 2025 request; "2026-07-28": te.ext
+		params  string
+		code    float64 // 0: a result
+		want    string  // in the error's message, or the result's text
+	}{
+		{"2025-11-25, plain call of a required tool", "2025-11-25", `{"name":"demo_slow","arguments":{"label":"r"}}`, -32601, `tool "demo_slow" requires task-augmented execution`},
+		{"2025-11-25, plain call of an optional tool", "2025-11-25", `{"name":"demo_fast","arguments":{}}`, 0, "Hello, world!"},
+		{"2025-06-18 has no tasks: a plain call runs", "2025-06-18", `{"name":"demo_slow","arguments":{"label":"old"}}`, 0, "old: counted 5 steps"},
+		{"2026-07-28, extension not declared", "2026-07-28", `"name":"demo_slow","arguments":{"label":"r"}`, -32021, `tool "demo_slow" runs only as a task`},
+		{"2026-07-28, extension not declared, optional tool", "2026-07-28", `"name":"demo_fast","arguments":{}`, 0, "Hello, world!"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var res, e map[string]any
+			if tt.version == "2026-07-28" {
+				status, m := te.ext(t, extReq{method: "tools/call", params: tt.params, undeclared: true})
+				res, _ = m["result"].(map[string]any)
+				e, _ = m["error"].(map[string]any)
+				if wantStatus := map[bool]int{true: 400, false: 200}[tt.code != 0]; status != wantStatus {
+					t.Errorf("HTTP %d, want %d", status, wantStatus)
+				}
+				if e != nil && !reflect.DeepEqual(e["data"], map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}}}) {
+					t.Errorf("-32021 data %v", e["data"])
+				}
+			} else {
+				res, e = te.send(t, "", "tools/call", tt.params, http.Header{"Mcp-Protocol-Version": {tt.version}})
+			}
+			switch {
+			case tt.code == 0 && (e != nil || !strings.Contains(text0(res), tt.want)):
+				t.Errorf("result %v, error %v, want text %q", res, e, tt.want)
+			case tt.code != 0 && (e == nil || e["code"] != tt.code || !strings.Contains(e["message"].(string), tt.want)):
+				t.Errorf("result %v, error %v, want %v %q", res, e, tt.code, tt.want)
+			}
+		})
+	}
+	// As a task it runs, in either protocol.
+	te.create(t, "", "demo_slow", `{"label":"t"}`)
+	if created := te.extOK(t, extReq{method: "tools/call", params: `"name":"demo_slow","arguments":{"label":"x"}`}); created["resultType"] != "task" {
+		t.Errorf("2026-07-28 with the extension: %v, want a task", created)
+	}
+	if n := e.Counts().Started; n != 5 {
+		t.Errorf("the engine started %d runs, want 5: three plain calls and two tasks (the refused calls start none)", n)
 	}
 }
