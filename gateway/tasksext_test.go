@@ -322,3 +322,28 @@ func TestTaskRequired(t *testing.T) {
 		t.Errorf("the engine started %d runs, want 5: three plain calls and two tasks (the refused calls start none)", n)
 	}
 }
+
+// BenchmarkTaskExtensionPass is what the extension's stage costs a request
+// it does not answer, on a gateway that serves playbook tools (with none,
+// the stage is one nil check): a 2025-11-25 tools/call, and a 2026-07-28 one
+// from a client that did not declare the extension.
+func BenchmarkTaskExtensionPass(b *testing.B) {
+	d := &taskDoor{}
+	msg := func() *message { b.Fatal("the message was decoded"); return nil }
+	for _, bc := range []struct{ name, version, body string }{
+		{"2025-11-25", "2025-11-25", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_things","arguments":{}}}`},
+		{"2026-07-28 undeclared", "2026-07-28", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_things","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+			r.Header.Set("Mcp-Protocol-Version", bc.version)
+			body := []byte(bc.body)
+			b.ReportAllocs()
+			for b.Loop() {
+				if d.serveExt(nil, r, body, msg) {
+					b.Fatal("answered")
+				}
+			}
+		})
+	}
+}
