@@ -189,6 +189,20 @@ func TestTaskExtCancel(t *testing.T) {
 	}
 }
 
+// TestTaskExtCeiling: a run past its timeout is a completed task whose
+// result says so (isError), not a failed one: the call would have answered
+// that result.
+func TestTaskExtCeiling(t *testing.T) {
+	te := taskGateway(t, time.Second, 300*time.Millisecond, TasksConfig{}, nil, false)
+	created := te.extOK(t, extReq{method: "tools/call", params: `"name":"demo_slow","arguments":{}`})
+	final, _ := te.extPoll(t, "", created["taskId"].(string))
+	res, _ := final["result"].(map[string]any)
+	if final["status"] != "completed" || res["isError"] != true || !strings.Contains(text0(res), "did not finish within 300ms") {
+		t.Errorf("past its ceiling: %v, want completed with an isError result saying so", final)
+	}
+	waitFor(t, "the engine to see the cancel", func() bool { return te.e.Counts().Cancelled == 1 })
+}
+
 func TestTaskExtRefusals(t *testing.T) {
 	t.Setenv("MCPGATE_TEST_TASK_KEY", strings.Repeat("k", 32))
 	shared := TasksConfig{KeyEnv: "MCPGATE_TEST_TASK_KEY"}

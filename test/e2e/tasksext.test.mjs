@@ -3,7 +3,8 @@
 // key in front of it (A stateless, B --stateful: the extension is keyed on
 // the request's protocol version, not the mode), and the extension's own
 // client (@modelcontextprotocol/ext-tasks, withTasks) calls playbooks, gets
-// tasks, resumes one on the other replica and cancels one. Its session runs
+// tasks, resumes one on the other replica and cancels one (demo/fail is
+// marked task: required: a client without the extension is refused). Its session runs
 // over a port that speaks the 2026-07-28 wire with fetch (the package needs a
 // port; its SDK-client adapter needs the v2 SDK client), and every extension
 // request and answer that crosses it is validated against the draft's JSON
@@ -122,7 +123,8 @@ describe('MCP tasks extension, 2026-07-28 (ext-tasks client)', () => {
   let engine, a, b;
   before(async () => {
     engine = await startEngine('--step', '300ms');
-    const cfg = engineConfig(engine.url, ['poll_interval: 200ms', 'timeout: 30s'], 'tasks:\n  key_env: MCPGATE_TASK_KEY\n');
+    const cfg = engineConfig(engine.url, ['poll_interval: 200ms', 'timeout: 30s', 'items:', '  - path: demo/fail', '    task: required'],
+      'tasks:\n  key_env: MCPGATE_TASK_KEY\n');
     const env = { ...process.env, MCPGATE_TASK_KEY: 'e2e-task-key-shared-by-both-replicas-0123456789' };
     const serve = async (...flags) => {
       const p = await start(MCPGATE_BIN, ['serve', '--addr', '127.0.0.1:0', '--config', cfg, ...flags], /listening on (http:\/\/\S+\/mcp)/, { env });
@@ -219,7 +221,7 @@ describe('MCP tasks extension, 2026-07-28 (ext-tasks client)', () => {
     }
   });
 
-  test('refusals: no extension, no Mcp-Name, another Mcp-Name', async () => {
+  test('refusals: no extension, no Mcp-Name, another Mcp-Name, a required task', async () => {
     const { answer: created } = await post(a.url, 'tools/call', { name: 'demo_fast', arguments: {} });
     const taskId = created.result.taskId;
     assert.ok(taskId, JSON.stringify(created));
@@ -234,7 +236,12 @@ describe('MCP tasks extension, 2026-07-28 (ext-tasks client)', () => {
       assert.match(answer.error.message, re, what);
       if (code === -32021) assert.deepEqual(answer.error.data, { requiredCapabilities: { extensions: { [EXT]: {} } } });
     }
-    // Undeclared, the same call is no task: the call's own result.
+    // A playbook marked task: required, called without the extension.
+    const { status: reqStatus, answer: req } = await post(a.url, 'tools/call', { name: 'demo_fail', arguments: {} }, { undeclared: true });
+    assert.equal(reqStatus, 400);
+    assert.equal(req.error?.code, -32021, JSON.stringify(req));
+    assert.match(req.error.message, /tool "demo_fail" runs only as a task/);
+    // Undeclared, a call of an optional playbook is no task: the call's own result.
     const { answer: plain } = await post(a.url, 'tools/call', { name: 'demo_fast', arguments: {} }, { undeclared: true });
     assert.equal(plain.result?.resultType, 'complete', JSON.stringify(plain));
     assert.equal(text(plain.result), 'Hello, world!');
