@@ -3,12 +3,14 @@
 // key in front of it (A stateless, B --stateful: the extension is keyed on
 // the request's protocol version, not the mode), and the extension's own
 // client (@modelcontextprotocol/ext-tasks, withTasks) calls playbooks, gets
-// tasks, resumes one on the other replica and cancels one (demo/fail is
-// marked task: required: a client without the extension is refused). Its session runs
-// over a port that speaks the 2026-07-28 wire with fetch (the package needs a
-// port; its SDK-client adapter needs the v2 SDK client), and every extension
-// request and answer that crosses it is validated against the draft's JSON
-// Schema (testdata/ext-tasks-schema.json).
+// tasks, resumes one on the other replica and cancels one; demo/fail is
+// marked task: required, so a client without the extension is refused it.
+// The session runs over a port that speaks the 2026-07-28 wire with fetch:
+// the package's adapter for an SDK client needs a raw request dispatcher
+// the v2 SDK client does not expose (@modelcontextprotocol/client is
+// installed only because the package's client entry point imports it).
+// Every extension request and answer that crosses the port is validated
+// against the draft's JSON Schema (testdata/ext-tasks-schema.json).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
