@@ -226,7 +226,13 @@ type taskParams struct {
 // did; when it returns false it has written nothing and r goes on to go-sdk.
 // body is r's body, already checked to be one JSON object.
 func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte, msgOf func() *message) bool {
-	if d == nil || (len(d.required) == 0 && !bytes.Contains(body, []byte(`"task`))) || !d.accepts(r) {
+	if d == nil {
+		return false
+	}
+	// Only a body that names a task is a task request, but with a tool
+	// whose task is required a plain tools/call may be one to refuse.
+	named := bytes.Contains(body, []byte(`"task`))
+	if (!named && len(d.required) == 0) || !d.accepts(r) {
 		return false
 	}
 	// The message as go-sdk and the step-up check (peekCall) read it: its
@@ -238,6 +244,9 @@ func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte, ms
 		return false
 	}
 	method := msg.method
+	if !named && method != "tools/call" {
+		return false
+	}
 	id, ok := sdkwire.EchoID(msg.ID)
 	if !ok {
 		return false // a notification, or an id go-sdk would answer in its own way
