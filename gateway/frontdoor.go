@@ -244,6 +244,7 @@ var stages = [...]stage{
 	{"admit call", (*frontDoor).admitCall},
 	{"check message", (*frontDoor).checkRPC},
 	{"step-up", (*frontDoor).stepUp},
+	{"tasks extension", (*frontDoor).taskExtension}, // 2026-07-28, either mode (tasksext.go)
 	{"stateless task", (*frontDoor).statelessTask},
 	{"fast path", (*frontDoor).fastPath},
 	{"check id", (*frontDoor).checkRPCID},

@@ -250,7 +250,7 @@ var rpcMethods = map[string]bool{
 	"prompts/list": true, "prompts/get": true,
 	"completion/complete": true, "logging/setLevel": true,
 	"server/discover": true, "subscriptions/listen": true, // 2026-07-28
-	"tasks/get": true, "tasks/list": true, "tasks/result": true, "tasks/cancel": true,
+	"tasks/get": true, "tasks/list": true, "tasks/result": true, "tasks/cancel": true, "tasks/update": true,
 	"notifications/initialized": true, "notifications/cancelled": true,
 	"notifications/progress": true, "notifications/roots/list_changed": true,
 }

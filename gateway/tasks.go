@@ -153,10 +153,13 @@ type taskDoor struct {
 	g      *Gateway
 	aead   cipher.AEAD
 	maxTTL time.Duration
-	byName map[string]*Tool // every tool served, by name
-	byPath map[string]*Tool // the playbook tools served, by playbook path
-	names  map[string]bool  // the playbook tools' names
-	now    func() time.Time // tests
+	byName map[string]*Tool  // every tool served, by name
+	byPath map[string]*Tool  // the playbook tools served, by playbook path
+	names  map[string]string // the playbook tools' names, and their taskSupport
+	// required are the playbook tools a client that can have a task must
+	// call as one (Playbook.TaskRequired); empty for most gateways.
+	required map[string]bool
+	now      func() time.Time // tests
 }
 
 // newTaskDoor returns nil (no tasks) when no playbook tool is served.
@@ -172,6 +175,14 @@ func newTaskDoor(g *Gateway, served []*Tool) (*taskDoor, error) {
 		return nil, nil
 	}
 	d.names = taskToolNames(served)
+	for name, support := range d.names {
+		if support == "required" {
+			if d.required == nil {
+				d.required = map[string]bool{}
+			}
+			d.required[name] = true
+		}
+	}
 	if d.maxTTL <= 0 {
 		d.maxTTL = DefaultTaskTTL
 	}
@@ -217,7 +228,13 @@ type taskParams struct {
 // did; when it returns false it has written nothing and r goes on to go-sdk.
 // body is r's body, already checked to be one JSON object.
 func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte, msgOf func() *message) bool {
-	if d == nil || !bytes.Contains(body, []byte(`"task`)) || !d.accepts(r) {
+	if d == nil {
+		return false
+	}
+	// Only a body that names a task is a task request, but with a tool
+	// whose task is required a plain tools/call may be one to refuse.
+	named := bytes.Contains(body, []byte(`"task`))
+	if (!named && len(d.required) == 0) || !d.accepts(r) {
 		return false
 	}
 	// The message as go-sdk and the step-up check (peekCall) read it: its
@@ -229,6 +246,9 @@ func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte, ms
 		return false
 	}
 	method := msg.method
+	if !named && method != "tools/call" {
+		return false
+	}
 	id, ok := sdkwire.EchoID(msg.ID)
 	if !ok {
 		return false // a notification, or an id go-sdk would answer in its own way
@@ -246,8 +266,15 @@ func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte, ms
 	)
 	switch method {
 	case "tools/call":
+		if p.Task == nil && (!d.required[p.Name] || r.Header.Get("Mcp-Protocol-Version") < "2025-11-25") {
+			return false // a plain call (a required tool's too, at a version without tasks)
+		}
 		if p.Task == nil {
-			return false
+			// The spec (2025-11-25): a tool whose taskSupport is
+			// "required" called without params.task gets -32601.
+			rerr = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+				Message: fmt.Sprintf("tool %q requires task-augmented execution (execution.taskSupport is required): call it with params.task", p.Name)}
+			break
 		}
 		result, rerr = d.create(r, &p)
 	case "tasks/get":
@@ -326,14 +353,36 @@ func (d *taskDoor) create(r *http.Request, p *taskParams) (any, *jsonrpc.Error) 
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
 			Message: fmt.Sprintf("tool %q does not support task-augmented calls (no execution.taskSupport); call it without params.task", p.Name)}
 	}
+	id, c, rerr := d.start(r, t, p.Arguments, p.Task.TTL)
+	if rerr != nil {
+		return nil, rerr
+	}
+	runner := d.g.runners[t.Upstream]
+	var task taskWire
+	if c.Error != "" {
+		task = d.wire(id, c, runner, playbook.Failed, c.Error)
+	} else {
+		task = d.wire(id, c, runner, "", "")
+	}
+	return map[string]any{"task": task, "_meta": map[string]any{
+		metaImmediateResponse: fmt.Sprintf("Playbook %s is running as an MCP task (execution %s); its result comes with tasks/result.", c.Path, c.Execution),
+	}}, nil
+}
+
+// start starts playbook tool t's run for a task (of either protocol: the
+// 2025-11-25 tasks here, the tasks extension in tasksext.go) and seals its
+// id. asked is the ttl the client asked for (nil: none). A call that cannot
+// start (invalid arguments, no credential, the engine refused) is a task
+// born failed: c.Error says why.
+func (d *taskDoor) start(r *http.Request, t *Tool, args json.RawMessage, asked *float64) (string, *taskClaims, *jsonrpc.Error) {
 	runner := d.g.runners[t.Upstream]
 	now := d.now()
 	c := &taskClaims{Upstream: t.Upstream, Path: t.Playbook.Path, Caller: callerHash(r), Created: now.UnixMilli(), // the run's start, once known
-		TTL: d.grantTTL(p.Task.TTL, runner.Options().Timeout).Milliseconds()}
-	req := callRequest(r, p.Name, p.Arguments)
+		TTL: d.grantTTL(asked, runner.Options().Timeout).Milliseconds()}
+	req := callRequest(r, t.Tool.Name, args)
 	ctx := d.g.callTrace(r.Context(), t, r.Header)
 	var out *playbook.Outcome
-	if args, cred, err := d.g.startPlaybookCall(ctx, t, req, p.Arguments); err != nil {
+	if args, cred, err := d.g.startPlaybookCall(ctx, t, req, args); err != nil {
 		c.Error = cutText(err.Error())
 	} else {
 		run := playbook.Request{Tool: t.Tool.Name, Path: t.Playbook.Path, Workload: t.Playbook.Workload(args), Cred: cred, Caller: d.g.callerID(req)}
@@ -352,20 +401,12 @@ func (d *taskDoor) create(r *http.Request, p *taskParams) (any, *jsonrpc.Error) 
 	}
 	id, err := sealTask(d.aead, c)
 	if err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("sealing the task id: %v", err)}
+		return "", nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("sealing the task id: %v", err)}
 	}
 	d.g.logger.LogAttrs(ctx, slog.LevelInfo, "playbook task",
 		slog.String("action", "create"), slog.String("tool", t.Tool.Name), slog.String("upstream", t.Upstream),
 		slog.String("execution_id", c.Execution), slog.Bool("failed", c.Error != ""))
-	var task taskWire
-	if c.Error != "" {
-		task = d.wire(id, c, runner, playbook.Failed, c.Error)
-	} else {
-		task = d.wire(id, c, runner, "", "")
-	}
-	return map[string]any{"task": task, "_meta": map[string]any{
-		metaImmediateResponse: fmt.Sprintf("Playbook %s is running as an MCP task (execution %s); its result comes with tasks/result.", c.Path, c.Execution),
-	}}, nil
+	return id, c, nil
 }
 
 // grantTTL is the task's ttl: the client's, within [timeout, maxTTL].
@@ -433,25 +474,60 @@ func (d *taskDoor) get(r *http.Request, id string) (any, *jsonrpc.Error) {
 	if rerr != nil {
 		return nil, rerr
 	}
-	s, rerr := d.check(r, c, t)
+	st, rerr := d.status(r, c, t)
 	if rerr != nil {
 		return nil, rerr
+	}
+	return d.wire(id, c, d.g.runners[t.Upstream], st.state, st.msg), nil
+}
+
+// taskState is where a task's run stands, as either protocol's tasks/get
+// reports it.
+type taskState struct {
+	state playbook.State // "" while the run goes on
+	msg   string         // the statusMessage
+	// result is the call's result once the run is terminal, as the call
+	// would have answered it (IsError unless it succeeded); nil while it
+	// goes on.
+	result *mcp.CallToolResult
+}
+
+// status polls the task's run once and says where it stands.
+func (d *taskDoor) status(r *http.Request, c *taskClaims, t *Tool) (taskState, *jsonrpc.Error) {
+	s, rerr := d.check(r, c, t)
+	if rerr != nil {
+		return taskState{}, rerr
 	}
 	runner := d.g.runners[t.Upstream]
 	switch {
 	case c.Error != "":
-		return d.wire(id, c, runner, playbook.Failed, c.Error), nil
+		return taskState{playbook.Failed, c.Error, bornFailed(c)}, nil
 	case s.State == "" && d.now().After(deadline(c, runner)):
 		// Past its ceiling: the runner that drives it cancels it (if the
 		// engine can); tasks/result says so too.
-		return d.wire(id, c, runner, playbook.TimedOut, runner.CeilingText(c.Path, c.Execution)), nil
+		msg := runner.CeilingText(c.Path, c.Execution)
+		return taskState{playbook.TimedOut, msg, ceilingResult(c, msg)}, nil
 	case s.State == playbook.Cancelled && !d.now().Before(deadline(c, runner)):
 		// Cancelled by the runner at the ceiling, not by request.
-		return d.wire(id, c, runner, playbook.TimedOut, runner.CeilingText(c.Path, c.Execution)+"; it was cancelled upstream"), nil
+		msg := runner.CeilingText(c.Path, c.Execution) + "; it was cancelled upstream"
+		return taskState{playbook.TimedOut, msg, ceilingResult(c, msg)}, nil
 	case s.State == "":
-		return d.wire(id, c, runner, "", runningMessage(c.Path, s.Progress)), nil
+		return taskState{msg: runningMessage(c.Path, s.Progress)}, nil
 	}
-	return d.wire(id, c, runner, s.State, statusText(s.Result)), nil
+	return taskState{s.State, statusText(s.Result), s.Result}, nil
+}
+
+// bornFailed is the result of a task whose run never started: why, as the
+// call's isError result would have said it.
+func bornFailed(c *taskClaims) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: c.Error}},
+		Meta: mcp.Meta{playbook.MetaPath: c.Path}}
+}
+
+// ceilingResult is the result of a task whose run passed its ceiling.
+func ceilingResult(c *taskClaims, msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}},
+		Meta: mcp.Meta{playbook.MetaPath: c.Path, playbook.MetaExecutionID: c.Execution}}
 }
 
 // result waits for the run to end (at most until its ceiling) and answers
@@ -463,8 +539,7 @@ func (d *taskDoor) result(r *http.Request, id string) (any, *jsonrpc.Error) {
 	}
 	var res *mcp.CallToolResult
 	if c.Error != "" {
-		res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: c.Error}},
-			Meta: mcp.Meta{playbook.MetaPath: c.Path}}
+		res = bornFailed(c)
 	} else {
 		cred, rerr := d.credential(r, t)
 		if rerr != nil {
@@ -509,10 +584,20 @@ func (d *taskDoor) cancel(r *http.Request, id string) (any, *jsonrpc.Error) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 			Message: fmt.Sprintf("cannot cancel task: it is already %s", taskStatus(s.State))}
 	}
+	if rerr := d.cancelRun(r, c, t); rerr != nil {
+		return nil, rerr
+	}
+	return d.wire(id, c, d.g.runners[t.Upstream], playbook.Cancelled,
+		fmt.Sprintf("cancelled by request; the engine cancelled execution %s", c.Execution)), nil
+}
+
+// cancelRun cancels a task's run, still going on, through the engine's
+// cancel route. An engine without one is an error: the run goes on.
+func (d *taskDoor) cancelRun(r *http.Request, c *taskClaims, t *Tool) *jsonrpc.Error {
 	runner := d.g.runners[t.Upstream]
 	cred, rerr := d.credential(r, t)
 	if rerr != nil {
-		return nil, rerr
+		return rerr
 	}
 	err := runner.Cancel(r.Context(), c.Execution, cred)
 	d.g.logger.LogAttrs(r.Context(), slog.LevelInfo, "playbook task",
@@ -520,14 +605,13 @@ func (d *taskDoor) cancel(r *http.Request, id string) (any, *jsonrpc.Error) {
 		slog.String("execution_id", c.Execution), slog.Bool("cancelled", err == nil))
 	switch {
 	case errors.Is(err, playbook.ErrNoCancelRoute):
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 			Message: fmt.Sprintf("cannot cancel task: the engine of playbook %s has no cancel route, so its run goes on", c.Path)}
 	case err != nil:
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 			Message: fmt.Sprintf("cancelling playbook %s (execution %s) failed: %v", c.Path, c.Execution, err)}
 	}
-	return d.wire(id, c, runner, playbook.Cancelled,
-		fmt.Sprintf("cancelled by request; the engine cancelled execution %s", c.Execution)), nil
+	return nil
 }
 
 // wire is the task as the spec shapes it. state "" is a run going on.
@@ -594,6 +678,8 @@ func (d *taskDoor) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, err
 		}
 		switch x := res.(type) {
+		case *mcp.DiscoverResult:
+			return discoverResult(x), nil // the tasks extension (tasksext.go)
 		case *mcp.InitializeResult:
 			if x.ProtocolVersion >= "2025-11-25" && x.ProtocolVersion < "2026-07-28" {
 				return taskInitResult{x}, nil
@@ -641,7 +727,7 @@ func (x taskInitResult) MarshalJSON() ([]byte, error) {
 // on the playbook tools.
 type taskListResult struct {
 	*mcp.ListToolsResult
-	names map[string]bool // the tools that declare it
+	names map[string]string // the tools that declare it, and what
 }
 
 func (x taskListResult) MarshalJSON() ([]byte, error) {
@@ -652,26 +738,26 @@ func (x taskListResult) MarshalJSON() ([]byte, error) {
 	return withTaskSupport(b, x.names)
 }
 
-// taskToolNames are the names of the tools that may be called as tasks:
-// the playbook tools among tools.
-func taskToolNames(tools []*Tool) map[string]bool {
-	out := map[string]bool{}
+// taskToolNames are the names of the tools that may be called as tasks,
+// the playbook tools among tools, and their execution.taskSupport:
+// "optional" (a task or a plain call), or "required" (Playbook.TaskRequired).
+func taskToolNames(tools []*Tool) map[string]string {
+	out := map[string]string{}
 	for _, t := range tools {
-		if t.IsPlaybook() {
-			out[t.Tool.Name] = true
+		switch {
+		case t.IsPlaybook() && t.Playbook.TaskRequired:
+			out[t.Tool.Name] = "required"
+		case t.IsPlaybook():
+			out[t.Tool.Name] = "optional"
 		}
 	}
 	return out
 }
 
-// taskSupportJSON is what a playbook tool declares: it may be called as a
-// task or as a plain call.
-const taskSupportJSON = `,"execution":{"taskSupport":"optional"}}`
-
 // withTaskSupport adds execution.taskSupport to the tools named in names of
 // a marshaled tools/list result. The fast path's prebuilt pages and
 // go-sdk's answers both go through it, so they stay alike.
-func withTaskSupport(list []byte, names map[string]bool) ([]byte, error) {
+func withTaskSupport(list []byte, names map[string]string) ([]byte, error) {
 	if len(names) == 0 {
 		return list, nil
 	}
@@ -689,10 +775,10 @@ func withTaskSupport(list []byte, names map[string]bool) ([]byte, error) {
 			Name string `json:"name"`
 		}
 		raw = bytes.TrimSpace(raw)
-		if json.Unmarshal(raw, &head) != nil || !names[head.Name] || len(raw) < 2 {
+		if json.Unmarshal(raw, &head) != nil || names[head.Name] == "" || len(raw) < 2 {
 			continue
 		}
-		tools[i] = append(raw[:len(raw)-1:len(raw)-1], taskSupportJSON...)
+		tools[i] = append(raw[:len(raw)-1:len(raw)-1], `,"execution":{"taskSupport":"`+names[head.Name]+`"}}`...)
 		changed = true
 	}
 	if !changed {

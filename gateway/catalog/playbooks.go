@@ -33,8 +33,11 @@ const provPlaybook = "playbook"
 // Playbook is what a playbook tool's calls run: the playbook's path on the
 // engine and the workload's defaults.
 type Playbook struct {
-	Path     string
-	defaults map[string]any // the workload sent when the caller gives no value, secrets included
+	Path string
+	// TaskRequired: a call must be a task where the protocol has tasks
+	// (config.PlaybookItem.Task "required").
+	TaskRequired bool
+	defaults     map[string]any // the workload sent when the caller gives no value, secrets included
 }
 
 // IsPlaybook reports whether t runs a playbook rather than calling one REST
@@ -286,6 +289,9 @@ func mergeItems(found, configured []config.PlaybookItem) []config.PlaybookItem {
 			d.ExposesAsMCP = c.ExposesAsMCP
 		}
 		d.Destructive = d.Destructive || c.Destructive
+		if c.Task != "" {
+			d.Task = c.Task
+		}
 		if c.Inputs != nil {
 			if d.Inputs == nil {
 				d.Inputs = map[string]config.PlaybookInput{}
@@ -336,7 +342,7 @@ func playbookToolFor(namer *tagging.Namer, u *config.Upstream, execute playbook.
 		Mangled:    mangled,
 		SourceName: src,
 		Source:     "playbook " + it.Path,
-		Playbook:   &Playbook{Path: it.Path, defaults: maps.Clone(it.Workload)},
+		Playbook:   &Playbook{Path: it.Path, TaskRequired: it.Task == "required", defaults: maps.Clone(it.Workload)},
 	}
 	nu := *u
 	nu.NoOutputSchema = true // a run's result has no declared shape

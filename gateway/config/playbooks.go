@@ -104,6 +104,14 @@ type PlaybookItem struct {
 	// Inputs refine workload keys: secret (the default is never shown),
 	// description, enum.
 	Inputs map[string]PlaybookInput `yaml:"inputs" json:"-"`
+	// Task says whether a call must be a task: "optional" (the default: a
+	// plain call runs to its end in one answer, a task-augmented one is a
+	// task) or "required" (a client that can have a task must: at
+	// 2025-11-25 a plain call is refused with -32601, at 2026-07-28 a
+	// client that did not declare the tasks extension gets -32021; older
+	// versions, stdio and the NoETL endpoint, which have no tasks, still
+	// run it as a plain call).
+	Task string `yaml:"task" json:"-"`
 	// Source is the playbook's YAML source, as the engine's catalog gave
 	// it (content or source); "" for a configured item. Its mcp: section
 	// is read for prompts and resources (catalog's playbookmcp.go).
@@ -195,6 +203,8 @@ func (p *Playbooks) validate() error {
 			return fmt.Errorf("playbooks.items[%d]: path is required", i)
 		case seen[it.Path]:
 			return fmt.Errorf("playbooks.items[%d]: path %q is listed twice", i, it.Path)
+		case it.Task != "" && it.Task != "optional" && it.Task != "required":
+			return fmt.Errorf("playbooks.items[%d]: task %q must be optional or required", i, it.Task)
 		case strings.ContainsFunc(it.Path, unicode.IsControl):
 			// The path is in errors, logs and the endpoint's URL.
 			return fmt.Errorf("playbooks.items[%d]: path %q has a control character", i, it.Path)

@@ -55,6 +55,7 @@ upstreams:
 		{"no routes without a document", strings.Replace(good, "      status: GET /api/executions/{id}/status\n", "", 1), `without openapi, playbooks.execute and playbooks.status are required`},
 		{"no base url", strings.Replace(good, "    base_url: http://127.0.0.1:8082\n", "", 1), `a playbook engine without openapi needs base_url`},
 		{"path twice", strings.Replace(good, "path: internal/tool", "path: demo/fast", 1), `playbooks.items[1]: path "demo/fast" is listed twice`},
+		{"task neither optional nor required", strings.Replace(good, "path: internal/tool", "path: internal/tool\n          task: always", 1), `playbooks.items[1]: task "always" must be optional or required`},
 		{"bad name", strings.Replace(good, "name: demo_fast", "name: demo.fast", 1), `name "demo.fast" is not a tool name clients accept`},
 		{"negative poll", strings.Replace(good, "poll_interval: 1.5s", "poll_interval: -1s", 1), `playbooks.poll_interval: -1s must not be negative`},
 		{"poll below the floor", strings.Replace(good, "poll_interval: 1.5s", "poll_interval: 1ns", 1), `upstreams[0] (noetl): playbooks.poll_interval: 1ns is below the floor of 100ms`},
