@@ -278,7 +278,7 @@ func (g *Gateway) federatedHandler(t *Tool) mcp.ToolHandler {
 			ctx, cancel = g.calls.join(ctx, req.Extra.Header)
 			defer cancel()
 		}
-		return g.callFederated(ctx, t, req), nil
+		return g.callFederated(ctx, t, req)
 	}
 }
 
@@ -286,11 +286,12 @@ func (g *Gateway) federatedHandler(t *Tool) mcp.ToolHandler {
 // the request checked (checkFederated), the upstream called with the
 // caller's session as relay, one log line. ctx ends the call when the
 // client goes away. The front door's fast path forwards stateless calls
-// itself (fastPath.serveFederated).
-func (g *Gateway) callFederated(ctx context.Context, t *Tool, req *mcp.CallToolRequest) *mcp.CallToolResult {
+// itself (fastPath.serveFederated). The error is one the caller gets as
+// a JSON-RPC error (missingCapability), else nil.
+func (g *Gateway) callFederated(ctx context.Context, t *Tool, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	cred, failed := g.checkFederated(ctx, t, req)
 	if failed != nil {
-		return failed
+		return failed, nil
 	}
 	return g.sendFederated(ctx, t, req, cred, g.relay(req.Session))
 }
@@ -317,8 +318,10 @@ func (g *Gateway) checkFederated(ctx context.Context, t *Tool, req *mcp.CallTool
 	return federation.Credential(cred.Value), nil
 }
 
-// sendFederated calls the upstream through its go-sdk session.
-func (g *Gateway) sendFederated(ctx context.Context, t *Tool, req *mcp.CallToolRequest, cred federation.Credential, r *federation.Relay) *mcp.CallToolResult {
+// sendFederated calls the upstream through its go-sdk session. The error
+// is one the caller gets as a JSON-RPC error (missingCapability), else
+// nil: every other failure is a tool error.
+func (g *Gateway) sendFederated(ctx context.Context, t *Tool, req *mcp.CallToolRequest, cred federation.Credential, r *federation.Relay) (*mcp.CallToolResult, error) {
 	params := &mcp.CallToolParams{Meta: req.Params.Meta, Name: t.Federated.Name, Arguments: req.Params.Arguments}
 	var h http.Header
 	if req.Extra != nil {
@@ -328,10 +331,30 @@ func (g *Gateway) sendFederated(ctx context.Context, t *Tool, req *mcp.CallToolR
 	start := time.Now()
 	res, err := g.federated[t.Upstream].CallTool(ctx, cred, params, federatedIdempotent(t), r)
 	if err != nil {
-		return g.federatedError(ctx, t, req, err)
+		failed := g.federatedError(ctx, t, req, err)
+		if perr := missingCapability(h, err); perr != nil {
+			return nil, perr
+		}
+		return failed, nil
 	}
 	g.logCall(ctx, t, req, upstream.Report{Outcome: upstream.OutcomeOK, Status: http.StatusOK, Elapsed: time.Since(start)})
-	return res
+	return res, nil
+}
+
+// missingCapability is the upstream's -32021 (MissingRequiredClientCapabilities:
+// the tool needs a client capability the caller did not declare) in err,
+// as the JSON-RPC error a caller of 2026-07-28 or later is to get, with
+// the upstream's message and data (the capabilities it needs); go-sdk
+// answers it with HTTP 400. nil for any other error, and for an older
+// caller, whose version has no such code: they get the error's text as a
+// tool error. Only go-sdk's path serves a 2026-07-28 caller's federated
+// call (Upstream.Forward does not), so the fast path never meets it.
+func missingCapability(h http.Header, err error) error {
+	var jerr *jsonrpc.Error
+	if !errors.As(err, &jerr) || jerr.Code != mcp.CodeMissingRequiredClientCapabilities || h.Get("Mcp-Protocol-Version") < "2026-07-28" {
+		return nil
+	}
+	return &jsonrpc.Error{Code: jerr.Code, Message: jerr.Message, Data: jerr.Data}
 }
 
 // federatedIdempotent reports whether a call of t lost with its session

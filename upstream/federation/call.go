@@ -305,13 +305,17 @@ func (u *Upstream) rounds(ctx context.Context, c *call, responses *mcp.InputResp
 	}
 }
 
-// ReadResource reads a resource on cred's session.
+// ReadResource reads a resource on cred's session. Like every request
+// sent on (CallTool, GetPrompt, Complete), it goes without the caller's
+// hop _meta (withoutHopMeta): a 2026-07-28 caller's protocolVersion would
+// have an upstream that negotiated an older version refuse it (-32022).
 func (u *Upstream) ReadResource(ctx context.Context, cred Credential, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
 	var res *mcp.ReadResourceResult
 	c := u.newCall(nil)
 	defer c.returned.Store(true)
 	err := u.do(ctx, cred, "resources/read", true, c, func(ctx context.Context, cs *mcp.ClientSession) error {
 		r := *p
+		r.Meta = withoutHopMeta(p.Meta)
 		return u.rounds(ctx, c, &r.InputResponses, &r.RequestState, func() (mcp.InputRequestMap, string, error) {
 			var err error
 			if res, err = cs.ReadResource(ctx, &r); err != nil || res == nil || !res.NeedsInput() {
@@ -333,6 +337,7 @@ func (u *Upstream) GetPrompt(ctx context.Context, cred Credential, p *mcp.GetPro
 	defer c.returned.Store(true)
 	err := u.do(ctx, cred, "prompts/get", true, c, func(ctx context.Context, cs *mcp.ClientSession) error {
 		r := *p
+		r.Meta = withoutHopMeta(p.Meta)
 		return u.rounds(ctx, c, &r.InputResponses, &r.RequestState, func() (mcp.InputRequestMap, string, error) {
 			var err error
 			if res, err = cs.GetPrompt(ctx, &r); err != nil || res == nil || !res.NeedsInput() {
@@ -351,8 +356,10 @@ func (u *Upstream) GetPrompt(ctx context.Context, cred Credential, p *mcp.GetPro
 func (u *Upstream) Complete(ctx context.Context, cred Credential, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
 	var res *mcp.CompleteResult
 	err := u.do(ctx, cred, "completion/complete", true, nil, func(ctx context.Context, cs *mcp.ClientSession) error {
+		r := *p
+		r.Meta = withoutHopMeta(p.Meta)
 		var err error
-		res, err = cs.Complete(ctx, p)
+		res, err = cs.Complete(ctx, &r)
 		return err
 	})
 	if err == nil && res == nil {
