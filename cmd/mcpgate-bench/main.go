@@ -165,6 +165,8 @@ func runRole(name string) bool {
 	case roleBaseline:
 		up := os.Getenv("MCPGATE_BENCH_UPSTREAM")
 		h = func(string) http.Handler { return newBaseline(up).handler() }
+	case rolePlaybooks:
+		h = playbooksHandler
 	case roleMCP:
 		delay, err := time.ParseDuration(os.Getenv("MCPGATE_BENCH_SLOW"))
 		if err != nil {
