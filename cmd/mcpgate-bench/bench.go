@@ -438,6 +438,9 @@ type ratio struct {
 	line   string  // the line printed for the round
 	digits int     // decimals of value in the medians' line (0: 2)
 	target string  // "target ≥ 0.8", printed after the medians; "" for none
+	// holds, when set, says whether a value meets target: the medians'
+	// line then says whether their median does.
+	holds func(float64) bool
 }
 
 // ratiosOf computes the ratios of one round: those of mcpgate against the
@@ -585,6 +588,9 @@ func writeMedians(out io.Writer, rounds [][]ratio) {
 		target := ""
 		if r.target != "" {
 			target = "; " + r.target
+			if r.holds != nil {
+				target += ": " + meets(r.holds(medianOf(vs)))
+			}
 		}
 		fmt.Fprintf(out, "over %d rounds, %s: median %.*f, range %.*f-%.*f (%s)%s\n",
 			len(rounds), r.name, digits, medianOf(vs), digits, slices.Min(vs), digits, slices.Max(vs), strings.Join(each, " "), target)

@@ -284,11 +284,13 @@ func checkPlaybook(contentType string, body []byte, id int64, tok string) outcom
 // concurrencies without a target).
 func modesRatios(results map[string]map[int]*result, cs []int) []ratio {
 	var rs []ratio
-	add := func(name string, v float64, c int, target string, ok bool, detail string) {
+	atLeast := func(t float64) func(float64) bool { return func(v float64) bool { return v >= t } }
+	atMost := func(t float64) func(float64) bool { return func(v float64) bool { return v <= t } }
+	add := func(name string, v float64, c int, target string, holds func(float64) bool, detail string) {
 		r := ratio{name: name, value: v, line: fmt.Sprintf("%s: %.2f", name, v)}
 		if c == modesTargetC {
-			r.target = target
-			r.line += fmt.Sprintf(" (%s: %s)", target, meets(ok))
+			r.target, r.holds = target, holds
+			r.line += fmt.Sprintf(" (%s: %s)", target, meets(holds(v)))
 		}
 		r.line += detail
 		rs = append(rs, r)
@@ -296,20 +298,21 @@ func modesRatios(results map[string]map[int]*result, cs []int) []ratio {
 	b, st, g, sd, pb, ne := results["baseline"], results["stateful"], results["mcpgate"], results["stdio"], results["playbook"], results["noetl"]
 	for _, c := range cs {
 		if st[c] != nil && b[c] != nil && b[c].rate() > 0 {
-			v := st[c].rate() / b[c].rate()
-			add(fmt.Sprintf("ratio stateful/baseline req/s c=%d", c), v, c, fmt.Sprintf("target ≥ %.1f", statefulRateTarget), v >= statefulRateTarget, "")
+			add(fmt.Sprintf("ratio stateful/baseline req/s c=%d", c), st[c].rate()/b[c].rate(), c,
+				fmt.Sprintf("target ≥ %.1f", statefulRateTarget), atLeast(statefulRateTarget), "")
 		}
 		if r := st[c]; r != nil && r.allocBytes >= 0 && r.calls > 0 {
-			v := r.allocBytes / float64(r.calls) / 1024
-			add(fmt.Sprintf("stateful alloc KB/call c=%d", c), v, c, fmt.Sprintf("target ≤ %.0f", statefulAllocTarget), v <= statefulAllocTarget, "")
+			add(fmt.Sprintf("stateful alloc KB/call c=%d", c), r.allocBytes/float64(r.calls)/1024, c,
+				fmt.Sprintf("target ≤ %.0f", statefulAllocTarget), atMost(statefulAllocTarget), "")
 		}
 		if sd[c] != nil && g[c] != nil && g[c].rate() > 0 {
-			v := sd[c].rate() / g[c].rate()
-			add(fmt.Sprintf("ratio stdio/mcpgate req/s c=%d", c), v, c, fmt.Sprintf("target ≥ %.1f", stdioRateTarget), v >= stdioRateTarget, "")
+			add(fmt.Sprintf("ratio stdio/mcpgate req/s c=%d", c), sd[c].rate()/g[c].rate(), c,
+				fmt.Sprintf("target ≥ %.1f", stdioRateTarget), atLeast(stdioRateTarget), "")
 		}
 		if pb[c] != nil && ne[c] != nil && ne[c].calls > 0 && pb[c].calls > 0 && ne[c].targetCPU > 0 {
 			p, n := pb[c].perCall(pb[c].targetCPU), ne[c].perCall(ne[c].targetCPU)
-			add(fmt.Sprintf("ratio playbook/noetl mcpgate CPU per call c=%d", c), p/n, c, fmt.Sprintf("target ≤ %.1f", playbookCPUTarget), p/n <= playbookCPUTarget,
+			add(fmt.Sprintf("ratio playbook/noetl mcpgate CPU per call c=%d", c), p/n, c,
+				fmt.Sprintf("target ≤ %.1f", playbookCPUTarget), atMost(playbookCPUTarget),
 				fmt.Sprintf(" (/mcp %.0f µs, NoETL endpoint %.0f µs)", p, n))
 		}
 	}

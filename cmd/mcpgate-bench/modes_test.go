@@ -9,19 +9,19 @@ import (
 	"time"
 )
 
-// TestBenchModes runs issue 25's rows briefly: the stateful, stdio,
+// TestBenchModes runs issue 25's rows briefly (two rounds): the stateful, stdio,
 // playbook and noetl targets beside the baseline and mcpgate, every call
 // answered with its own answer, each target line printed with its verdict,
 // and the idle-session RSS measured (measureSessions fails unless the idle
 // sessions still answer a ping afterwards).
 func TestBenchModes(t *testing.T) {
-	benchRun(t, []string{"-targets", "baseline,mcpgate,stateful,stdio,playbook,noetl", "-c", "1,8", "-duration", "1s", "-warmup", "200ms", "-sessions", "200"}, 12,
+	benchRun(t, []string{"-targets", "baseline,mcpgate,stateful,stdio,playbook,noetl", "-c", "8", "-duration", "1s", "-warmup", "200ms", "-sessions", "200", "-rounds", "2"}, 12,
 		[]string{"baseline", "mcpgate", "stateful", "stdio", "playbook", "noetl"}, []string{
-			`(?m)^ratio stateful/baseline req/s c=1: \d+\.\d\d$`,
 			`(?m)^ratio stateful/baseline req/s c=8: \d+\.\d\d \(target ≥ 0\.7: (met|MISSED)\)$`,
 			`(?m)^stateful alloc KB/call c=8: \d+\.\d\d \(target ≤ 30: (met|MISSED)\)$`,
 			`(?m)^ratio stdio/mcpgate req/s c=8: \d+\.\d\d \(target ≥ 0\.8: (met|MISSED)\)$`,
 			`(?m)^ratio playbook/noetl mcpgate CPU per call c=8: \d+\.\d\d \(target ≤ 1\.2: (met|MISSED)\) \(/mcp \d+ µs, NoETL endpoint \d+ µs\)$`,
+			`(?m)^over 2 rounds, ratio stdio/mcpgate req/s c=8: median \d+\.\d\d, range \d+\.\d\d-\d+\.\d\d \(\d+\.\d\d \d+\.\d\d\); target ≥ 0\.8: (met|MISSED)$`,
 			`(?m)^idle stateful sessions: 200 opened in `,
 			`(?m)^RSS per idle stateful session at 200 sessions: -?\d+\.\d KB \(target ≤ 10: (met|MISSED); Go heap\+stacks -?\d+\.\d KB, goroutines \d+\.\d\d per session\)$`,
 		})
