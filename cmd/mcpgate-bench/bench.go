@@ -196,6 +196,7 @@ type benchFlags struct {
 	stateful   bool
 	rounds     int
 	sessions   int
+	idle       time.Duration
 }
 
 func (f *benchFlags) register(fs *flag.FlagSet) {
@@ -212,6 +213,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.mcpgateLog, "mcpgate-log-level", "info", "mcpgate's --log-level (info is its default: failed calls only; debug adds a line per call and per POST)")
 	fs.BoolVar(&f.stateful, "stateful", false, "run mcpgate with --stateful")
 	fs.IntVar(&f.sessions, "sessions", 0, "also measure RSS per idle stateful session with this many sessions open (issue 25 reads it at 10000); 0: not measured")
+	fs.DurationVar(&f.idle, "sessions-idle", 12*time.Second, "with -sessions, how long mcpgate is left idle before each RSS reading (its idle release looks every 5s)")
 	fs.IntVar(&f.rounds, "rounds", 1, "measure every row this many times, in turn, against the same processes; then print each ratio's median and range")
 }
 
@@ -371,7 +373,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	}
 
 	if f.sessions > 0 {
-		r, err := measureSessions(ctx, s, setupOptions{mcpgateLog: f.mcpgateLog}, f.sessions, f.protocol)
+		r, err := measureSessions(ctx, s, setupOptions{mcpgateLog: f.mcpgateLog}, f.sessions, f.protocol, f.idle)
 		if err != nil {
 			return fmt.Errorf("-sessions: %v", err)
 		}

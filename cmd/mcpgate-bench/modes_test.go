@@ -15,7 +15,7 @@ import (
 // and the idle-session RSS measured (measureSessions fails unless the idle
 // sessions still answer a ping afterwards).
 func TestBenchModes(t *testing.T) {
-	benchRun(t, []string{"-targets", "baseline,mcpgate,stateful,stdio,playbook,noetl", "-c", "8", "-duration", "1s", "-warmup", "200ms", "-sessions", "200", "-rounds", "2"}, 12,
+	benchRun(t, []string{"-targets", "baseline,mcpgate,stateful,stdio,playbook,noetl", "-c", "8", "-duration", "1s", "-warmup", "200ms", "-sessions", "200", "-sessions-idle", "1s", "-rounds", "2"}, 12,
 		[]string{"baseline", "mcpgate", "stateful", "stdio", "playbook", "noetl"}, []string{
 			`(?m)^ratio stateful/baseline req/s c=8: \d+\.\d\d \(target ≥ 0\.7: (met|MISSED)\)$`,
 			`(?m)^stateful alloc KB/call c=8: \d+\.\d\d \(target ≤ 30: (met|MISSED)\)$`,
