@@ -7,8 +7,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
 )
 
 // BenchmarkStatefulToolsCall measures one tools/call on an open stateful
@@ -156,5 +159,41 @@ func BenchmarkStdioToolsCall(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		call(body, `{"jsonrpc":"2.0","id":7,"result"`)
+	}
+}
+
+// BenchmarkPlaybookCall measures one playbook tools/call (demo/fast: an
+// execute and one status poll, the example engine in this process) over
+// /mcp and on the NoETL-compatible endpoint of the same gateway: the
+// in-process side of mcpgate-bench's playbook and noetl rows
+// (docs/performance.md, every mode).
+//
+//	go test ./gateway -run '^$' -bench PlaybookCall -benchmem
+func BenchmarkPlaybookCall(b *testing.B) {
+	e := engine.New(nil)
+	cfg := &Config{Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: e.Handler(), Playbooks: &Playbooks{}}}}
+	g, err := New(context.Background(), cfg, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := g.Handler()
+	for _, path := range []string{"/mcp", "/api/mcp/playbook/demo/fast/jsonrpc"} {
+		b.Run(strings.Trim(strings.ReplaceAll(path, "/", "-"), "-")[:3], func(b *testing.B) {
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				n++
+				body := rpc("7", "tools/call", `{"name":"demo_fast","arguments":{"name":"b`+strconv.Itoa(n)+`"}}`)
+				req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+				bw := &benchWriter{header: http.Header{}}
+				h.ServeHTTP(bw, req)
+				if head := strings.TrimPrefix(string(bw.head), "event: message\ndata: "); bw.code != http.StatusOK || !strings.HasPrefix(head, `{"jsonrpc":"2.0","id":7,"result"`) {
+					b.Fatalf("answer %d: %.300s", bw.code, bw.head)
+				}
+			}
+		})
 	}
 }
