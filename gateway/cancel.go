@@ -22,7 +22,7 @@ import (
 // that has no such call, and nothing happens. The front door fills the gap:
 //
 //   - Every tools/call request of a stateless POST — served by the fast path
-//     (REST tools) or by go-sdk (playbook tools, calls with a progressToken,
+//     (REST and playbook tools) or by go-sdk (calls with a progressToken,
 //     a fast path turned off) — is registered while its POST is served,
 //     under its caller (package caller: the verified subject, else the
 //     POST's Authorization header; held only while the POST is served) and

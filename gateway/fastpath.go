@@ -300,9 +300,6 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 		sdkwire.WriteError(w, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown tool %q", p.Name))
 		return true
 	}
-	if t.IsPlaybook() {
-		return false // its runner polls and may report progress: go-sdk's session serves it
-	}
 	// What go-sdk hands the tool handler of a POST: its header, and the
 	// token info an auth middleware put in its context. The front door's
 	// request id (set on every POST before the fast path) names the call in
@@ -310,6 +307,9 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 	req := &mcp.CallToolRequest{
 		Params: &p,
 		Extra:  &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header},
+	}
+	if t.IsPlaybook() {
+		return f.servePlaybook(w, r, id, t, req) // no progress token: nothing for go-sdk's session to carry
 	}
 	if t.Federated != nil {
 		return f.serveFederated(w, r, id, t, req) // it may yet hand the call to go-sdk

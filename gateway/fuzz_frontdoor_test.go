@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
 )
 
 // The fuzz targets of the front door. Both build their gateways once per
@@ -81,10 +83,17 @@ func fuzzServe(t *testing.T, h http.Handler, r *http.Request) *httptest.Response
 }
 
 // newFuzzGateway is a stateless gateway over fastDoc, its upstream fastAPI
-// (deterministic: its answers depend on the request alone).
+// (deterministic: its answers depend on the request alone), and the example
+// playbook engine, in-process, one of its own per gateway: its execution
+// ids are numbered from the same first one (NumericIDs) and its runs end at
+// once (a step of 1ns), so two gateways given the same inputs in the same
+// order answer alike.
 func newFuzzGateway(tb testing.TB, api string, disableFastPath bool) http.Handler {
 	tb.Helper()
-	cfg := &Config{Upstreams: []Upstream{{Name: "api", OpenAPI: "fast.json", Document: fastDoc(0), BaseURL: api, Timeout: 10 * time.Second}}}
+	cfg := &Config{Upstreams: []Upstream{
+		{Name: "api", OpenAPI: "fast.json", Document: fastDoc(0), BaseURL: api, Timeout: 10 * time.Second},
+		{Name: "noetl", OpenAPI: "/openapi.json", Handler: engine.New(&engine.Options{NumericIDs: true, Step: time.Nanosecond}).Handler(), Playbooks: &Playbooks{}},
+	}}
 	g, err := New(context.Background(), cfg, &Options{DisableFastPath: disableFastPath})
 	if err != nil {
 		tb.Fatal(err)

@@ -597,8 +597,8 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (g *Gateway) handler(t *Tool) mcp.ToolHandler {
 	switch {
 	case t.IsPlaybook():
-		// A playbook tool runs the runner (and may report progress),
-		// so the fast path hands its calls to go-sdk; it lists it.
+		// A playbook tool runs the runner (and may report progress):
+		// the fast path hands go-sdk its calls with a progress token.
 		return g.playbookHandler(t)
 	case t.Federated != nil:
 		// Relayed to its MCP server, with progress, logs and requests

@@ -28,6 +28,11 @@ type setupOptions struct {
 	mcpgateLog string   // mcpgate's --log-level
 	stateful   bool     // mcpgate --stateful
 	redis      bool     // the mcpgate-redis target (redis.go)
+	statefulT  bool     // the stateful target: mcpgate --stateful (modes.go)
+	stdio      bool     // the stdio target: mcpgate stdio (modes.go)
+	playbooks  bool     // the playbook and noetl targets (modes.go)
+	protocol   string   // the stdio target's initialize
+	sessions   bool     // -sessions: the bench starts an mcpgate of its own (modes.go)
 	extraArgs  []string // more mcpgate serve flags
 }
 
@@ -42,9 +47,19 @@ type servers struct {
 	fed      *proc // mcpgate federating mcp
 	redis    *proc // redis-server, for mcpgateR
 	mcpgateR *proc // mcpgate with state: redis (the mcpgate-redis target)
+	stateful *proc // mcpgate --stateful (the stateful target)
+	stdio    *stdioClient
+	engine   *proc // the example playbook engine
+	pbgate   *proc // mcpgate serving it (the playbook and noetl targets)
 }
 
 func (s *servers) close() {
+	s.pbgate.stop()
+	s.engine.stop()
+	if s.stdio != nil {
+		s.stdio.proc.stop()
+	}
+	s.stateful.stop()
 	s.mcpgateR.stop()
 	s.redis.stop()
 	s.fed.stop()
@@ -97,7 +112,7 @@ func startServers(ctx context.Context, o setupOptions) (_ *servers, err error) {
 			return nil, err
 		}
 	}
-	if !o.mcpgate && !o.federated && !o.redis {
+	if !o.mcpgate && !o.federated && !o.redis && !o.statefulT && !o.stdio && !o.playbooks && !o.sessions {
 		return s, nil
 	}
 	if s.bin, err = resolveBin(ctx, o.mcpgateBin, s.dir); err != nil {
@@ -124,12 +139,31 @@ func startServers(ctx context.Context, o setupOptions) (_ *servers, err error) {
 			return nil, err
 		}
 	}
-	if !o.mcpgate {
-		return s, nil
+	if o.playbooks {
+		if err = startPlaybooks(s, o); err != nil {
+			return nil, err
+		}
 	}
 	cfgPath := filepath.Join(s.dir, "mcpgate.yaml")
 	if err = os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
+	}
+	if o.statefulT {
+		path := filepath.Join(s.dir, "mcpgate-stateful.yaml")
+		if err = os.WriteFile(path, []byte(strings.Replace(cfg, "stateful: false", "stateful: true", 1)), 0o644); err != nil {
+			return nil, err
+		}
+		if s.stateful, err = startMcpgate(s.bin, s.dir, append([]string{"--config", path, "--log-level", o.mcpgateLog}, o.extraArgs...)...); err != nil {
+			return nil, err
+		}
+	}
+	if o.stdio {
+		if s.stdio, err = startStdio(ctx, s.bin, s.dir, cfgPath, o.mcpgateLog, o.protocol); err != nil {
+			return nil, err
+		}
+	}
+	if !o.mcpgate {
+		return s, nil
 	}
 	args := append([]string{"--config", cfgPath, "--log-level", o.mcpgateLog}, o.extraArgs...)
 	if s.mcpgate, err = startMcpgate(s.bin, s.dir, args...); err != nil {
@@ -161,6 +195,8 @@ type benchFlags struct {
 	mcpgateLog string
 	stateful   bool
 	rounds     int
+	sessions   int
+	idle       time.Duration
 }
 
 func (f *benchFlags) register(fs *flag.FlagSet) {
@@ -176,6 +212,8 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.mcpgateBin, "mcpgate-bin", "", "mcpgate `binary` to run (default: build ./cmd/mcpgate)")
 	fs.StringVar(&f.mcpgateLog, "mcpgate-log-level", "info", "mcpgate's --log-level (info is its default: failed calls only; debug adds a line per call and per POST)")
 	fs.BoolVar(&f.stateful, "stateful", false, "run mcpgate with --stateful")
+	fs.IntVar(&f.sessions, "sessions", 0, "also measure RSS per idle stateful session with this many sessions open (issue 25 reads it at 10000); 0: not measured")
+	fs.DurationVar(&f.idle, "sessions-idle", 12*time.Second, "with -sessions, how long mcpgate is left idle before each RSS reading (its idle release looks every 5s)")
 	fs.IntVar(&f.rounds, "rounds", 1, "measure every row this many times, in turn, against the same processes; then print each ratio's median and range")
 }
 
@@ -218,24 +256,36 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	for t := range strings.SplitSeq(f.targets, ",") {
 		switch t = strings.TrimSpace(t); t {
 		case "":
-		case "direct", "baseline", "mcpgate", "mcp", "federated", "mcpgate-redis":
+		case "direct", "baseline", "mcpgate", "mcp", "federated", "mcpgate-redis", "stateful", "stdio", "playbook", "noetl":
 			if !want[t] {
 				want[t] = true
 				order = append(order, t)
 			}
 		default:
-			return fmt.Errorf("-targets: unknown target %q (want direct, baseline, mcpgate, mcp, federated, mcpgate-redis)", t)
+			return fmt.Errorf("-targets: unknown target %q (want direct, baseline, mcpgate, mcp, federated, mcpgate-redis, stateful, stdio, playbook, noetl)", t)
 		}
 	}
 	if want["direct"] && f.mode != "call" {
 		fmt.Fprintf(out, "note: the direct REST target serves mode call only; skipped in mode %s\n", f.mode)
 		delete(want, "direct")
 	}
+	if f.mode != "call" {
+		for _, t := range []string{"playbook", "noetl"} {
+			if want[t] {
+				fmt.Fprintf(out, "note: the %s target serves mode call only (a playbook tools/call); skipped in mode %s\n", t, f.mode)
+				delete(want, t)
+			}
+		}
+	}
+	if f.sessions < 0 || f.sessions > 1_000_000 {
+		return fmt.Errorf("-sessions: %d is not between 0 and 1000000", f.sessions)
+	}
 
 	s, err := startServers(ctx, setupOptions{
 		slow: f.slow, baseline: want["baseline"], mcpgate: want["mcpgate"] || f.listSpec != "",
 		mcp: want["mcp"], federated: want["federated"], fedProto: f.fedProto,
 		mcpgateBin: f.mcpgateBin, mcpgateLog: f.mcpgateLog, stateful: f.stateful, redis: want["mcpgate-redis"],
+		statefulT: want["stateful"], sessions: f.sessions > 0, stdio: want["stdio"], playbooks: want["playbook"] || want["noetl"], protocol: f.protocol,
 	})
 	if err != nil {
 		return err
@@ -252,6 +302,16 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if s.mcpgateR != nil {
 		targets["mcpgate-redis"] = &target{name: "mcpgate-redis", url: s.mcpgateR.url + "/mcp", proc: s.mcpgateR, up: s.upstream}
+	}
+	if s.stateful != nil {
+		targets["stateful"] = &target{name: "stateful", url: s.stateful.url + "/mcp", proc: s.stateful, up: s.upstream}
+	}
+	if s.stdio != nil {
+		targets["stdio"] = &target{name: "stdio", proc: s.stdio.proc, up: s.upstream, stdio: s.stdio}
+	}
+	if s.pbgate != nil {
+		targets["playbook"] = &target{name: "playbook", url: s.pbgate.url + "/mcp", proc: s.pbgate, up: s.engine, playbook: true}
+		targets["noetl"] = &target{name: "noetl", url: s.pbgate.url + "/api/mcp/playbook/" + playbookPath + "/jsonrpc", proc: s.pbgate, up: s.engine, playbook: true}
 	}
 	if s.mcp != nil {
 		targets["mcp"] = &target{name: "mcp", url: s.mcp.url + "/mcp", proc: s.mcp, handshakes: s.mcp}
@@ -312,6 +372,16 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintln(out, p)
 	}
 
+	if f.sessions > 0 {
+		r, err := measureSessions(ctx, s, setupOptions{mcpgateLog: f.mcpgateLog}, f.sessions, f.protocol, f.idle)
+		if err != nil {
+			return fmt.Errorf("-sessions: %v", err)
+		}
+		for _, l := range r.lines() {
+			fmt.Fprintln(out, l)
+		}
+	}
+
 	if f.listSpec != "" {
 		if err := timeListSpec(ctx, out, s, f); err != nil {
 			return err
@@ -370,6 +440,9 @@ type ratio struct {
 	line   string  // the line printed for the round
 	digits int     // decimals of value in the medians' line (0: 2)
 	target string  // "target ≥ 0.8", printed after the medians; "" for none
+	// holds, when set, says whether a value meets target: the medians'
+	// line then says whether their median does.
+	holds func(float64) bool
 }
 
 // ratiosOf computes the ratios of one round: those of mcpgate against the
@@ -388,6 +461,7 @@ func ratiosOf(results map[string]map[int]*result, cs []int) []ratio {
 	if results["mcpgate-redis"] != nil {
 		rs = append(rs, redisRatios(results, cs)...)
 	}
+	rs = append(rs, modesRatios(results, cs)...)
 	return rs
 }
 
@@ -516,6 +590,9 @@ func writeMedians(out io.Writer, rounds [][]ratio) {
 		target := ""
 		if r.target != "" {
 			target = "; " + r.target
+			if r.holds != nil {
+				target += ": " + meets(r.holds(medianOf(vs)))
+			}
 		}
 		fmt.Fprintf(out, "over %d rounds, %s: median %.*f, range %.*f-%.*f (%s)%s\n",
 			len(rounds), r.name, digits, medianOf(vs), digits, slices.Min(vs), digits, slices.Max(vs), strings.Join(each, " "), target)

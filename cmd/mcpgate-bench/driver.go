@@ -30,11 +30,12 @@ import (
 type op uint8
 
 const (
-	opGet    op = iota // tools/call getItem (or, against the REST target, GET /items/{id})
-	opList             // tools/list
-	opCreate           // tools/call createItem: a write
-	opFail             // tools/call failItem: the upstream answers 500, so isError is expected
-	opSlow             // tools/call slowItem: the upstream answers after a delay
+	opGet      op = iota // tools/call getItem (or, against the REST target, GET /items/{id})
+	opList               // tools/list
+	opCreate             // tools/call createItem: a write
+	opFail               // tools/call failItem: the upstream answers 500, so isError is expected
+	opSlow               // tools/call slowItem: the upstream answers after a delay
+	opPlaybook           // tools/call demo_fast, the example engine's playbook (the playbook and noetl targets)
 )
 
 // modes maps a mode name to the cycle of operations each worker repeats.
@@ -56,6 +57,12 @@ type target struct {
 	// handshakes, when set, is the go-sdk server role whose handshakes
 	// (GET /_count) are counted over the measured window.
 	handshakes *proc
+	// stdio, when set, is the `mcpgate stdio` child the calls go to (one
+	// session, opened when it started), instead of url.
+	stdio *stdioClient
+	// playbook: the target's calls are the playbook tool demo_fast
+	// (opPlaybook) instead of getItem.
+	playbook bool
 }
 
 // loadSpec is one run: a target, a concurrency, a mode and its timing.
@@ -159,13 +166,21 @@ func runLoad(ctx context.Context, spec *loadSpec) (*result, error) {
 	var wg sync.WaitGroup
 	initErrs := make([]error, spec.c)
 	for i := range workers {
-		w := &worker{n: i + 1, spec: spec, client: client, nextID: 1, ops: ops,
+		wops := ops
+		if spec.target.playbook {
+			wops = []op{opPlaybook} // mode call only (runBench)
+		}
+		w := &worker{n: i + 1, spec: spec, client: client, nextID: 1, ops: wops,
 			body: make([]byte, 0, 512), lat: make([]time.Duration, 0, 1<<14)}
 		w.hdr = http.Header{
 			"Content-Type": {"application/json"},
 			"Accept":       {"application/json, text/event-stream"},
 		}
 		workers[i] = w
+		if spec.target.stdio != nil {
+			w.nextID = stdioIDBase(w.n) // one session: the stdio client opened it
+			continue
+		}
 		if spec.target.rest {
 			continue
 		}
@@ -435,8 +450,14 @@ func (w *worker) call(ctx context.Context, o op, id int64) (*http.Response, erro
 		b = append(append(b, w.tok...), `"}}}`...)
 	case opFail:
 		b = append(b, `,"method":"tools/call","params":{"name":"failItem","arguments":{}}}`...)
+	case opPlaybook:
+		b = append(b, `,"method":"tools/call","params":{"name":"`+playbookTool+`","arguments":{"name":"`...)
+		b = append(append(b, w.tok...), `"}}}`...)
 	}
 	w.body = b
+	if w.spec.target.stdio != nil {
+		return w.postStdio(ctx, id)
+	}
 	return w.post(ctx)
 }
 
@@ -462,6 +483,9 @@ func (w *worker) check(o op, id int64, resp *http.Response) outcome {
 	}
 	if w.spec.target.rest {
 		return checkEcho(body, string(w.tok), "q"+string(w.tok))
+	}
+	if o == opPlaybook {
+		return checkPlaybook(resp.Header.Get("Content-Type"), body, id, string(w.tok))
 	}
 	return checkAnswer(o, resp.Header.Get("Content-Type"), body, id, string(w.tok), w.spec.listSize)
 }

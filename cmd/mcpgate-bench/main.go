@@ -21,6 +21,25 @@
 //     server (`mcp: {url: …}`, tool_prefix "", auth none), so its tools are
 //     served under their own names and every call is relayed to it.
 //
+// and, asked for with -targets, issue 25's point 7 (every mode at the fast
+// path's speed; modes.go):
+//
+//   - stateful: mcpgate --stateful with the mcpgate target's config, compared
+//     with the baseline (req/s at c=8 ≥ 0.7×, ≤ 30 KB allocated per call);
+//   - stdio: `mcpgate stdio` with the mcpgate target's config: one child, one
+//     session, the c workers' calls in flight at once on its stdin, compared
+//     with the mcpgate target, the HTTP fast path (req/s at c=8 ≥ 0.8×);
+//   - playbook, noetl: one mcpgate serving the example playbook engine
+//     (examples/playbooks, a process of its own); demo/fast called over /mcp
+//     and on the NoETL-compatible endpoint; mcpgate's CPU per call over /mcp
+//     ≤ 1.2× the endpoint's at c=8 (mode call only);
+//
+// and with -sessions N, the RSS per idle stateful session of a fresh
+// mcpgate --stateful holding N open sessions (≤ 10 KB; issue 25 reads it at
+// N = 10000). Each figure is printed with its target and met or MISSED:
+//
+//	go run ./cmd/mcpgate-bench -targets baseline,mcpgate,stateful,stdio,playbook,noetl -c 8 -sessions 10000 -rounds 3
+//
 // The upstream, the baseline and the go-sdk server run as this binary
 // re-executed with a hidden subcommand, so each target has its own process
 // and its CPU is read from /proc/<pid>/stat apart from the driver's (Linux
@@ -38,8 +57,9 @@
 // -duration measured time per row [5s]; -warmup unmeasured load before each
 // row [1s]; -mode call (tools/call of the GET), list (tools/list) or mixed
 // (per ten calls: one list, one write, one upstream 500, one slow read, six
-// reads) [call]; -targets direct, baseline, mcpgate, mcp, federated
-// [direct,baseline,mcpgate]; -slow delay of the
+// reads) [call]; -targets direct, baseline, mcpgate, mcp, federated,
+// mcpgate-redis, stateful, stdio, playbook, noetl [direct,baseline,mcpgate];
+// -sessions N [0: not measured]; -slow delay of the
 // slow route [100ms]; -protocol [2025-06-18]; -mcpgate-bin; -mcpgate-log-level
 // [info, mcpgate's own default]; -stateful; -list-spec FILE also times
 // tools/list at c=1 of mcpgate serving FILE with --all; -rounds N measures
@@ -50,13 +70,15 @@
 // notifications/initialized, its request ids restart at 1, answers may be
 // application/json or text/event-stream. Every call carries a value no other
 // call carries, and every answer is checked for that value and the call's
-// own id. Workers share one http.Client with an idle connection per worker
+// own id (the stdio target's workers share its one session, each with ids
+// of its own). Workers share one http.Client with an idle connection per worker
 // and rebuild their request bodies in place, so the driver is not the limit
 // (its own CPU per call is a column).
 //
 // Columns of the table, one row per target and concurrency:
 //
-//	target            direct, baseline, mcpgate, mcp or federated
+//	target            direct, baseline, mcpgate, mcp, federated, mcpgate-redis,
+//	                  stateful, stdio, playbook or noetl
 //	c                 concurrent workers, each with its own session
 //	req/s             calls completed per second of the measured window
 //	p50/p90/p99 ms    latency of one call, from the driver (send to last byte)
@@ -68,11 +90,12 @@
 //	                  direct: the upstream's), from /proc/<pid>/stat in 10 ms
 //	                  ticks over the measured window
 //	upstream µs/call  the same for the upstream behind the baseline or mcpgate
-//	                  (for federated: the go-sdk server)
+//	                  (for federated: the go-sdk server; for playbook and
+//	                  noetl: the playbook engine)
 //	driver µs/call    the same for this process: what the load costs to make
 //	alloc KB/call     bytes the target's Go heap allocated per call, from
 //	                  go_memstats_alloc_bytes_total on its /metrics; "-" when
-//	                  the target has no /metrics
+//	                  the target has no /metrics (stdio)
 //
 // After the table come the ratios of issue 9's targets:
 //
@@ -165,6 +188,8 @@ func runRole(name string) bool {
 	case roleBaseline:
 		up := os.Getenv("MCPGATE_BENCH_UPSTREAM")
 		h = func(string) http.Handler { return newBaseline(up).handler() }
+	case rolePlaybooks:
+		h = playbooksHandler
 	case roleMCP:
 		delay, err := time.ParseDuration(os.Getenv("MCPGATE_BENCH_SLOW"))
 		if err != nil {

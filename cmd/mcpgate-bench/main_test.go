@@ -55,7 +55,7 @@ func mcpgateBin(t *testing.T) string {
 	return builtBin
 }
 
-var rowRE = regexp.MustCompile(`(?m)^(direct|baseline|mcpgate|mcp|federated)\s+(\d+)\s+([\d.]+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(\d+)\s+(\d+)\s`)
+var rowRE = regexp.MustCompile(`(?m)^(direct|baseline|mcpgate|mcp|federated|stateful|stdio|playbook|noetl)\s+(\d+)\s+([\d.]+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(\d+)\s+(\d+)\s`)
 
 // benchRun runs the command with args and checks what every run must
 // show: want table rows, each with calls measured, no errors and no answer

@@ -132,6 +132,8 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 	// a slow body (the front door then sets no deadline of its own, see
 	// serverBoundsBody) and never a stream. Slow headers: ReadHeaderTimeout.
 	gateway.TuneGC() // unless GOGC is set: see its doc for the memory it costs
+	// Once idle, that headroom goes back to the OS (see its doc).
+	go gateway.ReleaseIdleMemory(ctx, logger)
 	srv := &http.Server{
 		Handler:           front,
 		ReadTimeout:       cfg.BodyTimeout,
