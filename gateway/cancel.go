@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/mcpgate/mcpgate/gateway/internal/caller"
 	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
@@ -59,12 +62,22 @@ const maxInflight = 1 << 16
 // client's notifications/cancelled.
 var errCancelNotified = fmt.Errorf("gateway: the client sent notifications/cancelled for the call: %w", playbook.ErrCallCancelled)
 
-// inflight is the registry of the tools/call requests of a stateless
-// gateway's POSTs being served. Safe for concurrent use.
+// inflight is the registry of the tools/call requests of the POSTs being
+// served (and, for a while, of the playbook calls whose clients went away:
+// see left). Safe for concurrent use.
 type inflight struct {
 	mu    sync.Mutex
 	calls map[inflightKey][]*inflightCall
 	n     int
+
+	// left holds, oldest first, the playbook calls whose client went away
+	// within leftFor, and leftBy indexes them: a client that drops its
+	// connection and then sends notifications/cancelled (go-sdk's client
+	// does both when a call's context ends) still reaches the run its call
+	// left to the runner's linger, which is then cut short
+	// (playbook.Request.Cancelled). At most maxInflight.
+	left   []*inflightCall
+	leftBy map[inflightKey][]*inflightCall
 
 	// publish, with shared state, tells the other replicas of a
 	// cancellation that matched no call here (see shared.go); nil: alone.
@@ -78,11 +91,44 @@ type inflightKey struct {
 }
 
 type inflightCall struct {
+	key    inflightKey
 	cancel context.CancelCauseFunc
+	// notified is closed by the client's notifications/cancelled naming
+	// the call, even after its POST ended (see inflight.left).
+	notified chan struct{}
+	once     sync.Once
+	watched  atomic.Bool // a playbook call reads notified (cancelledOf)
+	leftAt   time.Time   // when it joined inflight.left
 }
 
+// notify is the client's cancellation of the call.
+func (c *inflightCall) notify() {
+	c.once.Do(func() { close(c.notified) })
+	c.cancel(errCancelNotified)
+}
+
+// leftFor is how long a playbook call whose client went away can still be
+// cancelled: longer than the runner's linger (playbook.DefaultLinger), after
+// which the run is cancelled anyway.
+const leftFor = playbook.DefaultLinger + 3*time.Second
+
 func newInflight() *inflight {
-	return &inflight{calls: map[inflightKey][]*inflightCall{}}
+	return &inflight{calls: map[inflightKey][]*inflightCall{}, leftBy: map[inflightKey][]*inflightCall{}}
+}
+
+// notifiedKey is the context key of a call's inflightCall.
+type notifiedKey struct{}
+
+// cancelledOf returns the channel the client's notifications/cancelled
+// closes for the call ctx serves (playbook.Request.Cancelled), or nil when
+// the call is not registered (stdio; past maxInflight).
+func cancelledOf(ctx context.Context) <-chan struct{} {
+	c, _ := ctx.Value(notifiedKey{}).(*inflightCall)
+	if c == nil {
+		return nil
+	}
+	c.watched.Store(true)
+	return c.notified
 }
 
 // rpcPeek is what the registry reads of a POSTed message, decoded as go-sdk
@@ -128,13 +174,24 @@ func (in *inflight) track(ctx context.Context, r *http.Request, m rpcPeek) (cont
 	if !ok {
 		return ctx, func() {}
 	}
-	return in.trackKey(ctx, inflightKey{caller: caller.FromRequest(r), id: id})
+	return in.trackKey(ctx, inflightKey{caller: caller.FromRequest(r), id: sessionScoped(r, id)})
+}
+
+// sessionScoped is a request id as the registry keys it: within the POST's
+// session, when it names one (stateful mode: two sessions of one caller
+// each count their ids from 1).
+func sessionScoped(r *http.Request, id string) string {
+	if sid := r.Header.Get(sessionIDHeader); sid != "" {
+		return sid + "\x00" + id
+	}
+	return id
 }
 
 // trackKey registers a call under key; see track.
 func (in *inflight) trackKey(ctx context.Context, key inflightKey) (context.Context, func()) {
+	parent := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
-	c := &inflightCall{cancel: cancel}
+	c := &inflightCall{key: key, cancel: cancel, notified: make(chan struct{})}
 	in.mu.Lock()
 	if in.n >= maxInflight {
 		in.mu.Unlock()
@@ -143,10 +200,34 @@ func (in *inflight) trackKey(ctx context.Context, key inflightKey) (context.Cont
 	in.calls[key] = append(in.calls[key], c)
 	in.n++
 	in.mu.Unlock()
-	return ctx, func() {
+	return context.WithValue(ctx, notifiedKey{}, c), func() {
 		in.remove(key, c)
+		if c.watched.Load() && parent.Err() != nil {
+			in.leave(c) // the client went away: it may still cancel the run
+		}
 		cancel(nil)
 	}
+}
+
+// leave keeps c in left for leftFor, dropping what has been there longer.
+func (in *inflight) leave(c *inflightCall) {
+	now := time.Now()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for len(in.left) > 0 && (now.Sub(in.left[0].leftAt) > leftFor || len(in.left) >= maxInflight) {
+		old := in.left[0]
+		in.left[0] = nil
+		in.left = in.left[1:]
+		list := slices.DeleteFunc(in.leftBy[old.key], func(x *inflightCall) bool { return x == old })
+		if len(list) == 0 {
+			delete(in.leftBy, old.key)
+		} else {
+			in.leftBy[old.key] = list
+		}
+	}
+	c.leftAt = now
+	in.left = append(in.left, c)
+	in.leftBy[c.key] = append(in.leftBy[c.key], c)
 }
 
 func (in *inflight) remove(key inflightKey, c *inflightCall) {
@@ -174,16 +255,17 @@ func (in *inflight) cancel(r *http.Request, requestID any) int {
 	if !ok {
 		return 0
 	}
-	return in.cancelKey(inflightKey{caller: caller.FromRequest(r), id: id})
+	return in.cancelKey(inflightKey{caller: caller.FromRequest(r), id: sessionScoped(r, id)})
 }
 
-// cancelKey cancels the calls registered under key; see cancel.
+// cancelKey cancels the calls registered under key, and those its client
+// left within leftFor; see cancel.
 func (in *inflight) cancelKey(key inflightKey) int {
 	in.mu.Lock()
-	list := append([]*inflightCall(nil), in.calls[key]...)
+	list := append(append([]*inflightCall(nil), in.calls[key]...), in.leftBy[key]...)
 	in.mu.Unlock()
 	for _, c := range list {
-		c.cancel(errCancelNotified)
+		c.notify()
 	}
 	if len(list) == 0 && in.publish != nil {
 		// Not here: the call may be on another replica. Only a caller's
@@ -199,14 +281,16 @@ func (in *inflight) cancelKey(key inflightKey) int {
 func (in *inflight) cancelDigest(who [sha256.Size]byte, id string) int {
 	var list []*inflightCall
 	in.mu.Lock()
-	for key, calls := range in.calls {
-		if key.id == id && key.caller.Digest() == who {
-			list = append(list, calls...)
+	for _, m := range []map[inflightKey][]*inflightCall{in.calls, in.leftBy} {
+		for key, calls := range m {
+			if key.id == id && key.caller.Digest() == who {
+				list = append(list, calls...)
+			}
 		}
 	}
 	in.mu.Unlock()
 	for _, c := range list {
-		c.cancel(errCancelNotified)
+		c.notify()
 	}
 	return len(list)
 }

@@ -115,3 +115,44 @@ func rawPOSTTo(t *testing.T, url, body string, h http.Header) net.Conn {
 	}
 	return conn
 }
+
+// TestCancelAfterHangUp: a client that hangs up and then sends
+// notifications/cancelled (go-sdk's client does both when a call's context
+// ends, and the hang-up is often seen first) has the run cancelled at once,
+// not after the linger a hang-up alone gets — stateless, stateful and on
+// the NoETL endpoint.
+func TestCancelAfterHangUp(t *testing.T) {
+	for _, mode := range []string{"stateless", "stateful", "noetl"} {
+		t.Run(mode, func(t *testing.T) {
+			e := engine.New(&engine.Options{Step: time.Hour})
+			var logs syncBuffer
+			cfg := &Config{Stateful: mode == "stateful", Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: e.Handler(),
+				Playbooks: &Playbooks{PollInterval: 100 * time.Millisecond}}}}
+			g, err := New(t.Context(), cfg, &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { g.Close() })
+			srv := httptest.NewServer(g.Handler())
+			t.Cleanup(srv.Close)
+			url, h := srv.URL+"/mcp", http.Header{"Authorization": {"Bearer alice"}}
+			switch mode {
+			case "stateful":
+				h = sessionHeader(openSession(t, url, "Bearer alice"), "Bearer alice")
+			case "noetl":
+				url = srv.URL + "/api/mcp/playbook/demo/slow/jsonrpc"
+			}
+			conn := rawPOSTTo(t, url, call(41, "demo_slow", `{"label":"x"}`), h)
+			waitFor(t, "the run to start", func() bool { return e.Counts().Started == 1 })
+			conn.Close() // the client hangs up: the run lingers
+			waitFor(t, "the call to be left", func() bool { return strings.Contains(logs.String(), `msg="playbook call"`) })
+			if resp, body := post(t, url, cancelled("41"), h); resp.StatusCode != http.StatusAccepted {
+				t.Fatalf("notifications/cancelled: %d %s", resp.StatusCode, body)
+			}
+			waitFor(t, "the engine to see the cancel", func() bool { return e.Counts().Cancelled == 1 })
+			if !strings.Contains(logs.String(), "the client cancelled the call it had left (no linger)") {
+				t.Errorf("the run was cancelled by the linger, not the notification:\n%s", logs.String())
+			}
+		})
+	}
+}

@@ -32,7 +32,7 @@ func (f *fastPath) servePlaybook(w http.ResponseWriter, r *http.Request, id []by
 		return true
 	}
 	pb := t.Playbook
-	out := g.runners[t.Upstream].Run(ctx, playbook.Request{Tool: t.Tool.Name, Path: pb.Path, Workload: pb.Workload(args), Cred: cred, Caller: g.callerID(req)})
+	out := g.runners[t.Upstream].Run(ctx, playbook.Request{Tool: t.Tool.Name, Path: pb.Path, Workload: pb.Workload(args), Cred: cred, Caller: g.callerID(req), Cancelled: cancelledOf(ctx)})
 	g.logRun(ctx, t, out)
 	f.writeCallResult(w, id, out.Result)
 	return true

@@ -73,7 +73,7 @@ type frontDoor struct {
 	metrics     *metrics     // nil when metrics are off
 	fast        *fastPath    // nil: stateful, or turned off
 	tasks       *taskDoor    // nil: no playbook tools (see tasks.go)
-	inflight    *inflight    // stateless: the calls notifications/cancelled can reach (see cancel.go); nil when stateful
+	inflight    *inflight    // the calls notifications/cancelled can reach (see cancel.go)
 	// authorize, when set, is the step-up seam (see gateway/auth.go): it is
 	// called for every POSTed message after the body is parsed and before
 	// anything is dispatched; when it says no, the front door answers with
@@ -705,6 +705,9 @@ func (c *callContexts) join(ctx context.Context, h http.Header) (context.Context
 	}
 	if span := trace.SpanFromContext(post); span.SpanContext().IsValid() {
 		ctx = trace.ContextWithSpan(ctx, span) // the POST's span (traceRequest)
+	}
+	if c, _ := post.Value(notifiedKey{}).(*inflightCall); c != nil {
+		ctx = context.WithValue(ctx, notifiedKey{}, c) // the client's late cancellation (cancelledOf)
 	}
 	stop := context.AfterFunc(post, func() { cancel(postEndCause(post)) })
 	return ctx, func() { stop(); cancel(nil) }

@@ -343,6 +343,7 @@ func (g *Gateway) startClients() error {
 			o := *g.engineOptions(u.Name, opts) // a copy: the catalog's stay as they are
 			// g.metrics is set once the clients are: before any run.
 			o.OnRunEnd = func(e playbook.RunEnd) { g.metrics.playbookRunEnded(e) }
+			o.Logger = g.logger // its "playbook run" lines (docs/observability.md)
 			r, err := playbook.New(c, &o)
 			if err != nil {
 				return fmt.Errorf("upstream %s: playbooks: %v", u.Name, err)
@@ -465,13 +466,15 @@ func (g *Gateway) newMux() (*mux.Router, http.Handler) {
 		metaCalls:   g.search != nil,
 		tracer:      g.tracer,
 	}
+	// Both modes keep the calls in flight: a stateless POST is a session of
+	// its own, and a stateful client that hangs up and then cancels must
+	// still reach the run its call left (see cancel.go).
+	fd.inflight = newInflight()
+	g.shareInflight(fd.inflight)
 	if g.cfg.Stateful {
 		fd.sessionless = g.sdkHandler(true)
 		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions, g.cfg.MaxSessionsPerCaller)
 		g.shareSessions(fd.sessions)
-	} else {
-		fd.inflight = newInflight()
-		g.shareInflight(fd.inflight)
 	}
 	playbookRPC := http.Handler(&noetlDoor{fd: fd, next: http.HandlerFunc(g.servePlaybookRPC)})
 	mcpRoute := http.Handler(fd)

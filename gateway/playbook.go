@@ -47,7 +47,7 @@ func (g *Gateway) playbookHandler(t *Tool) mcp.ToolHandler {
 			res.SetError(err)
 			return res, nil
 		}
-		run := playbook.Request{Tool: t.Tool.Name, Path: pb.Path, Workload: pb.Workload(args), Cred: cred, Caller: g.callerID(req)}
+		run := playbook.Request{Tool: t.Tool.Name, Path: pb.Path, Workload: pb.Workload(args), Cred: cred, Caller: g.callerID(req), Cancelled: cancelledOf(ctx)}
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 			run.Progress = func(p playbook.Progress) {
 				// Errors are the client's stream gone: the run carries on

@@ -237,7 +237,7 @@ func (g *Gateway) playbookRPCCall(w http.ResponseWriter, r *http.Request, id, ra
 	ctx, untrack := g.noetlTrack(r, mux.Vars(r)["path"], id)
 	defer untrack()
 	r = r.WithContext(ctx)
-	out := g.runners[t.Upstream].Run(r.Context(), playbook.Request{Tool: t.Tool.Name, Path: pb.Path, Workload: pb.Workload(args), Cred: cred, Caller: g.callerID(callReq)})
+	out := g.runners[t.Upstream].Run(r.Context(), playbook.Request{Tool: t.Tool.Name, Path: pb.Path, Workload: pb.Workload(args), Cred: cred, Caller: g.callerID(callReq), Cancelled: cancelledOf(r.Context())})
 	g.logRun(r.Context(), t, out)
 	switch out.State {
 	case playbook.TimedOut:

@@ -42,6 +42,22 @@ type Request struct {
 	// Progress, if set, is called on the caller's goroutine after each
 	// status poll that this request saw.
 	Progress func(Progress)
+	// Cancelled, if set, is closed when the client cancels this request on
+	// purpose (MCP notifications/cancelled) — which may come after ctx has
+	// ended: a client that drops its connection and then sends the
+	// notification. A run the request left to its linger is then cancelled
+	// upstream at once, unless another request waits for it meanwhile.
+	Cancelled <-chan struct{}
+}
+
+// closed reports whether ch is closed (nil: never).
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return ch != nil
+	default:
+		return false
+	}
 }
 
 // Progress is what one status poll said.
@@ -190,13 +206,13 @@ func (r *Runner) Run(ctx context.Context, req Request) *Outcome {
 		}
 		select {
 		case <-rn.done:
-			r.detach(rn, false)
+			r.detach(rn, false, nil)
 			return rn.out.own(attached)
 		case <-r.released:
 			return r.release(rn, req, attached, seen)
 		case <-ctx.Done():
-			now := errors.Is(context.Cause(ctx), ErrCallCancelled)
-			last := r.detach(rn, now)
+			now := errors.Is(context.Cause(ctx), ErrCallCancelled) || closed(req.Cancelled)
+			last := r.detach(rn, now, req.Cancelled)
 			rn.mu.Lock()
 			id := rn.id
 			rn.mu.Unlock()
@@ -419,8 +435,9 @@ func (r *Runner) prune(now time.Time) {
 // its linger, after which the run is cancelled, or cancels it at once when
 // now is set (the client cancelled the call on purpose: see
 // ErrCallCancelled). It reports whether the caller was the last one out of
-// a run still going, which is then cancelled.
-func (r *Runner) detach(rn *run, now bool) bool {
+// a run still going, which is then cancelled. A linger is cut short when
+// cancelled (the request's Cancelled) is closed before it ends.
+func (r *Runner) detach(rn *run, now bool, cancelled <-chan struct{}) bool {
 	elsewhere := r.leaveFleet(rn) // with Options.Shared: the last one out anywhere decides
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
@@ -445,7 +462,35 @@ func (r *Runner) detach(rn *run, now bool) bool {
 			rn.cancel()
 		}
 	})
+	if cancelled != nil {
+		go r.cutLinger(rn, rn.linger, cancelled)
+	}
 	return true
+}
+
+// cutLinger cancels rn at once when cancelled is closed while linger, the
+// linger the last request out started, still runs: that request's client
+// has since cancelled it on purpose. It returns once the linger is over
+// either way (it ends, or a re-send stopped it and joined the run).
+func (r *Runner) cutLinger(rn *run, linger *time.Timer, cancelled <-chan struct{}) {
+	end := time.NewTimer(r.opts.Linger)
+	defer end.Stop()
+	select {
+	case <-cancelled:
+	case <-rn.done:
+		return
+	case <-end.C:
+		return
+	}
+	elsewhere := r.fleetWaits(rn)
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if rn.linger == linger && rn.waiters == 0 && !elsewhere {
+		linger.Stop()
+		rn.linger = nil
+		rn.cancel()
+		r.logger.Info("playbook run cancelled at once: the client cancelled the call it had left (no linger)", "execution_id", rn.id)
+	}
 }
 
 // end marks rn as being given up: from now on no request may join it.

@@ -274,6 +274,53 @@ func TestConfigErrors(t *testing.T) {
 func TestCancelAndDedup(t *testing.T) {
 	slow := Request{Tool: "demo_slow", Path: "demo/slow", Workload: map[string]any{"label": "x"}, Cred: upstream.Credentials{BearerToken: "tok"}, Caller: "c1"}
 
+	t.Run("a hang-up, then notifications/cancelled: the linger is cut short", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := engine.New(&engine.Options{Token: "tok", Step: time.Hour})
+			r := newRunner(t, e.Handler(), Options{})
+			ctx, hangUp := context.WithCancel(t.Context())
+			time.AfterFunc(3*time.Second, hangUp)
+			notified := make(chan struct{})
+			req := slow
+			req.Cancelled = notified
+			if out := r.Run(ctx, req); out.State != Cancelled {
+				t.Fatalf("%s: %s", out.State, text(out.Result))
+			}
+			time.Sleep(DefaultLinger / 4)
+			synctest.Wait()
+			if c := e.Counts(); c.Cancelled != 0 {
+				t.Fatalf("a hang-up cancelled at once: %+v", c)
+			}
+			start := time.Now()
+			close(notified) // the client's notifications/cancelled, after it hung up
+			synctest.Wait()
+			if c := e.Counts(); c.Cancelled != 1 || time.Since(start) != 0 {
+				t.Fatalf("%s after the notification: %+v, want cancelled at once", time.Since(start), c)
+			}
+		})
+	})
+	t.Run("a re-send during the linger: a late notification of the first call cancels nothing", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := engine.New(&engine.Options{Token: "tok", Step: time.Second})
+			r := newRunner(t, e.Handler(), Options{})
+			ctx, hangUp := context.WithCancel(t.Context())
+			time.AfterFunc(500*time.Millisecond, hangUp)
+			notified := make(chan struct{})
+			req := slow
+			req.Cancelled = notified
+			r.Run(ctx, req)
+			done := make(chan *Outcome)
+			go func() { done <- r.Run(t.Context(), slow) }() // the re-send joins the run
+			synctest.Wait()
+			close(notified)
+			if out := <-done; out.State != Succeeded || !out.Attached {
+				t.Fatalf("the re-send: %s attached=%v: %s", out.State, out.Attached, text(out.Result))
+			}
+			if c := e.Counts(); c.Cancelled != 0 || c.Started != 1 {
+				t.Fatalf("%+v, want one run, not cancelled", c)
+			}
+		})
+	})
 	t.Run("client cancel: error result at once, upstream cancel after the linger", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			e := engine.New(&engine.Options{Token: "tok", Step: time.Hour})

@@ -54,7 +54,7 @@ func (r *Runner) Start(ctx context.Context, req Request) (string, time.Time, *Ou
 	case <-rn.done:
 	case <-ctx.Done():
 		now := errors.Is(context.Cause(ctx), ErrCallCancelled)
-		last := r.detach(rn, now)
+		last := r.detach(rn, now, nil)
 		return "", time.Time{}, &Outcome{State: Cancelled, Attached: attached, CancelPlanned: last && !r.opts.Routes.Cancel.IsZero(),
 			CancelNow: now, Result: errorResult(r.abandonText(req.Path, "", now, last), "", req.Path, nil, r.opts.MaxStructured)}
 	}
