@@ -234,9 +234,19 @@ func (e *matrixEnv) check(f string) bool {
 		id := waitExecution(e.t, e.engine, label)
 		stop()
 		<-done
-		line := waitLogLine(e.t, e.log, id)
-		if !strings.Contains(line, "upstream_cancel=at_once") {
+		// At once: the call saw the notification (its line says at_once),
+		// or it saw the hang-up first and the notification then cut the
+		// run's linger short (the runner's line says so).
+		line := waitLogLine(e.t, e.log, `msg="playbook call"`, id)
+		if strings.Contains(line, "upstream_cancel=at_once") {
+			return true
+		}
+		if !strings.Contains(line, "upstream_cancel=planned") {
 			return e.fail(f, "the call's log line: %s", line)
+		}
+		run := waitLogLine(e.t, e.log, `msg="playbook run`, id)
+		if !strings.Contains(run, "no linger") {
+			return e.fail(f, "the call's log line: %s; the run's: %s", line, run)
 		}
 		return true
 
@@ -405,11 +415,11 @@ func waitExecution(t *testing.T, engineURL, label string) string {
 	return ""
 }
 
-// waitLogLine waits for the gateway's "playbook call" log line of
+// waitLogLine waits for the gateway's log line holding msg and naming
 // execution id.
-func waitLogLine(t *testing.T, log *syncBuffer, id string) string {
+func waitLogLine(t *testing.T, log *syncBuffer, msg, id string) string {
 	t.Helper()
-	re := regexp.MustCompile(`(?m)^.*msg="playbook call".*execution_id=` + regexp.QuoteMeta(id) + `.*$`)
+	re := regexp.MustCompile(`(?m)^.*` + regexp.QuoteMeta(msg) + `.*execution_id=` + regexp.QuoteMeta(id) + `.*$`)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if m := re.FindString(log.String()); m != "" {
@@ -417,7 +427,7 @@ func waitLogLine(t *testing.T, log *syncBuffer, id string) string {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("no playbook call log line for execution %s", id)
+	t.Fatalf("no %s log line for execution %s", msg, id)
 	return ""
 }
 
