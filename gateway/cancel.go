@@ -177,9 +177,10 @@ func (in *inflight) cancel(r *http.Request, requestID any) int {
 	for _, c := range list {
 		c.cancel(errCancelNotified)
 	}
-	if len(list) == 0 && in.publish != nil {
+	if len(list) == 0 && in.publish != nil && len(id) <= maxSharedRequestID {
 		// Not here: the call may be on another replica. Only a caller's
-		// digest and the request id leave the process.
+		// digest and the request id leave the process, and only an id of
+		// a usual length (see maxSharedRequestID).
 		go in.publish(key.caller.Digest(), id)
 	}
 	return len(list)
