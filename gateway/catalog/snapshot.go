@@ -549,6 +549,14 @@ func restoreResource(cfg *config.Config, sr *snapshotResource) (*Resource, error
 	if r.uri, err = parseURITemplate(sr.URI); err != nil {
 		return nil, fmt.Errorf("URI template %s: %v", sr.URI, err)
 	}
+	// What go-sdk serves is the URI checked here, as Build makes it: its
+	// AddResource and AddResourceTemplate panic on one they cannot parse.
+	if sr.Template != nil && sr.Template.URITemplate != sr.URI || sr.Resource != nil && sr.Resource.URI != sr.URI {
+		return nil, fmt.Errorf("URI template %s: the resource names another URI", sr.URI)
+	}
+	if _, err := url.Parse(sr.URI); sr.Resource != nil && err != nil {
+		return nil, err
+	}
 	if err := checkURIVars(r.uri, r.args, b); err != nil {
 		return nil, fmt.Errorf("URI template %s: %v", sr.URI, err)
 	}

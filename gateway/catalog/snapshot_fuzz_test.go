@@ -67,6 +67,11 @@ func FuzzSnapshotPayload(f *testing.F) {
 			}
 		}
 		for _, r := range cat.Resources {
+			if r.Template != nil {
+				server.AddResourceTemplate(r.Template, nil)
+			} else {
+				server.AddResource(r.Resource, nil)
+			}
 			for _, a := range args {
 				r.Binding.Request(context.Background(), base, a)
 			}
