@@ -55,6 +55,16 @@ type Front struct {
 	metricsServed http.Handler
 }
 
+// maxRetired bounds the retired gateways a Front keeps. In stateful mode a
+// retired gateway serves the sessions it made until they end, and a client
+// that keeps its session alive keeps the whole gateway (catalog, upstream
+// clients, shared-state connection) with it: without a bound, each reload
+// would keep one more. Past it, Replace closes the oldest retired gateway's
+// sessions (their clients get 404 and start a new session on the current
+// gateway, as when their replica goes away); it is closed once the requests
+// it is serving end.
+const maxRetired = 4
+
 // closedMark is a retired gateway's active count once it is reaped: a
 // request that counts itself on it then sees a negative count and goes to
 // the current gateway instead (see ServeHTTP).
@@ -131,6 +141,10 @@ func (f *Front) Replace(g *Gateway) {
 	f.reloads.WithLabelValues("success").Inc()
 	f.retired = append(f.retired, old)
 	f.hasOld.Store(true)
+	f.reapLocked()
+	for _, s := range f.retired[:max(len(f.retired)-maxRetired, 0)] {
+		s.closeSessions()
+	}
 	f.reapLocked()
 }
 
@@ -220,12 +234,18 @@ func (f *Front) CloseSessions() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, s := range append(f.retired, f.cur.Load()) {
-		if s.g.server == nil || !s.g.cfg.Stateful {
-			continue
-		}
-		for ss := range s.g.server.Sessions() {
-			ss.Close()
-		}
+		s.closeSessions()
+	}
+}
+
+// closeSessions ends the stateful sessions of s's gateway (none for a
+// stateless one: see CloseSessions).
+func (s *servedGateway) closeSessions() {
+	if s.g.server == nil || !s.g.cfg.Stateful {
+		return
+	}
+	for ss := range s.g.server.Sessions() {
+		ss.Close()
 	}
 }
 
