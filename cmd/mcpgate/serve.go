@@ -181,7 +181,7 @@ loop:
 		case why := <-reloads:
 			rl.reload(why)
 		case <-retry.C():
-			rl.reload("retrying the upstreams not loaded")
+			rl.reload(retryTrigger)
 		}
 		retry.Reset(front.Current())
 		front.Reap()
@@ -332,6 +332,9 @@ type reloader struct {
 	seen     map[string]watchedFile
 }
 
+// retryTrigger is the reload that retries the upstreams not loaded.
+const retryTrigger = "retrying the upstreams not loaded"
+
 func (r *reloader) reload(why string) {
 	start := time.Now()
 	g, cfg, fixed, err := r.build()
@@ -341,6 +344,17 @@ func (r *reloader) reload(why string) {
 		return
 	}
 	old := r.front.Current()
+	if why == retryTrigger && !loadsMore(old, g) {
+		// Nothing more to serve: a swap would only reset the metrics and
+		// the process's own state, and retire the stateful sessions.
+		g.Close()
+		attrs := []any{}
+		for _, n := range g.NotLoaded() {
+			attrs = append(attrs, "not_loaded", n.Upstream)
+		}
+		r.logger.Info("retry: the upstreams not loaded are still not loaded; retrying with backoff", attrs...)
+		return
+	}
 	if len(fixed) > 0 {
 		r.logger.Warn("reload: these settings take effect only at a restart; the running values are kept", "settings", strings.Join(fixed, ","))
 	}
@@ -353,6 +367,20 @@ func (r *reloader) reload(why string) {
 		attrs = append(attrs, "not_loaded", n.Upstream)
 	}
 	r.logger.Info("reloaded", attrs...)
+}
+
+// loadsMore reports whether g loads an upstream that old could not.
+func loadsMore(old, g *gateway.Gateway) bool {
+	still := map[string]bool{}
+	for _, n := range g.NotLoaded() {
+		still[n.Upstream] = true
+	}
+	for _, n := range old.NotLoaded() {
+		if !still[n.Upstream] {
+			return true
+		}
+	}
+	return false
 }
 
 // build makes a gateway as serve does at start, and names the settings the
