@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -242,7 +243,7 @@ func (m *cli) drain(srv *http.Server, front *gateway.Front, cfg *gateway.Config,
 	defer release.Stop()
 	idle := time.NewTicker(50 * time.Millisecond)
 	defer idle.Stop()
-	released := false
+	released, stopped := false, false // stopped: by a second signal
 	releaseAll := func() {
 		if !released {
 			released = true
@@ -257,6 +258,9 @@ func (m *cli) drain(srv *http.Server, front *gateway.Front, cfg *gateway.Config,
 				return nil
 			}
 			srv.Close()
+			if stopped {
+				return &exitError{1, errors.New("a second signal stopped the drain with requests still in flight: they were cut")}
+			}
 			return &exitError{1, fmt.Errorf("shutdown_timeout (%s) passed with requests still in flight: they were cut", timeout)}
 		case <-idle.C:
 			// In stateful mode the sessions' GET streams keep Shutdown
@@ -270,7 +274,7 @@ func (m *cli) drain(srv *http.Server, front *gateway.Front, cfg *gateway.Config,
 			logger.Warn("drain: shutdown_timeout is ending: answering the playbook calls still waiting; their runs go on", "shutdown_timeout", timeout)
 			releaseAll()
 		case <-now:
-			now = nil
+			now, stopped = nil, true
 			releaseAll()
 			cancel() // Shutdown returns; Close cuts what is left
 		}
