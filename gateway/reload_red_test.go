@@ -52,6 +52,13 @@ func TestReloadResendKeepsRun(t *testing.T) {
 				t.Errorf("engine saw %+v; want one run, not cancelled", c)
 			}
 			waitFor(t, "the old gateway to be closed once its run ended", func() bool { return f.Retired() == 0 })
+			// Within the dedup window the result is still the first run's.
+			if _, got := post(t, url, call(2, "demo_slow", `{"label":"x"}`), alice); !succeeded(got) {
+				t.Errorf("a re-send within the dedup window: %s", got)
+			}
+			if c := e.Counts(); c.Started != 1 {
+				t.Errorf("engine started %d runs, want 1", c.Started)
+			}
 		})
 	}
 }

@@ -155,7 +155,7 @@ var ErrCallCancelled = errors.New("playbook: the client cancelled the call")
 // (after Options.Linger, or at once when ctx's cause is ErrCallCancelled).
 func (r *Runner) Run(ctx context.Context, req Request) *Outcome {
 	key := r.key(req)
-	if p := r.prev.Load(); p != nil && key != "" && p.localRun(key) {
+	if p := r.prev.Load(); p != nil && r.opts.Shared == nil && key != "" && p.localRun(key) {
 		return p.run(ctx, key, req) // a run of the runner this one replaced
 	}
 	return r.run(ctx, key, req)

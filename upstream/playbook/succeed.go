@@ -4,8 +4,10 @@ package playbook
 // gateway r's replaces (a reload): a request whose run p drives — started
 // before the reload, its client gone and the run lingering, or succeeded
 // within the dedup window — joins that run on p, rather than starting a
-// second one here while p's linger, which counts only p's own waiters
-// without shared state, cancels the first. Everything else is r's.
+// second one here while p's linger, which counts only p's own waiters,
+// cancels the first. Everything else is r's. With Options.Shared the store
+// does this already (r follows p's run as it would another replica's), and
+// p is not asked: its store may be closed once its runs have ended.
 //
 // p stays usable: the gateway that holds it is retired, not closed, while
 // p has runs (gateway.Front), so its client and shared state still serve
