@@ -51,7 +51,8 @@ const maxTracestate = 512
 // method and the tool name (a name, an attribute). A longer one is cut to
 // this many bytes (at a rune boundary): a span carrying a megabyte of them
 // would make the batch it is exported in, other callers' spans too, larger
-// than a collector takes (4 MiB by default for OTLP), and the whole batch
+// than a collector takes (an OTLP/gRPC receiver takes 4 MiB by default;
+// such a request puts its name in the span twice), and the whole batch
 // is dropped. MCP tool names are at most 128 characters.
 const maxSpanString = 256
 

@@ -13,8 +13,9 @@ import (
 // are the client's to choose, of any length up to max_body_bytes. A span
 // carrying a megabyte of them is exported whole: one request can make the
 // batch it is in (other callers' spans too) larger than a collector takes
-// (4 MiB by default for OTLP), and every such batch is dropped. The
-// gateway keeps neither past a bound in a span's name or attributes.
+// (4 MiB by default for an OTLP/gRPC receiver), and every such batch is
+// dropped. The gateway keeps neither past a bound in a span's name or
+// attributes.
 func TestTracingBoundsClientStrings(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
