@@ -267,9 +267,10 @@ func (in *inflight) cancelKey(key inflightKey) int {
 	for _, c := range list {
 		c.notify()
 	}
-	if len(list) == 0 && in.publish != nil {
+	if len(list) == 0 && in.publish != nil && len(key.id) <= maxSharedRequestID {
 		// Not here: the call may be on another replica. Only a caller's
-		// digest and the request id leave the process.
+		// digest and the request id leave the process, and only an id of
+		// a usual length (see maxSharedRequestID).
 		go in.publish(key.caller.Digest(), key.id)
 	}
 	return len(list)

@@ -41,6 +41,7 @@ type Front struct {
 	mu      sync.Mutex // serializes Replace and the retired list
 	retired []*servedGateway
 	hasOld  atomic.Bool // len(retired) > 0, read without mu
+	reapDue bool        // a reap is scheduled for retired gateways' runs (mu)
 
 	draining atomic.Bool
 	probed   atomic.Bool  // /readyz was asked at least once (see Probed)
@@ -54,6 +55,16 @@ type Front struct {
 	notLoaded     prometheus.Gauge
 	metricsServed http.Handler
 }
+
+// maxRetired bounds the retired gateways a Front keeps. In stateful mode a
+// retired gateway serves the sessions it made until they end, and a client
+// that keeps its session alive keeps the whole gateway (catalog, upstream
+// clients, shared-state connection) with it: without a bound, each reload
+// would keep one more. Past it, Replace closes the oldest retired gateway's
+// sessions (their clients get 404 and start a new session on the current
+// gateway, as when their replica goes away); it is closed once the requests
+// it is serving end.
+const maxRetired = 4
 
 // closedMark is a retired gateway's active count once it is reaped: a
 // request that counts itself on it then sees a negative count and goes to
@@ -126,11 +137,19 @@ func (f *Front) Current() *Gateway { return f.cur.Load().g }
 func (f *Front) Replace(g *Gateway) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for name, r := range g.runners {
+		// A re-send of a call whose run the old gateway drives joins it.
+		r.Succeed(f.cur.Load().g.runners[name])
+	}
 	old := f.install(g)
 	f.reloadOK.Set(1)
 	f.reloads.WithLabelValues("success").Inc()
 	f.retired = append(f.retired, old)
 	f.hasOld.Store(true)
+	f.reapLocked()
+	for _, s := range f.retired[:max(len(f.retired)-maxRetired, 0)] {
+		s.closeSessions()
+	}
 	f.reapLocked()
 }
 
@@ -154,8 +173,11 @@ func (f *Front) Reap() {
 
 func (f *Front) reapLocked() {
 	kept := f.retired[:0]
+	running := false
 	for _, s := range f.retired {
-		if s.g.cfg.Stateful && s.g.sessionCount() > 0 || !s.active.CompareAndSwap(0, closedMark) {
+		runs := s.g.runsActive() > 0
+		running = running || runs
+		if s.g.cfg.Stateful && s.g.sessionCount() > 0 || runs || !s.active.CompareAndSwap(0, closedMark) {
 			kept = append(kept, s)
 			continue
 		}
@@ -164,6 +186,35 @@ func (f *Front) reapLocked() {
 	clear(f.retired[len(kept):])
 	f.retired = kept
 	f.hasOld.Store(len(kept) > 0)
+	if running && !f.reapDue {
+		// No request will come to reap it when its runs end: look again.
+		f.reapDue = true
+		time.AfterFunc(reapRunsEvery, func() {
+			f.mu.Lock()
+			f.reapDue = false
+			f.reapLocked()
+			f.mu.Unlock()
+		})
+	}
+}
+
+// reapRunsEvery is how often a retired gateway kept for its playbook runs is
+// looked at again (see runsActive).
+const reapRunsEvery = time.Second
+
+// runsActive is the number of playbook runs g's runners drive. A retired
+// gateway is kept while it has any, though it serves no request: a run
+// whose client hung up lingers, and a re-send after the reload (on the new
+// gateway, or on another replica) is counted in the shared state that this
+// gateway's runner reads when the linger ends; closed, that store cannot
+// answer, the runner decides alone, and it cancels the run the re-send
+// waits for.
+func (g *Gateway) runsActive() int {
+	n := 0
+	for _, r := range g.runners {
+		n += r.Active()
+	}
+	return n
 }
 
 // Retired is the number of retired gateways still serving.
@@ -220,12 +271,18 @@ func (f *Front) CloseSessions() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, s := range append(f.retired, f.cur.Load()) {
-		if s.g.server == nil || !s.g.cfg.Stateful {
-			continue
-		}
-		for ss := range s.g.server.Sessions() {
-			ss.Close()
-		}
+		s.closeSessions()
+	}
+}
+
+// closeSessions ends the stateful sessions of s's gateway (none for a
+// stateless one: see CloseSessions).
+func (s *servedGateway) closeSessions() {
+	if s.g.server == nil || !s.g.cfg.Stateful {
+		return
+	}
+	for ss := range s.g.server.Sessions() {
+		ss.Close()
 	}
 }
 

@@ -203,6 +203,16 @@ func (d *taskDoor) record(r *http.Request, method string, result any, rerr *json
 // that cancel what they started send.
 const maxCancelPublishes = 1000
 
+// maxSharedRequestID bounds the request id (as the registry keys it: "s"
+// and a string id, or "n" and a number) of a cancellation published to the
+// other replicas. An id may be as long as max_body_bytes; published, each
+// one is sent by Redis to every replica, and a few such ids fill a
+// subscriber's output buffer past Redis' pubsub limit (32 MiB by default),
+// where Redis drops the subscription of every replica at once. Clients use
+// counters or UUIDs: a call whose id is longer is cancelled only on the
+// replica that holds it.
+const maxSharedRequestID = 256
+
 // publishLimit counts publishes per one-second window. Safe for concurrent
 // use.
 type publishLimit struct {

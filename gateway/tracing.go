@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
@@ -45,6 +46,15 @@ const tracerName = "github.com/mcpgate/mcpgate"
 // Context asks a vendor to propagate at least 512 characters of it, and a
 // longer one is dropped rather than cut (a cut list is not a list).
 const maxTracestate = 512
+
+// maxSpanString bounds what a client chooses that goes in a span: the
+// method and the tool name (a name, an attribute). A longer one is cut to
+// this many bytes (at a rune boundary): a span carrying a megabyte of them
+// would make the batch it is exported in, other callers' spans too, larger
+// than a collector takes (an OTLP/gRPC receiver takes 4 MiB by default;
+// such a request puts its name in the span twice), and the whole batch
+// is dropped. MCP tool names are at most 128 characters.
+const maxSpanString = 256
 
 // The span attributes the gateway adds (upstream.Client adds its own).
 const (
@@ -213,12 +223,25 @@ func spanName(method, tool string) string {
 	return method + " " + tool
 }
 
+// cutSpanString is s cut to maxSpanString bytes, at a rune boundary.
+func cutSpanString(s string) string {
+	if len(s) <= maxSpanString {
+		return s
+	}
+	n := maxSpanString
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
 // startRequestSpan starts the server span of one MCP request, under the
 // caller's traceparent in h when it sent one.
 func startRequestSpan(ctx context.Context, tracer trace.Tracer, h http.Header, method, tool string) (context.Context, trace.Span) {
 	if h != nil {
 		ctx = traceContext.Extract(ctx, propagation.HeaderCarrier(h))
 	}
+	method, tool = cutSpanString(method), cutSpanString(tool)
 	attrs := make([]attribute.KeyValue, 0, 2)
 	if method != "" {
 		attrs = append(attrs, attrMethod.String(method))

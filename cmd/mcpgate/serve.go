@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -183,7 +184,7 @@ loop:
 		case why := <-reloads:
 			rl.reload(why)
 		case <-retry.C():
-			rl.reload("retrying the upstreams not loaded")
+			rl.reload(retryTrigger)
 		}
 		retry.Reset(front.Current())
 		front.Reap()
@@ -244,7 +245,7 @@ func (m *cli) drain(srv *http.Server, front *gateway.Front, cfg *gateway.Config,
 	defer release.Stop()
 	idle := time.NewTicker(50 * time.Millisecond)
 	defer idle.Stop()
-	released := false
+	released, stopped := false, false // stopped: by a second signal
 	releaseAll := func() {
 		if !released {
 			released = true
@@ -259,6 +260,9 @@ func (m *cli) drain(srv *http.Server, front *gateway.Front, cfg *gateway.Config,
 				return nil
 			}
 			srv.Close()
+			if stopped {
+				return &exitError{1, errors.New("a second signal stopped the drain with requests still in flight: they were cut")}
+			}
 			return &exitError{1, fmt.Errorf("shutdown_timeout (%s) passed with requests still in flight: they were cut", timeout)}
 		case <-idle.C:
 			// In stateful mode the sessions' GET streams keep Shutdown
@@ -272,7 +276,7 @@ func (m *cli) drain(srv *http.Server, front *gateway.Front, cfg *gateway.Config,
 			logger.Warn("drain: shutdown_timeout is ending: answering the playbook calls still waiting; their runs go on", "shutdown_timeout", timeout)
 			releaseAll()
 		case <-now:
-			now = nil
+			now, stopped = nil, true
 			releaseAll()
 			cancel() // Shutdown returns; Close cuts what is left
 		}
@@ -334,6 +338,9 @@ type reloader struct {
 	seen     map[string]watchedFile
 }
 
+// retryTrigger is the reload that retries the upstreams not loaded.
+const retryTrigger = "retrying the upstreams not loaded"
+
 func (r *reloader) reload(why string) {
 	start := time.Now()
 	g, cfg, fixed, err := r.build()
@@ -343,6 +350,17 @@ func (r *reloader) reload(why string) {
 		return
 	}
 	old := r.front.Current()
+	if why == retryTrigger && !loadsMore(old, g) {
+		// Nothing more to serve: a swap would only reset the metrics and
+		// the process's own state, and retire the stateful sessions.
+		g.Close()
+		attrs := []any{}
+		for _, n := range g.NotLoaded() {
+			attrs = append(attrs, "not_loaded", n.Upstream)
+		}
+		r.logger.Info("retry: the upstreams not loaded are still not loaded; retrying with backoff", attrs...)
+		return
+	}
 	if len(fixed) > 0 {
 		r.logger.Warn("reload: these settings take effect only at a restart; the running values are kept", "settings", strings.Join(fixed, ","))
 	}
@@ -355,6 +373,20 @@ func (r *reloader) reload(why string) {
 		attrs = append(attrs, "not_loaded", n.Upstream)
 	}
 	r.logger.Info("reloaded", attrs...)
+}
+
+// loadsMore reports whether g loads an upstream that old could not.
+func loadsMore(old, g *gateway.Gateway) bool {
+	still := map[string]bool{}
+	for _, n := range g.NotLoaded() {
+		still[n.Upstream] = true
+	}
+	for _, n := range old.NotLoaded() {
+		if !still[n.Upstream] {
+			return true
+		}
+	}
+	return false
 }
 
 // build makes a gateway as serve does at start, and names the settings the

@@ -480,6 +480,9 @@ func restoreTool(cfg *config.Config, st *snapshotTool, texts []string) (*Tool, e
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", tool.Name, err)
 	}
+	if err := noHeaderAnnotations(b.InputSchema, ""); err != nil {
+		return nil, fmt.Errorf("%s: input schema: %v", tool.Name, err)
+	}
 	tool.InputSchema = b.InputSchema
 	if b.OutputSchema != nil {
 		tool.OutputSchema = b.OutputSchema
@@ -504,6 +507,29 @@ func restoreTool(cfg *config.Config, st *snapshotTool, texts []string) (*Tool, e
 	}, nil
 }
 
+// noHeaderAnnotations refuses an input schema with an x-mcp-header on a
+// property (at any depth of properties): go-sdk's AddTool panics on one it
+// finds wrong, and a gateway from a snapshot hands its tools to go-sdk in
+// the background, where a panic ends the process at every start. A schema
+// made from a document never has one (Build keeps no extension), so a
+// snapshot that does was not written by WriteSnapshot.
+func noHeaderAnnotations(schema map[string]any, at string) error {
+	props, _ := schema["properties"].(map[string]any)
+	for name, p := range props {
+		ps, _ := p.(map[string]any)
+		if ps == nil {
+			continue
+		}
+		if _, ok := ps["x-mcp-header"]; ok {
+			return fmt.Errorf("property %s%s: an x-mcp-header, which no document's tool has", at, name)
+		}
+		if err := noHeaderAnnotations(ps, at+name+"."); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func restoreResource(cfg *config.Config, sr *snapshotResource) (*Resource, error) {
 	if sr.Binding == nil || (sr.Resource == nil) == (sr.Template == nil) {
 		return nil, errors.New("neither one resource nor one template")
@@ -522,6 +548,14 @@ func restoreResource(cfg *config.Config, sr *snapshotResource) (*Resource, error
 	}
 	if r.uri, err = parseURITemplate(sr.URI); err != nil {
 		return nil, fmt.Errorf("URI template %s: %v", sr.URI, err)
+	}
+	// What go-sdk serves is the URI checked here, as Build makes it: its
+	// AddResource and AddResourceTemplate panic on one they cannot parse.
+	if sr.Template != nil && sr.Template.URITemplate != sr.URI || sr.Resource != nil && sr.Resource.URI != sr.URI {
+		return nil, fmt.Errorf("URI template %s: the resource names another URI", sr.URI)
+	}
+	if _, err := url.Parse(sr.URI); sr.Resource != nil && err != nil {
+		return nil, err
 	}
 	if err := checkURIVars(r.uri, r.args, b); err != nil {
 		return nil, fmt.Errorf("URI template %s: %v", sr.URI, err)

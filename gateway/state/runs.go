@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 // are the store's prefix, "run:" or "runs:", the name and the dedup key or
 // the caller.
 //
-//	<prefix>run:<upstream>:<dedup key>     hash: id, path, begun (unix ms), state, waiters; ttl: timeout + dedup window, then the window once succeeded
+//	<prefix>run:<upstream>:<dedup key>     hash: id, path, begun (unix ms), state, waiters, claimed (Redis' time, unix ms); ttl: timeout + dedup window, then the window once succeeded
 //	<prefix>runs:<upstream>                sorted set of run leases (max_runs)
 //	<prefix>runs:<upstream>:<caller>       sorted set of one caller's run leases (max_runs_per_caller)
 func (s *Redis) Engine(name string) playbook.Shared {
@@ -30,11 +31,26 @@ type engine struct {
 var _ playbook.Shared = (*engine)(nil)
 
 var (
+	// claimScript claims KEYS[1] unless it is held: a record with an
+	// execution id, or a claim made less than ARGV[4] ms ago (server
+	// time: 'claimed'). An older claim without an id is taken over
+	// (playbook.StaleClaimAfter).
 	claimScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'path', ARGV[1], 'begun', ARGV[2], 'waiters', 1)
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  local id = redis.call('HGET', KEYS[1], 'id')
+  local claimed = tonumber(redis.call('HGET', KEYS[1], 'claimed'))
+  if (id and id ~= '') or not claimed or now - claimed <= tonumber(ARGV[4]) then return 0 end
+  redis.call('DEL', KEYS[1])
+end
+redis.call('HSET', KEYS[1], 'path', ARGV[1], 'begun', ARGV[2], 'waiters', 1, 'claimed', now)
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1`)
+	// recordScript is HGETALL with the server's time, for a claim's age.
+	recordScript = redis.NewScript(`
+local t = redis.call('TIME')
+return {tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), redis.call('HGETALL', KEYS[1])}`)
 	updateScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'id', ARGV[1], 'path', ARGV[2], 'begun', ARGV[3], 'state', ARGV[4])
@@ -52,7 +68,7 @@ func (e *engine) Admit(ctx context.Context, caller string, maxRuns, maxPerCaller
 func (e *engine) Claim(ctx context.Context, key string, rec playbook.RunRecord, ttl time.Duration) (bool, error) {
 	var ok bool
 	err := e.s.do(ctx, "claim", func(ctx context.Context) error {
-		n, err := claimScript.Run(ctx, e.s.client, []string{e.runKey + key}, rec.Path, rec.Begun.UnixMilli(), ttl.Milliseconds()).Int()
+		n, err := claimScript.Run(ctx, e.s.client, []string{e.runKey + key}, rec.Path, rec.Begun.UnixMilli(), ttl.Milliseconds(), playbook.StaleClaimAfter.Milliseconds()).Int()
 		ok = n == 1
 		return err
 	})
@@ -60,18 +76,35 @@ func (e *engine) Claim(ctx context.Context, key string, rec playbook.RunRecord, 
 }
 
 func (e *engine) Record(ctx context.Context, key string) (*playbook.RunRecord, error) {
-	var m map[string]string
+	var res []any
 	err := e.s.do(ctx, "record", func(ctx context.Context) error {
 		var err error
-		m, err = e.s.client.HGetAll(ctx, e.runKey+key).Result()
+		res, err = recordScript.Run(ctx, e.s.client, []string{e.runKey + key}).Slice()
 		return err
 	})
-	if err != nil || len(m) == 0 {
+	if err != nil {
 		return nil, err
+	}
+	if len(res) != 2 {
+		return nil, fmt.Errorf("state: unexpected answer %v to a record", res)
+	}
+	now, _ := res[0].(int64)
+	kv, _ := res[1].([]any)
+	if len(kv) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		k, _ := kv[i].(string)
+		m[k], _ = kv[i+1].(string)
 	}
 	begun, _ := strconv.ParseInt(m["begun"], 10, 64)
 	waiters, _ := strconv.ParseInt(m["waiters"], 10, 64)
-	return &playbook.RunRecord{ExecutionID: m["id"], Path: m["path"], Begun: time.UnixMilli(begun), State: playbook.State(m["state"]), Waiters: waiters}, nil
+	rec := &playbook.RunRecord{ExecutionID: m["id"], Path: m["path"], Begun: time.UnixMilli(begun), State: playbook.State(m["state"]), Waiters: waiters}
+	if claimed, err := strconv.ParseInt(m["claimed"], 10, 64); err == nil && now > claimed {
+		rec.Age = time.Duration(now-claimed) * time.Millisecond
+	}
+	return rec, nil
 }
 
 func (e *engine) Update(ctx context.Context, key string, rec playbook.RunRecord, ttl time.Duration) error {

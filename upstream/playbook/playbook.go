@@ -269,6 +269,8 @@ type Runner struct {
 	released    chan struct{} // closed by Release
 	releaseOnce sync.Once
 	waiting     atomic.Int64 // requests inside Run (see Waiting)
+
+	prev atomic.Pointer[Runner] // the runner this one replaced (see Succeed)
 }
 
 // Active is the number of runs in flight: started, task runs included, and

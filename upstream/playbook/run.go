@@ -174,9 +174,17 @@ var ErrCallCancelled = errors.New("playbook: the client cancelled the call")
 // outcome; the run itself is cancelled upstream once no request waits for it
 // (after Options.Linger, or at once when ctx's cause is ErrCallCancelled).
 func (r *Runner) Run(ctx context.Context, req Request) *Outcome {
+	key := r.key(req)
+	if p := r.prev.Load(); p != nil && r.opts.Shared == nil && key != "" && p.localRun(key) {
+		return p.run(ctx, key, req) // a run of the runner this one replaced
+	}
+	return r.run(ctx, key, req)
+}
+
+// run is Run for req, whose dedup key is key, on this runner's runs.
+func (r *Runner) run(ctx context.Context, key string, req Request) *Outcome {
 	r.waiting.Add(1)
 	defer r.waiting.Add(-1)
-	key := r.key(req)
 	rn, attached, remote, busy := r.dispatch(ctx, key, req, false)
 	if busy != nil {
 		return busy

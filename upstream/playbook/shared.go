@@ -38,7 +38,11 @@ type Shared interface {
 	// A bound <= 0 is no bound. release gives the slot back (once).
 	Admit(ctx context.Context, caller string, maxRuns, maxPerCaller int) (release func(), refused, n int, err error)
 	// Claim records key's run as starting on this replica with one waiter,
-	// for ttl, unless a record exists: claimed is false then.
+	// for ttl, unless a record exists: claimed is false then. A record
+	// that is a claim without an execution id older than StaleClaimAfter
+	// (by the store's clock) does not count: its replica died, or its
+	// claim timed out at the replica while the store kept it, before the
+	// run was recorded; Claim takes it over.
 	Claim(ctx context.Context, key string, rec RunRecord, ttl time.Duration) (claimed bool, err error)
 	// Record returns key's record, or nil when there is none.
 	Record(ctx context.Context, key string) (*RunRecord, error)
@@ -70,6 +74,9 @@ type RunRecord struct {
 	State State
 	// Waiters counts the requests waiting for it, fleet-wide.
 	Waiters int64
+	// Age is how long ago the record was claimed, by the store's clock
+	// (replicas' clocks may differ); 0 when the store cannot say.
+	Age time.Duration
 }
 
 // remoteStartWait bounds how long a request waits for another replica that
@@ -81,6 +88,14 @@ const (
 	remoteStartWait = 10 * time.Second
 	remoteStartPoll = 50 * time.Millisecond
 )
+
+// StaleClaimAfter is the age past which a claim without an execution id is
+// taken to be a replica that died before it could say (see remoteStartWait):
+// a request does not wait for it, and Shared.Claim takes it over, so that
+// such a record does not hold every same request for remoteStartWait, and
+// leave it without dedup, for as long as it lives (the run's timeout and
+// the dedup window).
+const StaleClaimAfter = remoteStartWait
 
 // followGrace is how long past a followed run's ceiling a follower still
 // polls: the replica that drives the run cancels it at the ceiling, and the
@@ -105,7 +120,7 @@ func (r *Runner) fleet(ctx context.Context, key string) *RunRecord {
 		if rec.ExecutionID != "" {
 			return rec
 		}
-		if time.Now().After(deadline) {
+		if rec.Age > StaleClaimAfter || time.Now().After(deadline) {
 			return nil
 		}
 		t := time.NewTimer(remoteStartPoll)

@@ -1,0 +1,82 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/gateway/config"
+)
+
+// TestSnapshotResourceURIGoSDKTakes: a payload that matches its hash but
+// whose resource (or template) names a URI other than the one the reader
+// checked — one go-sdk's AddResource or AddResourceTemplate panics on —
+// must be refused: New hands every restored resource to go-sdk, and a
+// panic there ends every start from the file.
+func TestSnapshotResourceURIGoSDKTakes(t *testing.T) {
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "pets.yaml")
+	if err := os.WriteFile(doc, []byte(resourcesDoc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{Upstreams: []config.Upstream{{Name: "petstore", OpenAPI: doc, ExposeAll: true,
+		BaseURL: "http://127.0.0.1:1", Resources: []string{"GET *"}}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var file bytes.Buffer
+	if _, err := WriteSnapshot(context.Background(), cfg, &file, &SnapshotOptions{Build: "red"}); err != nil {
+		t.Fatal(err)
+	}
+	nl := bytes.IndexByte(file.Bytes(), '\n')
+	header, payload := file.Bytes()[:nl], file.Bytes()[nl+1:]
+	for _, tc := range []struct{ name, field, uri string }{
+		{"template", "template", "pets://{"},
+		{"resource", "resource", "pets://%zz"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p map[string]any
+			if err := json.Unmarshal(payload, &p); err != nil {
+				t.Fatal(err)
+			}
+			changed := false
+			for _, r := range p["resources"].([]any) {
+				r := r.(map[string]any)
+				if m, ok := r[tc.field].(map[string]any); ok && !changed {
+					key := "uri"
+					if tc.field == "template" {
+						key = "uriTemplate"
+					}
+					m[key], changed = tc.uri, true
+				}
+			}
+			if !changed {
+				t.Fatalf("no %s in the snapshot", tc.field)
+			}
+			hostile, _ := json.Marshal(p)
+			h := bytes.Replace(header, []byte(sha256Hex(payload)), []byte(sha256Hex(hostile)), 1)
+			cat, err := LoadSnapshot(context.Background(), cfg, append(append(append([]byte(nil), h...), '\n'), hostile...), &SnapshotOptions{Build: "red"}, nil)
+			if err != nil {
+				return // refused: the gateway loads the documents instead
+			}
+			server := mcp.NewServer(&mcp.Implementation{Name: "red"}, nil)
+			defer func() {
+				if v := recover(); v != nil {
+					t.Fatalf("restored a resource go-sdk panics on: %v", v)
+				}
+			}()
+			for _, r := range cat.Resources {
+				if r.Template != nil {
+					server.AddResourceTemplate(r.Template, nil)
+				} else {
+					server.AddResource(r.Resource, nil)
+				}
+			}
+		})
+	}
+}
