@@ -219,7 +219,10 @@ func (r *Runner) run(ctx context.Context, key string, req Request) *Outcome {
 		case <-r.released:
 			return r.release(rn, req, attached, seen)
 		case <-ctx.Done():
-			now := errors.Is(context.Cause(ctx), ErrCallCancelled) || closed(req.Cancelled)
+			// At once: the client cancelled on purpose, or no re-send could
+			// join the run (no linger; an anonymous caller's runs are
+			// never merged).
+			now := errors.Is(context.Cause(ctx), ErrCallCancelled) || closed(req.Cancelled) || r.opts.Linger < 0 || rn.key == ""
 			last := r.detach(rn, now, req.Cancelled)
 			rn.mu.Lock()
 			id := rn.id
@@ -496,8 +499,8 @@ func (r *Runner) cutLinger(rn *run, linger *time.Timer, cancelled <-chan struct{
 	if rn.linger == linger && rn.waiters == 0 && !elsewhere {
 		linger.Stop()
 		rn.linger = nil
-		rn.cancel()
 		r.logger.Info("playbook run cancelled at once: the client cancelled the call it had left (no linger)", "execution_id", rn.id)
+		rn.cancel()
 	}
 }
 
