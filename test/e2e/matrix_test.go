@@ -138,6 +138,7 @@ func TestSupportMatrix(t *testing.T) {
 			}
 			for _, f := range matrixFeatures {
 				if got[f] != c.claims[f] {
+					defer func() { t.Logf("the gateway's log:\n%s", lastLines(env.log.String(), 40)) }()
 					t.Errorf("%s / %s: %s works: %v; the matrix says %v (%s)", c.version, c.mode, f, got[f], c.claims[f], env.why[f])
 				}
 			}
@@ -196,6 +197,12 @@ func (e *matrixEnv) speaks() (bool, string) {
 	return v == e.cell.version, v
 }
 
+// label is a run's label, unique to the check and the cell: the gateway
+// hands a succeeded run to a same call within its dedup window.
+func (e *matrixEnv) label(check string) string {
+	return fmt.Sprintf("%s-%s-%s-%d", check, e.cell.version, strings.ReplaceAll(e.cell.mode, " ", "-"), time.Now().UnixNano())
+}
+
 func (e *matrixEnv) fail(f, format string, args ...any) bool {
 	if e.why == nil {
 		e.why = map[string]string{}
@@ -225,7 +232,7 @@ func (e *matrixEnv) check(f string) bool {
 		if !slices.Contains(names, slowTool) {
 			return e.fail(f, "tools/list: %v", names)
 		}
-		out, err := s.CallTool(ctx, &mcp.CallToolParams{Name: slowTool, Arguments: map[string]any{"label": "tools"}})
+		out, err := s.CallTool(ctx, &mcp.CallToolParams{Name: slowTool, Arguments: map[string]any{"label": e.label("tools")}})
 		if err != nil || out.IsError || !strings.Contains(toolText(out), "counted 5 steps") {
 			return e.fail(f, "tools/call: %v %s", err, toolText(out))
 		}
@@ -234,7 +241,7 @@ func (e *matrixEnv) check(f string) bool {
 	case "progress":
 		var n atomic.Int32
 		s := e.connect(&mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { n.Add(1) }})
-		p := &mcp.CallToolParams{Name: slowTool, Arguments: map[string]any{"label": "progress"}}
+		p := &mcp.CallToolParams{Name: slowTool, Arguments: map[string]any{"label": e.label("progress")}}
 		p.SetProgressToken("p-1")
 		if out, err := s.CallTool(ctx, p); err != nil || out.IsError {
 			return e.fail(f, "tools/call: %v %s", err, toolText(out))
@@ -246,7 +253,7 @@ func (e *matrixEnv) check(f string) bool {
 
 	case "cancel":
 		s := e.connect(nil)
-		label := fmt.Sprintf("cancel-%s-%s-%d", e.cell.version, strings.ReplaceAll(e.cell.mode, " ", "-"), time.Now().UnixNano())
+		label := e.label("cancel")
 		callCtx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {
@@ -316,7 +323,7 @@ func (e *matrixEnv) check(f string) bool {
 // has no tasks) at the cell's version, in the cell's mode.
 func (e *matrixEnv) checkTasks() bool {
 	const f = "tasks"
-	call := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":%q,"arguments":{"label":"task"},"task":{"ttl":60000}}}`, slowTool)
+	call := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":%q,"arguments":{"label":%q},"task":{"ttl":60000}}}`, slowTool, e.label("task"))
 	init := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"matrix","version":"1"}}}`, e.cell.version)
 	if e.cell.version >= "2026-07-28" {
 		// No initialize; the version and capabilities travel with the call.
@@ -368,6 +375,12 @@ func (e *matrixEnv) checkTasks() bool {
 		return e.fail(f, "a task-augmented call answered %.300s", answer)
 	}
 	return true
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 func matrixPOST(t *testing.T, url, body string, h http.Header) (*http.Response, string) {
