@@ -300,7 +300,7 @@ func crossCallerRelay(t *testing.T, tokens [2]string) {
 			},
 		})
 		cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: gw.URL + "/mcp",
-			HTTPClient: &http.Client{Transport: headerTransport{http.Header{"Authorization": {token}}}}}, nil)
+			HTTPClient: &http.Client{Transport: headerTransport{http.Header{"Authorization": {token}}}}}, sessionOpts)
 		if err != nil {
 			t.Fatal(err)
 		}

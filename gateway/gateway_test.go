@@ -229,11 +229,28 @@ func TestForwarding(t *testing.T) {
 	}
 }
 
+// sessionOpts pins go-sdk's client to 2025-11-25, the last protocol version
+// with sessions: a test of what a stateful session gets (notifications,
+// subscriptions, logging/setLevel) needs one, and go-sdk's client otherwise
+// speaks 2026-07-28, which a stateful gateway answers without a session.
+var sessionOpts = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+
 func connect(t *testing.T, endpoint string, h http.Header) *mcp.ClientSession {
+	t.Helper()
+	return connectWith(t, endpoint, h, nil)
+}
+
+// connectSession connects at 2025-11-25 (see sessionOpts).
+func connectSession(t *testing.T, endpoint string, h http.Header) *mcp.ClientSession {
+	t.Helper()
+	return connectWith(t, endpoint, h, sessionOpts)
+}
+
+func connectWith(t *testing.T, endpoint string, h http.Header, opts *mcp.ClientSessionOptions) *mcp.ClientSession {
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	transport := &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: headerTransport{h}}}
-	session, err := client.Connect(context.Background(), transport, nil)
+	session, err := client.Connect(context.Background(), transport, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

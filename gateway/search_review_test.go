@@ -189,7 +189,7 @@ func TestReviewRelistMakesDescribesNotifyEveryone(t *testing.T) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "bystander", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
 	})
-	bystander, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	bystander, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, sessionOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestReviewRelistMakesDescribesNotifyEveryone(t *testing.T) {
 	oc := mcp.NewClient(&mcp.Implementation{Name: "describer", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { told <- struct{}{} },
 	})
-	other, err := oc.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	other, err := oc.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, sessionOpts)
 	if err != nil {
 		t.Fatal(err)
 	}

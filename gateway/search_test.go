@@ -281,12 +281,12 @@ func TestSearchModeDescribeLists(t *testing.T) {
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
 	})
 	ctx := context.Background()
-	s, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, nil)
+	s, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, sessionOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	other := connect(t, srv.URL+"/mcp", nil)
+	other := connectSession(t, srv.URL+"/mcp", nil)
 
 	callJSON(t, s, metaDescribe, map[string]any{"names": []string{"delete_thing"}})
 	select {

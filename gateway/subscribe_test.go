@@ -117,7 +117,7 @@ func subCallerOf(t *testing.T, url, token string) *subCaller {
 		},
 	})
 	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url,
-		HTTPClient: &http.Client{Transport: headerTransport{http.Header{"Authorization": {token}}}}}, nil)
+		HTTPClient: &http.Client{Transport: headerTransport{http.Header{"Authorization": {token}}}}}, sessionOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
