@@ -15,6 +15,22 @@ import (
 	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
 )
 
+// loggedPlaybookGateway is a gateway in front of an engine whose demo/slow
+// never ends on its own, its log kept.
+func loggedPlaybookGateway(t *testing.T, stateful bool) (*Gateway, *engine.Engine, *syncBuffer) {
+	t.Helper()
+	e := engine.New(&engine.Options{Step: time.Hour})
+	logs := &syncBuffer{}
+	cfg := &Config{Stateful: stateful, Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: e.Handler(),
+		Playbooks: &Playbooks{PollInterval: 100 * time.Millisecond}}}}
+	g, err := New(t.Context(), cfg, &Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g, e, logs
+}
+
 // TestCancelAtOnceEveryMode: a playbook call cancelled with
 // notifications/cancelled has its run cancelled upstream at once — the call's
 // log line says upstream_cancel=at_once, not planned (the runner's 2 s linger a
@@ -25,15 +41,7 @@ import (
 func TestCancelAtOnceEveryMode(t *testing.T) {
 	for _, mode := range []string{"stateful", "stdio", "noetl"} {
 		t.Run(mode, func(t *testing.T) {
-			e := engine.New(&engine.Options{Step: time.Hour})
-			var logs syncBuffer
-			cfg := &Config{Stateful: mode == "stateful", Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: e.Handler(),
-				Playbooks: &Playbooks{PollInterval: 100 * time.Millisecond}}}}
-			g, err := New(t.Context(), cfg, &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { g.Close() })
+			g, e, logs := loggedPlaybookGateway(t, mode == "stateful")
 
 			switch mode {
 			case "stateful":
@@ -124,15 +132,7 @@ func rawPOSTTo(t *testing.T, url, body string, h http.Header) net.Conn {
 func TestCancelAfterHangUp(t *testing.T) {
 	for _, mode := range []string{"stateless", "stateful", "noetl"} {
 		t.Run(mode, func(t *testing.T) {
-			e := engine.New(&engine.Options{Step: time.Hour})
-			var logs syncBuffer
-			cfg := &Config{Stateful: mode == "stateful", Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: e.Handler(),
-				Playbooks: &Playbooks{PollInterval: 100 * time.Millisecond}}}}
-			g, err := New(t.Context(), cfg, &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { g.Close() })
+			g, e, logs := loggedPlaybookGateway(t, mode == "stateful")
 			srv := httptest.NewServer(g.Handler())
 			t.Cleanup(srv.Close)
 			url, h := srv.URL+"/mcp", http.Header{"Authorization": {"Bearer alice"}}

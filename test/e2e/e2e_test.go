@@ -165,9 +165,16 @@ func TestConformance(t *testing.T) {
 // startGateway starts the binary and returns its /mcp URL once it listens.
 func startGateway(t *testing.T, bin string, args []string) string {
 	t.Helper()
+	url, _ := startGatewayLog(t, bin, args...)
+	return url
+}
+
+// startGatewayLog starts mcpgate serve and returns its /mcp URL and its log.
+func startGatewayLog(t *testing.T, bin string, args ...string) (string, *syncBuffer) {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -189,12 +196,12 @@ func startGateway(t *testing.T, bin string, args []string) string {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		if m := re.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1]
+			return m[1], stderr
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("gateway did not start:\n%s", stderr.String())
-	return ""
+	return "", nil
 }
 
 type check struct {

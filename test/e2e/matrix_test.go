@@ -508,32 +508,6 @@ func startPlaybookEngine(t *testing.T, bin string, flags ...string) string {
 	return ""
 }
 
-// startGatewayLog starts mcpgate serve and returns its /mcp URL and its log.
-func startGatewayLog(t *testing.T, bin string, args ...string) (string, *syncBuffer) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	log := &syncBuffer{}
-	cmd.Stderr = log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-	})
-	re := regexp.MustCompile(`listening on (http://\S+/mcp)`)
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := re.FindStringSubmatch(log.String()); m != nil {
-			return m[1], log
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("gateway did not start:\n%s", log.String())
-	return "", nil
-}
-
 // federatedServer is a real MCP server (go-sdk's, over Streamable HTTP) the
 // gateway federates, whose tools the test can change.
 type federatedServer struct {
