@@ -75,9 +75,11 @@ type inflight struct {
 	// connection and then sends notifications/cancelled (go-sdk's client
 	// does both when a call's context ends) still reaches the run its call
 	// left to the runner's linger, which is then cut short
-	// (playbook.Request.Cancelled). At most maxInflight.
+	// (playbook.Request.Cancelled). At most maxInflight. They are keyed by
+	// the caller's digest: the caller itself (an Authorization header,
+	// when unverified) is held only while its POST is served.
 	left   []*inflightCall
-	leftBy map[inflightKey][]*inflightCall
+	leftBy map[leftKey][]*inflightCall
 
 	// publish, with shared state, tells the other replicas of a
 	// cancellation that matched no call here (see shared.go); nil: alone.
@@ -90,8 +92,15 @@ type inflightKey struct {
 	id     string
 }
 
+// leftKey names a call in inflight.left: its caller's digest and its id.
+type leftKey struct {
+	who [sha256.Size]byte
+	id  string
+}
+
 type inflightCall struct {
-	key    inflightKey
+	key    inflightKey // until it is left
+	left   leftKey     // once it is left
 	cancel context.CancelCauseFunc
 	// notified is closed by the client's notifications/cancelled naming
 	// the call, even after its POST ended (see inflight.left).
@@ -113,7 +122,7 @@ func (c *inflightCall) notify() {
 const leftFor = playbook.DefaultLinger + 3*time.Second
 
 func newInflight() *inflight {
-	return &inflight{calls: map[inflightKey][]*inflightCall{}, leftBy: map[inflightKey][]*inflightCall{}}
+	return &inflight{calls: map[inflightKey][]*inflightCall{}, leftBy: map[leftKey][]*inflightCall{}}
 }
 
 // notifiedKey is the context key of a call's inflightCall.
@@ -218,16 +227,18 @@ func (in *inflight) leave(c *inflightCall) {
 		old := in.left[0]
 		in.left[0] = nil
 		in.left = in.left[1:]
-		list := slices.DeleteFunc(in.leftBy[old.key], func(x *inflightCall) bool { return x == old })
+		list := slices.DeleteFunc(in.leftBy[old.left], func(x *inflightCall) bool { return x == old })
 		if len(list) == 0 {
-			delete(in.leftBy, old.key)
+			delete(in.leftBy, old.left)
 		} else {
-			in.leftBy[old.key] = list
+			in.leftBy[old.left] = list
 		}
 	}
 	c.leftAt = now
+	c.left = leftKey{who: c.key.caller.Digest(), id: c.key.id}
+	c.key = inflightKey{}
 	in.left = append(in.left, c)
-	in.leftBy[c.key] = append(in.leftBy[c.key], c)
+	in.leftBy[c.left] = append(in.leftBy[c.left], c)
 }
 
 func (in *inflight) remove(key inflightKey, c *inflightCall) {
@@ -261,8 +272,9 @@ func (in *inflight) cancel(r *http.Request, requestID any) int {
 // cancelKey cancels the calls registered under key, and those its client
 // left within leftFor; see cancel.
 func (in *inflight) cancelKey(key inflightKey) int {
+	lk := leftKey{who: key.caller.Digest(), id: key.id}
 	in.mu.Lock()
-	list := append(append([]*inflightCall(nil), in.calls[key]...), in.leftBy[key]...)
+	list := append(append([]*inflightCall(nil), in.calls[key]...), in.leftBy[lk]...)
 	in.mu.Unlock()
 	for _, c := range list {
 		c.notify()
@@ -282,13 +294,12 @@ func (in *inflight) cancelKey(key inflightKey) int {
 func (in *inflight) cancelDigest(who [sha256.Size]byte, id string) int {
 	var list []*inflightCall
 	in.mu.Lock()
-	for _, m := range []map[inflightKey][]*inflightCall{in.calls, in.leftBy} {
-		for key, calls := range m {
-			if key.id == id && key.caller.Digest() == who {
-				list = append(list, calls...)
-			}
+	for key, calls := range in.calls {
+		if key.id == id && key.caller.Digest() == who {
+			list = append(list, calls...)
 		}
 	}
+	list = append(list, in.leftBy[leftKey{who: who, id: id}]...)
 	in.mu.Unlock()
 	for _, c := range list {
 		c.notify()

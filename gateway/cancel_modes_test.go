@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -154,5 +155,50 @@ func TestCancelAfterHangUp(t *testing.T) {
 				t.Errorf("the run was cancelled by the linger, not the notification:\n%s", logs.String())
 			}
 		})
+	}
+}
+
+// TestInflightLeft: a playbook call whose client went away stays
+// cancellable for leftFor by its own caller only, under the caller's digest
+// (the Authorization header itself is not kept past the POST); a call that
+// ended normally is not kept.
+func TestInflightLeft(t *testing.T) {
+	in := newInflight()
+	req := func(auth string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		r.Header.Set("Authorization", auth)
+		return r
+	}
+	peek := rpcPeek{ID: float64(7), Method: "tools/call"}
+
+	post, hangUp := context.WithCancel(context.Background())
+	ctx, untrack := in.track(post, req("Bearer alice"), peek)
+	notified := cancelledOf(ctx)
+	hangUp()
+	untrack()
+	if len(in.left) != 1 || in.left[0].key != (inflightKey{}) {
+		t.Fatalf("left %d calls, the first keeping %+v", len(in.left), in.left)
+	}
+	if n := in.cancel(req("Bearer bob"), float64(7)); n != 0 || closed(notified) {
+		t.Fatalf("another caller's cancellation reached %d calls", n)
+	}
+	if n := in.cancel(req("Bearer alice"), float64(7)); n != 1 || !closed(notified) {
+		t.Fatalf("the caller's cancellation reached %d calls", n)
+	}
+
+	ctx, untrack = in.track(context.Background(), req("Bearer carol"), peek)
+	cancelledOf(ctx)
+	untrack() // answered: nothing to keep
+	if len(in.left) != 1 {
+		t.Errorf("a call that ended normally was kept: %d left", len(in.left))
+	}
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
