@@ -65,9 +65,9 @@ func TestPlaybookCallsInFlight(t *testing.T) {
 		})
 	}
 	waitWithin(t, time.Minute, "1000 calls in flight", func() bool { return gatherValue(t, g, "mcpgate_tool_calls_in_flight", up) == calls })
-	if n := gatherValue(t, g, "mcpgate_playbook_runs_in_flight", up); n != calls {
-		t.Errorf("mcpgate_playbook_runs_in_flight %v, want %d", n, calls)
-	}
+	// A call is counted when it starts, its run once the runner has it: on
+	// a loaded machine the last few are still on their way.
+	waitWithin(t, time.Minute, "1000 runs in flight", func() bool { return gatherValue(t, g, "mcpgate_playbook_runs_in_flight", up) == calls })
 	if slots := g.clients["noetl"].InFlight(); slots >= calls {
 		t.Errorf("the upstream's slots hold %d: the test does not show what the slots alone miss", slots)
 	} else {
