@@ -192,16 +192,31 @@ func startGatewayLog(t *testing.T, bin string, args ...string) (string, *syncBuf
 			<-done
 		}
 	})
-	re := regexp.MustCompile(`listening on (http://\S+/mcp)`)
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := re.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1], stderr
+	return listeningOn(t, "gateway", regexp.MustCompile(`listening on (http://\S+/mcp)`), stderr), stderr
+}
+
+// eventually calls cond every 20 ms until it holds or d has passed, and
+// reports whether it held: the tests' one wait for a condition.
+func eventually(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
 		}
-		time.Sleep(20 * time.Millisecond)
+		if time.Now().After(deadline) {
+			return false
+		}
 	}
-	t.Fatalf("gateway did not start:\n%s", stderr.String())
-	return "", nil
+}
+
+// listeningOn waits, at most 20 s, for a process started with its output
+// in out to print re, and returns re's first group (its URL).
+func listeningOn(t *testing.T, what string, re *regexp.Regexp, out *syncBuffer) string {
+	t.Helper()
+	var m []string
+	if !eventually(20*time.Second, func() bool { m = re.FindStringSubmatch(out.String()); return m != nil }) {
+		t.Fatalf("%s did not start:\n%s", what, out.String())
+	}
+	return m[1]
 }
 
 type check struct {

@@ -432,80 +432,68 @@ func toolText(r *mcp.CallToolResult) string {
 // label, and returns its execution id.
 func waitExecution(t *testing.T, engineURL, label string) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var id string
+	if !eventually(30*time.Second, func() bool {
 		resp, err := http.Get(engineURL + "/api/executions")
-		if err == nil {
-			var list struct {
-				Executions []struct {
-					ID       string         `json:"execution_id"`
-					Workload map[string]any `json:"workload"`
-				} `json:"executions"`
-			}
-			json.NewDecoder(resp.Body).Decode(&list)
-			resp.Body.Close()
-			for _, r := range list.Executions {
-				if r.Workload["label"] == label {
-					return r.ID
-				}
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var list struct {
+			Executions []struct {
+				ID       string         `json:"execution_id"`
+				Workload map[string]any `json:"workload"`
+			} `json:"executions"`
+		}
+		json.NewDecoder(resp.Body).Decode(&list)
+		for _, r := range list.Executions {
+			if r.Workload["label"] == label {
+				id = r.ID
+				return true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("the engine never started a run labelled %s", label)
 	}
-	t.Fatalf("the engine never started a run labelled %s", label)
-	return ""
+	return id
 }
 
 // nextLogLine returns the first line of the gateway's log, from byte
 // offset from on, that holds msg, waiting at most d for one.
 func nextLogLine(log *syncBuffer, from int, msg string, d time.Duration) (string, bool) {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
+	var found string
+	ok := eventually(d, func() bool {
 		for _, line := range strings.Split(log.String()[from:], "\n") {
 			if strings.Contains(line, msg) {
-				return line, true
+				found = line
+				return true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return "", false
+		return false
+	})
+	return found, ok
 }
 
 // hasLogLine reports whether the gateway logs, within d, a line holding
 // msg and naming execution id.
 func hasLogLine(log *syncBuffer, msg, id string, d time.Duration) bool {
 	re := regexp.MustCompile(`(?m)^.*` + regexp.QuoteMeta(msg) + `.*execution_id=` + regexp.QuoteMeta(id) + `.*$`)
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if re.MatchString(log.String()) {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
+	return eventually(d, func() bool { return re.MatchString(log.String()) })
 }
 
 // startPlaybookEngine starts the example playbook engine on a free port.
 func startPlaybookEngine(t *testing.T, bin string, flags ...string) string {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"--addr", "127.0.0.1:0"}, flags...)...)
-	var out syncBuffer
-	cmd.Stderr = &out
-	cmd.Stdout = &out
+	out := &syncBuffer{}
+	cmd.Stderr = out
+	cmd.Stdout = out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	re := regexp.MustCompile(`playbooks: listening on (http://\S+)`)
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := re.FindStringSubmatch(out.String()); m != nil {
-			return m[1]
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("the playbook engine did not start:\n%s", out.String())
-	return ""
+	return listeningOn(t, "the playbook engine", regexp.MustCompile(`playbooks: listening on (http://\S+)`), out)
 }
 
 // federatedServer is a real MCP server (go-sdk's, over Streamable HTTP) the
