@@ -82,8 +82,9 @@ func (d *taskDoor) list(r *http.Request, cursor string) (any, *jsonrpc.Error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			res, rerr := d.get(r, rec.ID)
-			if w, ok := res.(taskWire); ok && rerr == nil {
+			st, rerr := d.status(r, c, t) // what tasks/get would answer, the id opened once
+			if rerr == nil {
+				w := d.wire(rec.ID, c, runner, st.state, st.msg)
 				d.record(r, "tasks/get", w, nil)
 				out[i] = &w
 			}
