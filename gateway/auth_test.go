@@ -376,20 +376,21 @@ func TestAuthListCallable(t *testing.T) {
 	for _, s := range []struct {
 		name           string
 		stateful, slow bool
-	}{{"fast path", false, false}, {"go-sdk stateless", false, true}, {"go-sdk stateful", true, false}} {
+	}{{"fast path", false, false}, {"go-sdk stateless", false, true}, {"go-sdk stateful", true, true}, {"stateful, fast calls", true, false}} {
 		g, err := New(context.Background(), newCfg(s.stateful), &Options{DisableFastPath: s.slow})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if (g.fast != nil) != (s.name == "fast path") {
+		if (g.fast != nil) != !s.slow {
 			t.Fatalf("%s: fast path %v", s.name, g.fast != nil)
 		}
 		srv := httptest.NewServer(g.Handler())
 		t.Cleanup(srv.Close)
 		servers = append(servers, server{s.name, g, srv.URL + "/mcp", s.stateful})
 	}
-	fastServed := 0
+	fastServed, sessionServed := 0, 0
 	servers[0].g.fast.onServe = func() { fastServed++ }
+	servers[3].g.fast.onServe = func() { sessionServed++ }
 
 	for _, tc := range []struct {
 		scope string
@@ -431,10 +432,20 @@ func TestAuthListCallable(t *testing.T) {
 			}
 			// Every tool listed can be called, and the others are refused
 			// (step-up), whatever the path.
+			session := sessionHeader(openSession(t, servers[3].url, authz), authz)
 			for _, tool := range []string{"list_things", "delete_thing"} {
+				listed := strings.Contains(tc.want, tool)
 				resp, _ := authPost(t, servers[0].url, toolCall(tool, `{"id":"1"}`), http.Header{"Authorization": {authz}})
-				if listed := strings.Contains(tc.want, tool); listed != (resp.StatusCode == http.StatusOK) {
+				if listed != (resp.StatusCode == http.StatusOK) {
 					t.Errorf("%s: listed %v, call answered %d", tool, listed, resp.StatusCode)
+				}
+				before := sessionServed
+				resp, _ = authPost(t, servers[3].url, toolCall(tool, `{"id":"1"}`), session)
+				if listed != (resp.StatusCode == http.StatusOK) {
+					t.Errorf("%s on a session: listed %v, call answered %d", tool, listed, resp.StatusCode)
+				}
+				if listed && sessionServed != before+1 {
+					t.Errorf("%s on a session: not answered by the fast path", tool)
 				}
 			}
 		})

@@ -59,6 +59,14 @@ type fastPath struct {
 	// Gateway.relist): tools/list is go-sdk's, and a tool not known here
 	// is go-sdk's to answer.
 	dynamic bool
+	// stateful: the gateway keeps sessions, and the front door hands the
+	// fast path only a tools/call on a live, initialized session of its
+	// caller (frontDoor.sessionFastPath). It answers the calls of REST and
+	// playbook tools; tools/list (whose cache scope, search-mode view and
+	// list_changed follow the session) and federated tools (whose upstream
+	// may ask the session's client for sampling, elicitation or roots) stay
+	// go-sdk's.
+	stateful bool
 
 	onServe func() // tests: called for each request answered here
 }
@@ -116,16 +124,19 @@ type toolPages struct {
 var fastVersions = []string{"", "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
 
 // newFastPath prebuilds the tools/list pages of the tools served. It returns
-// nil — every request goes to go-sdk — when the gateway is stateful, when
-// Options.DisableFastPath is set, or when MCPGODEBUG is set (its switches
-// change go-sdk's answers in ways the fast path does not copy).
+// nil — every request goes to go-sdk — when Options.DisableFastPath is set,
+// or when MCPGODEBUG is set (its switches change go-sdk's answers in ways the
+// fast path does not copy).
 func newFastPath(g *Gateway, served []*Tool) (*fastPath, error) {
-	if g.cfg.Stateful || g.opts.DisableFastPath || os.Getenv("MCPGODEBUG") != "" {
+	if g.opts.DisableFastPath || os.Getenv("MCPGODEBUG") != "" {
 		return nil, nil
 	}
-	f := &fastPath{g: g, served: served, tools: make(map[string]*Tool, len(served)), dynamic: len(g.federated) > 0}
+	f := &fastPath{g: g, served: served, tools: make(map[string]*Tool, len(served)), dynamic: len(g.federated) > 0, stateful: g.cfg.Stateful}
 	for _, t := range served {
 		f.tools[t.Tool.Name] = t
+	}
+	if f.stateful {
+		return f, nil // calls only: no list to build
 	}
 	if g.search != nil {
 		// Search mode lists the pinned tools and the meta-tools; every
@@ -223,7 +234,7 @@ func (f *fastPath) serve(w http.ResponseWriter, r *http.Request, msg *message) b
 	var served bool
 	switch msg.method {
 	case "tools/list":
-		if f.dynamic {
+		if f.dynamic || f.stateful {
 			return false // go-sdk's list follows the upstream MCP servers' changes
 		}
 		served = f.serveList(w, r, id, msg.Params)
@@ -284,7 +295,7 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 	if sdkHandsOff(p.Meta) || p.InputResponses != nil || p.RequestState != "" {
 		return false
 	}
-	if f.meta != nil && f.g.search.meta[p.Name] != nil {
+	if f.g.search != nil && f.g.search.meta[p.Name] != nil {
 		return false // a search meta-call: go-sdk's handler runs it (search.go)
 	}
 	t, ok := f.tools[p.Name]
@@ -312,6 +323,9 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 		return f.servePlaybook(w, r, id, t, req) // no progress token: nothing for go-sdk's session to carry
 	}
 	if t.Federated != nil {
+		if f.stateful {
+			return false // the upstream may call back to the session's client
+		}
 		return f.serveFederated(w, r, id, t, req) // it may yet hand the call to go-sdk
 	}
 	// The POST's own context: a client that hangs up cancels the call.

@@ -77,13 +77,18 @@ type fastPair struct {
 }
 
 func newFastPair(t testing.TB, extra int) *fastPair {
+	return newFastPairMode(t, extra, false)
+}
+
+// newFastPairMode is newFastPair, stateful or not.
+func newFastPairMode(t testing.TB, extra int, stateful bool) *fastPair {
 	t.Helper()
 	api := httptest.NewServer(http.HandlerFunc(fastAPI))
 	t.Cleanup(api.Close)
 	doc := fastDoc(extra)
 	p := &fastPair{}
 	for _, disable := range []bool{false, true} {
-		cfg := &Config{Upstreams: []Upstream{{Name: "api", OpenAPI: "fast.json", Document: doc, BaseURL: api.URL, Timeout: time.Minute}}}
+		cfg := &Config{Stateful: stateful, Upstreams: []Upstream{{Name: "api", OpenAPI: "fast.json", Document: doc, BaseURL: api.URL, Timeout: time.Minute}}}
 		g, err := New(context.Background(), cfg, &Options{DisableFastPath: disable})
 		if err != nil {
 			t.Fatal(err)
@@ -97,7 +102,7 @@ func newFastPair(t testing.TB, extra int) *fastPair {
 			p.sdk = srv.URL + "/mcp"
 		} else {
 			if g.fast == nil {
-				t.Fatal("the fast path is off in a stateless gateway")
+				t.Fatal("the fast path is off")
 			}
 			g.fast.onServe = func() { p.answered.Add(1) }
 			p.fast = srv.URL + "/mcp"
@@ -230,13 +235,23 @@ func TestFastPathDifferential(t *testing.T) {
 		t.Fatalf("first page: %d tools, nextCursor %q; want 1000 and a cursor", n, cursor)
 	}
 
+	runFastDifferential(t, p, fastCases(cursor), nil)
+}
+
+// fastCase is a request of the differential tests, and whether the fast
+// path answers it.
+type fastCase struct {
+	name   string
+	body   string
+	header http.Header
+	fast   bool // the fast path answers it (else it hands it to go-sdk)
+}
+
+// fastCases are the differential test's requests; cursor is go-sdk's
+// cursor of tools/list's second page.
+func fastCases(cursor string) []fastCase {
 	pv := func(v string) http.Header { return http.Header{"Mcp-Protocol-Version": {v}} }
-	tests := []struct {
-		name   string
-		body   string
-		header http.Header
-		fast   bool // the fast path answers it (else it hands it to go-sdk)
-	}{
+	return []fastCase{
 		{"list", rpc("1", "tools/list", ""), nil, true},
 		{"list empty params, string id", rpc(`"a-<b>&"`, "tools/list", `{}`), nil, true},
 		{"list null params", rpc("2", "tools/list", `null`), nil, true},
@@ -289,14 +304,29 @@ func TestFastPathDifferential(t *testing.T) {
 		{"empty body", ``, nil, false},
 		{"batch", `[` + rpc("41", "tools/list", "") + `]`, nil, false},
 	}
+}
+
+// runFastDifferential sends each case to both gateways of p, with the
+// headers session gives (nil: none) added, and requires the same answer.
+func runFastDifferential(t *testing.T, p *fastPair, tests []fastCase, session func(fast bool) http.Header) {
+	withSession := func(h http.Header, fast bool) http.Header {
+		if session == nil {
+			return h
+		}
+		out := session(fast)
+		for k, v := range h {
+			out[k] = v
+		}
+		return out
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := p.answered.Load()
-			got := sendRaw(t, p.fast, tc.body, tc.header)
+			got := sendRaw(t, p.fast, tc.body, withSession(tc.header, true))
 			if fast := p.answered.Load() > before; fast != tc.fast {
 				t.Errorf("answered by the fast path: %v, want %v", fast, tc.fast)
 			}
-			want := sendRaw(t, p.sdk, tc.body, tc.header)
+			want := sendRaw(t, p.sdk, tc.body, withSession(tc.header, false))
 			if reframed := sameFraming(&got, &want); reframed != tc.fast {
 				t.Errorf("answered as application/json where go-sdk streams: %v, want %v (the fast path's answers, and only those)", reframed, tc.fast)
 			}

@@ -120,6 +120,7 @@ func (g *Gateway) closeFederation() {
 // servers' sessions and stdio children, and its shared state's leases and
 // connections (state: redis). Serving requests after it fails.
 func (g *Gateway) Close() error {
+	g.life.close()
 	g.closeFederation()
 	g.closeShared()
 	// The spans still batched are sent, within a bound: an unreachable

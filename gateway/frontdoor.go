@@ -251,6 +251,7 @@ var stages = [...]stage{
 	{"check initialize", (*frontDoor).checkInitialize},
 	{"route version", (*frontDoor).routeVersion},
 	{"session", (*frontDoor).session},
+	{"session fast path", (*frontDoor).sessionFastPath},
 	{"watch cancel", (*frontDoor).watchCancel},
 	{"register call", (*frontDoor).registerCall},
 	{"restore body", (*frontDoor).restoreBody},
@@ -360,7 +361,25 @@ func (f *frontDoor) statelessTask(x *exchange) bool {
 // fastPath lets the fast path answer, under the calls' context:
 // cancellable, holding the answer's budget share.
 func (f *frontDoor) fastPath(x *exchange) bool {
-	return !(x.rpc && f.fast != nil && f.fast.serve(x.w, x.r.WithContext(x.ctx), x.msg()))
+	return !(x.rpc && f.fast != nil && f.sessions == nil && f.fast.serve(x.w, x.r.WithContext(x.ctx), x.msg()))
+}
+
+// sessionFastPath, in stateful mode, lets the fast path answer a tools/call
+// on a session that the session stage has found to be its caller's, once
+// go-sdk has initialized it (sessionLife.ready), as the fastPath stage does
+// for a stateless gateway. The call is registered for notifications/cancelled
+// under its session (admitCall, sessionScoped): a cancellation on the
+// session, which go-sdk accepts with 202 but cannot match to a call it never
+// saw, reaches it through the registry (watchCancel).
+func (f *frontDoor) sessionFastPath(x *exchange) bool {
+	if !x.rpc || f.fast == nil || x.session == nil || x.sessionless {
+		return true
+	}
+	id := x.r.Header.Get(sessionIDHeader)
+	if id == "" || !f.sessions.life.ready(id) {
+		return true
+	}
+	return !f.fast.serve(x.w, x.r.WithContext(x.ctx), x.msg())
 }
 
 // checkRPCID refuses an id go-sdk would answer as another (see checkID).
@@ -726,6 +745,10 @@ type sessionBook struct {
 	server    *mcp.Server
 	max       int
 	perCaller int // 0: no bound per caller
+	// life keeps which sessions have initialized and their idle timeout,
+	// when the front door answers calls on sessions (see sessionLife);
+	// nil: go-sdk alone does.
+	life *sessionLife
 
 	mu        sync.Mutex
 	owners    map[string][sha256.Size]byte // session id → its caller (see package caller: its Digest)
@@ -773,6 +796,7 @@ func (b *sessionBook) reserve(who [sha256.Size]byte) sessionRefusal {
 		case !live[id]:
 			delete(b.owners, id) // closed by go-sdk: idle timeout, or a DELETE
 			b.unlease(id)
+			b.life.forget(id)
 		case owner == who:
 			mine++
 		}
@@ -857,6 +881,7 @@ func (b *sessionBook) forget(id string) {
 	defer b.mu.Unlock()
 	delete(b.owners, id)
 	b.unlease(id)
+	b.life.forget(id)
 }
 
 // guardSession applies the session cap and binding. A request naming a
@@ -873,11 +898,15 @@ func (f *frontDoor) guardSession(w http.ResponseWriter, r *http.Request) (*sessi
 			http.Error(w, "session not found", http.StatusNotFound) // go-sdk's words
 			return nil, false
 		}
-		return &sessionWriter{ResponseWriter: w, onHeader: func(status int, _ http.Header) {
+		sw := &sessionWriter{ResponseWriter: w, onHeader: func(status int, _ http.Header) {
 			if status == http.StatusNotFound || (r.Method == http.MethodDelete && status == http.StatusNoContent) {
 				b.forget(id)
 			}
-		}}, true
+		}}
+		if r.Method == http.MethodPost {
+			sw.ended = b.life.begin(id) // the idle timer waits for it
+		}
+		return sw, true
 	}
 	if r.Method != http.MethodPost {
 		return nil, true // go-sdk answers GET and DELETE without a session id: 400
@@ -930,6 +959,7 @@ type sessionWriter struct {
 	http.ResponseWriter
 	onHeader func(status int, h http.Header)
 	release  func() // called by finish when no session was bound
+	ended    func() // called by finish: the POST no longer holds its session's idle timer
 	wrote    bool
 	bound    atomic.Bool // the answer named the session: the reservation is spent
 }
@@ -974,5 +1004,8 @@ func (w *sessionWriter) finish() {
 	}
 	if w.release != nil && !w.bound.Load() {
 		w.release()
+	}
+	if w.ended != nil {
+		w.ended()
 	}
 }

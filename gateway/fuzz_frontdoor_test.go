@@ -371,3 +371,70 @@ func sameID(got, want any) bool {
 	}
 	return false
 }
+
+// FuzzStatefulFastPathDifferential is FuzzFastPathDifferential on stateful
+// gateways: every input is posted on a session of each (opened alike,
+// reopened alike when an input has ended it), so that the fast path's
+// answers to the calls on a session (frontDoor.sessionFastPath) are held to
+// go-sdk's session's. Its seeds are FuzzFastPathDifferential's.
+func FuzzStatefulFastPathDifferential(f *testing.F) {
+	api := httptest.NewServer(http.HandlerFunc(fastAPI))
+	f.Cleanup(api.Close)
+	fast, fastG := newStatefulFuzzGateway(f, api.URL, false)
+	sdk, _ := newStatefulFuzzGateway(f, api.URL, true)
+	var fastID, sdkID string
+	f.Fuzz(func(t *testing.T, body []byte, accept, ctype, version, host uint8) {
+		if fastID == "" || !fastG.life.ready(fastID) {
+			fastID, sdkID = fuzzSession(t, fast), fuzzSession(t, sdk)
+		}
+		onSession := func(h http.Handler, id string) *httptest.ResponseRecorder {
+			r := fuzzRequest(body, accept, ctype, version, host)
+			r.Header.Set("Mcp-Session-Id", id)
+			return fuzzServe(t, h, r)
+		}
+		got := recordedAnswer(t, onSession(fast, fastID))
+		want := recordedAnswer(t, onSession(sdk, sdkID))
+		sameFraming(&got, &want)
+		opaqueCursors(t, got)
+		opaqueCursors(t, want)
+		if !reflect.DeepEqual(got, want) {
+			gj, _ := json.Marshal(got)
+			wj, _ := json.Marshal(want)
+			t.Fatalf("fast path and go-sdk differ on a session\nfast: %.2000s\n sdk: %.2000s", gj, wj)
+		}
+	})
+}
+
+// newStatefulFuzzGateway is newFuzzGateway, stateful.
+func newStatefulFuzzGateway(tb testing.TB, api string, disableFastPath bool) (http.Handler, *Gateway) {
+	tb.Helper()
+	cfg := &Config{Stateful: true, Upstreams: []Upstream{
+		{Name: "api", OpenAPI: "fast.json", Document: fastDoc(0), BaseURL: api, Timeout: 10 * time.Second},
+		{Name: "noetl", OpenAPI: "/openapi.json", Handler: engine.New(&engine.Options{NumericIDs: true, Step: time.Nanosecond}).Handler(), Playbooks: &Playbooks{}},
+	}}
+	g, err := New(context.Background(), cfg, &Options{DisableFastPath: disableFastPath})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if (g.fast == nil) != disableFastPath || (g.life == nil) != disableFastPath {
+		tb.Fatalf("fast path on: %v, want %v", g.fast != nil, !disableFastPath)
+	}
+	return g.Handler(), g
+}
+
+// fuzzSession opens a session on h (initialize, notifications/initialized)
+// and returns its id.
+func fuzzSession(t *testing.T, h http.Handler) string {
+	t.Helper()
+	w := fuzzServe(t, h, fuzzRequest([]byte(initialize), 0, 0, 0, 0))
+	id := w.Header().Get("Mcp-Session-Id")
+	if w.Code != http.StatusOK || id == "" {
+		t.Fatalf("initialize: %d, session %q: %s", w.Code, id, w.Body.Bytes())
+	}
+	r := fuzzRequest([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), 0, 0, 3, 0)
+	r.Header.Set("Mcp-Session-Id", id)
+	if w := fuzzServe(t, h, r); w.Code != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: %d %s", w.Code, w.Body.Bytes())
+	}
+	return id
+}

@@ -96,6 +96,7 @@ type Gateway struct {
 	served        int           // tools registered: the catalog less what the lock held back
 	calls         *callContexts // the POSTs being served, for the tool handlers (see frontDoor)
 	noetlCalls    *inflight     // the NoETL-compatible endpoint's calls in flight, for notifications/cancelled
+	life          *sessionLife  // stateful with the fast path: sessions' initialized state and idle timeout (sessionlife.go)
 	metrics       *metrics      // nil when metrics are off
 
 	// The serving state: one client per upstream, by name, all under one
@@ -297,6 +298,12 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	if g.fast, err = newFastPath(g, served); err != nil {
 		return nil, err
 	}
+	if g.fast != nil && g.cfg.Stateful {
+		// The front door answers calls on sessions: it keeps their
+		// initialized state and idle timeout (sessionLife, sdkHandler).
+		g.life = newSessionLife(g.cfg.SessionTimeout)
+		g.server.AddReceivingMiddleware(g.life.middleware)
+	}
 	if g.tasks, err = newTaskDoor(g, served); err != nil {
 		return nil, err
 	}
@@ -474,6 +481,10 @@ func (g *Gateway) newMux() (*mux.Router, http.Handler) {
 	if g.cfg.Stateful {
 		fd.sessionless = g.sdkHandler(true)
 		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions, g.cfg.MaxSessionsPerCaller)
+		if g.life != nil {
+			fd.sessions.life = g.life
+			g.life.onExpired(fd.sessions.forget)
+		}
 		g.shareSessions(fd.sessions)
 	}
 	playbookRPC := http.Handler(&noetlDoor{fd: fd, next: http.HandlerFunc(g.servePlaybookRPC)})
@@ -506,12 +517,22 @@ func (g *Gateway) sdkHandler(stateless bool) http.Handler {
 		&mcp.StreamableHTTPOptions{
 			Stateless:           stateless,
 			Logger:              g.sdkLogger(),
-			SessionTimeout:      g.cfg.SessionTimeout,
+			SessionTimeout:      g.sdkSessionTimeout(),
 			MaxRequestBodyBytes: g.cfg.MaxBodyBytes,
 			// Ties handlers to the POST for 2026-07-28 requests; the front
 			// door does it for every protocol version (see frontDoor).
 			PropagateRequestCancellation: true,
 		})
+}
+
+// sdkSessionTimeout is go-sdk's idle timeout for sessions: session_timeout,
+// unless the front door keeps it (sessionLife), since go-sdk's timer would
+// close a session whose calls the fast path answers while it is in use.
+func (g *Gateway) sdkSessionTimeout() time.Duration {
+	if g.life != nil {
+		return 0
+	}
+	return g.cfg.SessionTimeout
 }
 
 // sdkLogger is the logger handed to go-sdk: the gateway's, less everything
