@@ -69,11 +69,12 @@ type frontDoor struct {
 	maxBody     int64
 	bodyTimeout time.Duration
 	calls       *callContexts
-	sessions    *sessionBook // nil when stateless
-	metrics     *metrics     // nil when metrics are off
-	fast        *fastPath    // nil: stateful, or turned off
-	tasks       *taskDoor    // nil: no playbook tools (see tasks.go)
-	inflight    *inflight    // the calls notifications/cancelled can reach (see cancel.go)
+	sessions    *sessionBook    // nil when stateless
+	streams     *sessionStreams // stateful: the sessions' GET streams (taskstatus.go)
+	metrics     *metrics        // nil when metrics are off
+	fast        *fastPath       // nil: stateful, or turned off
+	tasks       *taskDoor       // nil: no playbook tools (see tasks.go)
+	inflight    *inflight       // the calls notifications/cancelled can reach (see cancel.go)
 	// authorize, when set, is the step-up seam (see gateway/auth.go): it is
 	// called for every POSTed message after the body is parsed and before
 	// anything is dispatched; when it says no, the front door answers with
@@ -186,6 +187,7 @@ type exchange struct {
 	session    *sessionWriter       // binds or frees the session reservation
 	unwatch    func()               // the cancel watch on the answer
 	unregister func()               // out of callContexts
+	unstream   func()               // out of the sessions' streams (taskstatus.go)
 	errs       *rpcErrors           // rewrites go-sdk's error answers
 	span       trace.Span           // the request's span (traceRequest); nil when tracing is off
 	// sessionless: a stateful gateway serves this request as a stateless
@@ -207,6 +209,9 @@ func (x *exchange) msg() *message {
 func (x *exchange) finish() {
 	if x.span != nil {
 		defer x.endRequestSpan()
+	}
+	if x.unstream != nil {
+		x.unstream()
 	}
 	if x.errs != nil {
 		x.errs.finish()
@@ -461,6 +466,11 @@ func (f *frontDoor) session(x *exchange) bool {
 	if sw != nil {
 		x.session = sw
 		x.w = sw
+	}
+	if id := x.r.Header.Get(sessionIDHeader); id != "" && x.r.Method == http.MethodGet && f.streams != nil {
+		// The session's standalone stream: notifications/tasks/status
+		// go there (taskstatus.go).
+		x.w, x.unstream = f.streams.watch(x.w, id)
 	}
 	return !(x.rpc && x.r.Header.Get(sessionIDHeader) != "" && f.tasks.serve(x.w, x.r, x.body, x.msg))
 }

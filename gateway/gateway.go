@@ -93,11 +93,12 @@ type Gateway struct {
 	// heldResources are the resources (OpenAPI and playbooks'; by URI or template)
 	// Options.Lock withholds (drift's HeldResources): not served.
 	heldResources map[string]bool
-	served        int           // tools registered: the catalog less what the lock held back
-	calls         *callContexts // the POSTs being served, for the tool handlers (see frontDoor)
-	noetlCalls    *inflight     // the NoETL-compatible endpoint's calls in flight, for notifications/cancelled
-	life          *sessionLife  // stateful with the fast path: sessions' initialized state and idle timeout (sessionlife.go)
-	metrics       *metrics      // nil when metrics are off
+	served        int             // tools registered: the catalog less what the lock held back
+	calls         *callContexts   // the POSTs being served, for the tool handlers (see frontDoor)
+	noetlCalls    *inflight       // the NoETL-compatible endpoint's calls in flight, for notifications/cancelled
+	life          *sessionLife    // stateful with the fast path: sessions' initialized state and idle timeout (sessionlife.go)
+	streams       *sessionStreams // stateful: the sessions' standalone SSE streams, for notifications/tasks/status (taskstatus.go)
+	metrics       *metrics        // nil when metrics are off
 
 	// The serving state: one client per upstream, by name, all under one
 	// response budget; the runner of each upstream that has playbooks.
@@ -298,6 +299,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	if g.fast, err = newFastPath(g, served); err != nil {
 		return nil, err
 	}
+	if g.cfg.Stateful {
+		g.streams = newSessionStreams()
+	}
 	if g.fast != nil && g.cfg.Stateful {
 		// The front door answers calls on sessions: it keeps their
 		// initialized state and idle timeout (sessionLife, sdkHandler).
@@ -481,6 +485,7 @@ func (g *Gateway) newMux() (*mux.Router, http.Handler) {
 	if g.cfg.Stateful {
 		fd.sessionless = g.sdkHandler(true)
 		fd.sessions = newSessionBook(g.server, g.cfg.MaxSessions, g.cfg.MaxSessionsPerCaller)
+		fd.streams = g.streams
 		if g.life != nil {
 			fd.sessions.life = g.life
 			g.life.onExpired(fd.sessions.forget)

@@ -61,8 +61,9 @@ import (
 //     because the engine then reports the run CANCELLED (or CANCELED) in
 //     its status (at the terminal pointer, NoETL's "status"); an engine that
 //     reports a cancelled run otherwise shows it "failed".
-//   - No notifications/tasks/status (optional in the spec): a stateless
-//     POST has no stream to send it on.
+//   - notifications/tasks/status (optional in the spec) is sent on a
+//     stateful session's stream when a task made on it ends (taskstatus.go);
+//     a stateless POST has no stream to send it on.
 //   - Over stdio and in 2026-07-28 requests there are no tasks (the
 //     2026-07-28 tasks extension is another protocol).
 
@@ -353,7 +354,14 @@ func (d *taskDoor) create(r *http.Request, p *taskParams) (any, *jsonrpc.Error) 
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
 			Message: fmt.Sprintf("tool %q does not support task-augmented calls (no execution.taskSupport); call it without params.task", p.Name)}
 	}
-	id, c, rerr := d.start(r, t, p.Arguments, p.Task.TTL)
+	// A task made on a session is told of its end on the session's
+	// stream (taskstatus.go); the session stage has checked it is the
+	// caller's.
+	var session string
+	if d.g.streams != nil {
+		session = r.Header.Get(sessionIDHeader)
+	}
+	id, c, rerr := d.start(r, t, p.Arguments, p.Task.TTL, session)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -373,12 +381,14 @@ func (d *taskDoor) create(r *http.Request, p *taskParams) (any, *jsonrpc.Error) 
 // 2025-11-25 tasks here, the tasks extension in tasksext.go) and seals its
 // id. asked is the ttl the client asked for (nil: none). A call that cannot
 // start (invalid arguments, no credential, the engine refused) is a task
-// born failed: c.Error says why.
-func (d *taskDoor) start(r *http.Request, t *Tool, args json.RawMessage, asked *float64) (string, *taskClaims, *jsonrpc.Error) {
+// born failed: c.Error says why. A task made on session ("" for none) sends
+// it notifications/tasks/status when its run ends (notifyEnded).
+func (d *taskDoor) start(r *http.Request, t *Tool, args json.RawMessage, asked *float64, session string) (string, *taskClaims, *jsonrpc.Error) {
 	runner := d.g.runners[t.Upstream]
 	now := d.now()
 	c := &taskClaims{Upstream: t.Upstream, Path: t.Playbook.Path, Caller: callerHash(r), Created: now.UnixMilli(), // the run's start, once known
 		TTL: d.grantTTL(asked, runner.Options().Timeout).Milliseconds()}
+	var sealedID string // the task's id once sealed, for the run's Ended ("" until then, or when sealing failed)
 	req := callRequest(r, t.Tool.Name, args)
 	ctx := d.g.callTrace(r.Context(), t, r.Header)
 	var out *playbook.Outcome
@@ -386,6 +396,11 @@ func (d *taskDoor) start(r *http.Request, t *Tool, args json.RawMessage, asked *
 		c.Error = cutText(err.Error())
 	} else {
 		run := playbook.Request{Tool: t.Tool.Name, Path: t.Playbook.Path, Workload: t.Playbook.Workload(args), Cred: cred, Caller: d.g.callerID(req)}
+		if session != "" {
+			sealed := make(chan string, 1)
+			defer func() { sealed <- sealedID }()
+			run.Ended = d.notifyEnded(session, c, runner, sealed)
+		}
 		var begun time.Time
 		c.Execution, begun, out = runner.Start(ctx, run)
 		if !begun.IsZero() {
@@ -403,6 +418,7 @@ func (d *taskDoor) start(r *http.Request, t *Tool, args json.RawMessage, asked *
 	if err != nil {
 		return "", nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("sealing the task id: %v", err)}
 	}
+	sealedID = id
 	d.g.logger.LogAttrs(ctx, slog.LevelInfo, "playbook task",
 		slog.String("action", "create"), slog.String("tool", t.Tool.Name), slog.String("upstream", t.Upstream),
 		slog.String("execution_id", c.Execution), slog.Bool("failed", c.Error != ""))

@@ -2,28 +2,31 @@
 // stateless mcpgate replicas share a task key (MCPGATE_TASK_KEY) in front of
 // it, and the official TS SDK's experimental tasks client calls a playbook as
 // a task and polls it to completion, reads a task one replica made through
-// the other, and cancels one.
+// the other, and cancels one. A third replica, --stateful, tells a session's
+// client when its task ends (notifications/tasks/status).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { MCPGATE_BIN, connectHTTP, engineConfig, executions, start, startEngine, stop, text } from './lib.mjs';
+import { CallToolResultSchema, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { MCPGATE_BIN, connectHTTP, engineConfig, executions, start, startEngine, stop, text, waitUntil } from './lib.mjs';
 
 describe('MCP tasks (TS SDK experimental tasks client)', () => {
-  let engine, a, b;
+  let engine, a, b, c;
   before(async () => {
     engine = await startEngine('--step', '300ms');
     const cfg = engineConfig(engine.url, ['poll_interval: 200ms', 'timeout: 30s'], 'tasks:\n  key_env: MCPGATE_TASK_KEY\n');
     const env = { ...process.env, MCPGATE_TASK_KEY: 'e2e-task-key-shared-by-both-replicas-0123456789' };
-    const serve = async () => {
-      const p = await start(MCPGATE_BIN, ['serve', '--addr', '127.0.0.1:0', '--config', cfg], /listening on (http:\/\/\S+\/mcp)/, { env });
+    const serve = async (...flags) => {
+      const p = await start(MCPGATE_BIN, ['serve', '--addr', '127.0.0.1:0', '--config', cfg, ...flags], /listening on (http:\/\/\S+\/mcp)/, { env });
       return { ...p, url: p.match[1] };
     };
     a = await serve();
     b = await serve();
+    c = await serve('--stateful');
   });
   after(async () => {
     await stop(a);
     await stop(b);
+    await stop(c);
     await stop(engine);
   });
 
@@ -111,6 +114,35 @@ describe('MCP tasks (TS SDK experimental tasks client)', () => {
       const run = (await executions(engine.url)).find((x) => x.workload.label === 'e2e-task-cancel');
       assert.equal(run?.cancelled, true, 'the engine saw the cancel');
       await assert.rejects(client.experimental.tasks.cancelTask(taskId), /already cancelled/);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('a stateful session is told when its task ends (notifications/tasks/status)', async () => {
+    const client = await connectHTTP(c.url, { Authorization: 'Bearer dana' });
+    const told = []; // the SDK parses each with TaskStatusNotificationSchema: a malformed one never gets here
+    client.setNotificationHandler(TaskStatusNotificationSchema, (n) => told.push(n.params));
+    try {
+      await client.listTools();
+      const create = async (label) => {
+        for await (const m of client.experimental.tasks.callToolStream({ name: 'demo_slow', arguments: { label } })) {
+          if (m.type === 'taskCreated') return m.task.taskId; // stop polling: the notification tells
+        }
+        assert.fail('no task created');
+      };
+      const done = await create('e2e-told');
+      const n = await waitUntil('the completed task to be told', () => told.find((p) => p.taskId === done), { timeoutMs: 30000 });
+      const got = await client.experimental.tasks.getTask(done);
+      assert.equal(n.status, 'completed');
+      assert.equal(got.status, 'completed');
+      for (const k of ['createdAt', 'ttl', 'pollInterval', 'statusMessage']) assert.deepEqual(n[k], got[k], k);
+
+      const stopped = await create('e2e-told-cancel');
+      assert.equal((await client.experimental.tasks.cancelTask(stopped)).status, 'cancelled');
+      const m = await waitUntil('the cancelled task to be told', () => told.find((p) => p.taskId === stopped), { timeoutMs: 30000 });
+      assert.equal(m.status, 'cancelled');
+      assert.equal(told.length, 2, JSON.stringify(told));
     } finally {
       await client.close();
     }

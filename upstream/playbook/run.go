@@ -48,6 +48,12 @@ type Request struct {
 	// notification. A run the request left to its linger is then cancelled
 	// upstream at once, unless another request waits for it meanwhile.
 	Cancelled <-chan struct{}
+	// Ended, if set, is called once, on a goroutine of its own, with the
+	// outcome of the run [Runner.Start] started or joined for this request,
+	// when that run ends in this process. It is not called when Start
+	// returns an outcome (no run), nor for a run another replica drives
+	// (Options.Shared): that one ends where it runs. Run ignores it.
+	Ended func(*Outcome)
 }
 
 // closed reports whether ch is closed (nil: never).
@@ -611,14 +617,8 @@ func (r *Runner) poll(rn *run, req Request) *Outcome {
 		close(rn.changed)
 		rn.changed = make(chan struct{})
 		rn.mu.Unlock()
-		switch r.terminal(st) {
-		case Succeeded:
-			out.State = Succeeded
-			out.Result = r.successResult(id, req.Path, st)
-			return out
-		case Failed:
-			out.State = Failed
-			out.Result = errorResult(failureText(req.Path, id, st), id, req.Path, st, r.opts.MaxStructured)
+		if state, res := r.ending(id, req.Path, st); state != "" {
+			out.State, out.Result = state, res
 			return out
 		}
 		tick.Reset(r.opts.PollInterval)

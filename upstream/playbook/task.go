@@ -64,6 +64,12 @@ func (r *Runner) Start(ctx context.Context, req Request) (string, time.Time, *Ou
 	if id == "" { // done without an id: the engine did not start it
 		return "", time.Time{}, rn.out.own(attached)
 	}
+	if req.Ended != nil {
+		go func() {
+			<-rn.done
+			req.Ended(rn.out.own(attached))
+		}()
+	}
 	return id, rn.begun, nil
 }
 
@@ -97,18 +103,25 @@ func (r *Runner) Check(ctx context.Context, id, path string, cred upstream.Crede
 		return &Snapshot{State: Failed, Result: errorResult(msg, id, path, nil, r.opts.MaxStructured)}, nil
 	}
 	s := &Snapshot{Status: st, Progress: progressOf(st)}
-	switch s.State = r.terminal(st); s.State {
-	case Succeeded:
-		s.Result = r.successResult(id, path, st)
-	case Failed:
-		msg := failureText(path, id, st)
-		if r.cancelled(st) {
-			s.State = Cancelled
-			msg = fmt.Sprintf("playbook %s was cancelled (execution %s)", path, id)
-		}
-		s.Result = errorResult(msg, id, path, st, r.opts.MaxStructured)
-	}
+	s.State, s.Result = r.ending(id, path, st)
 	return s, nil
+}
+
+// ending reads a status: "" while the run goes on, else its terminal state
+// and the result to report. A run that failed because it was cancelled (see
+// cancelled) is Cancelled, whoever reads it: a task's status, the runner
+// that drives the run, a call waiting for it.
+func (r *Runner) ending(id, path string, st map[string]any) (State, *mcp.CallToolResult) {
+	switch state := r.terminal(st); state {
+	case Succeeded:
+		return Succeeded, r.successResult(id, path, st)
+	case Failed:
+		if r.cancelled(st) {
+			return Cancelled, errorResult(fmt.Sprintf("playbook %s was cancelled (execution %s)", path, id), id, path, st, r.opts.MaxStructured)
+		}
+		return Failed, errorResult(failureText(path, id, st), id, path, st, r.opts.MaxStructured)
+	}
+	return "", nil
 }
 
 // cancelled reports whether a failed status says the run was cancelled: the
