@@ -5,7 +5,8 @@
 //
 // It shows what issue 24 found broken: a re-sent playbook call on another
 // replica attaches to the first run; a cancellation reaching another
-// replica cancels the call; SIGTERM of a replica under load fails no call,
+// replica cancels the call; a client's hang-up reaches its replica through
+// HAProxy; SIGTERM of a replica under load fails no call,
 // and its waiting playbook call is answered with its execution id and
 // re-attached by a re-send; SIGHUP with a changed config serves the new
 // tools with no call failed; a traced call's traceparent reaches the
@@ -184,6 +185,25 @@ describe('a fleet: three replicas, Redis, HAProxy round-robin (TS SDK client)', 
     const run = await waitUntil('the run to be cancelled upstream', async () =>
       (await executions(engine.url)).find((x) => x.workload.label === label && x.cancelled), { timeoutMs: 5000 });
     assert.ok(run);
+  });
+
+  test('a client that hangs up on HAProxy is gone for its replica too: the run is cancelled after the linger', async () => {
+    // HAProxy (option abortonclose, http-server-close) closes its connection
+    // to the replica when the client's goes: the replica sees the hang-up
+    // and cancels the run it left, after the 2 s linger (no re-send came).
+    // Were the hang-up lost at HAProxy, demo/slow would run its 10 s out.
+    const label = `hangup-${Date.now()}`;
+    const ac = new AbortController();
+    const pending = rpc(lbURL, { jsonrpc: '2.0', id: 51, method: 'tools/call', params: { name: 'demo_slow', arguments: { label } } },
+      { headers: { Authorization: 'Bearer erin' }, signal: ac.signal }).catch((e) => e);
+    await waitUntil('the run to start', async () => (await executions(engine.url)).some((x) => x.workload.label === label));
+    const started = Date.now();
+    ac.abort();
+    await pending;
+    const run = await waitUntil('the run to be cancelled upstream', async () =>
+      (await executions(engine.url)).find((x) => x.workload.label === label && x.cancelled), { timeoutMs: 9000 });
+    assert.ok(run, 'the run was cancelled');
+    assert.ok(Date.now() - started < 9000, `cancelled ${Date.now() - started} ms after the hang-up: before the run's own end`);
   });
 
   test('tasks/list on any replica lists the caller\'s tasks made on another, and only theirs', async () => {
