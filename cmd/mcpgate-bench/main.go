@@ -112,8 +112,10 @@
 //	                                                 the go-sdk server answered while the
 //	                                                 row was measured (target 0)
 //
-// With -rounds N (N > 1) each round prints its rows and ratios, and the end
-// each ratio's median over the rounds, its range and every round's value:
+// With -rounds N (N > 1) each round prints its rows and ratios (every other
+// round measures the rows in reverse order, so that no target always runs
+// right after the same other), and the end each ratio's median over the
+// rounds, its range and every round's value:
 //
 //	over N rounds, ratio mcpgate/baseline p50 added latency c=1: median 1.27, range 1.22-1.31 (1.22 1.29 ...)
 //
