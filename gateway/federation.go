@@ -62,9 +62,17 @@ const federatedLogLevel mcp.LoggingLevel = "info"
 // startFederation makes and starts the client of each MCP upstream.
 func (g *Gateway) startFederation() error {
 	g.federated = map[string]*federation.Upstream{}
+	g.fedShares = map[string]*fedShare{}
 	for i := range g.cfg.Upstreams {
 		u := &g.cfg.Upstreams[i]
 		if u.MCP == nil {
+			continue
+		}
+		if s := g.reuse(g.opts.Previous, u); s != nil {
+			// A reload, and this upstream is unchanged: keep its client
+			// (fedreuse.go).
+			g.federated[u.Name] = s.up
+			g.fedShares[u.Name] = s
 			continue
 		}
 		caps := &mcp.ClientCapabilities{}
@@ -75,22 +83,24 @@ func (g *Gateway) startFederation() error {
 			caps.Elicitation = &mcp.ElicitationCapabilities{}
 			caps.RootsV2 = &mcp.RootCapabilities{}
 		}
-		name := u.Name
+		s := &fedShare{u: *u, users: []*Gateway{g}}
 		up, err := federation.New(*u.MCP, &federation.Options{
 			Name:              u.Name,
 			Tracing:           g.upstreamTracing(),
 			Logger:            g.logger,
 			Capabilities:      caps,
 			LogLevel:          federatedLogLevel,
-			OnListChanged:     func() { g.relist(name) },
-			OnResourceUpdated: g.resourceUpdated(u),
+			OnListChanged:     s.onListChanged(u.Name),
+			OnResourceUpdated: s.onResourceUpdated(),
 		})
 		if err != nil {
 			g.closeFederation()
 			return fmt.Errorf("upstream %s: %v", u.Name, err)
 		}
-		up.Start(context.Background()) // ended by Close
+		s.up = up
+		up.Start(context.Background()) // ended by the last gateway's Close
 		g.federated[u.Name] = up
+		g.fedShares[u.Name] = s
 	}
 	return nil
 }
@@ -111,8 +121,8 @@ func (g *Gateway) listFederated(ctx context.Context, u *config.Upstream) (*feder
 // closeFederation closes every upstream MCP client: sessions, and stdio
 // children with their process groups.
 func (g *Gateway) closeFederation() {
-	for _, up := range g.federated {
-		up.Close()
+	for _, s := range g.fedShares {
+		s.leave(g) // the client closes with the last gateway that uses it
 	}
 }
 

@@ -77,6 +77,12 @@ type Options struct {
 	// otherwise one line says which hash differs and the documents are
 	// loaded as without it. See docs/snapshot.md.
 	Snapshot string
+	// Previous, when set, is the gateway this one is built to replace (a
+	// reload): an MCP upstream whose configuration and client settings are
+	// unchanged keeps Previous's client — its sessions, its stdio child and
+	// whatever state that holds — instead of starting a new one; it is
+	// closed with the last gateway that uses it. See fedreuse.go.
+	Previous *Gateway
 }
 
 // Gateway serves one catalog. It is safe for concurrent use.
@@ -107,6 +113,7 @@ type Gateway struct {
 	// federated are the clients of the MCP upstreams, by name (see
 	// federation.go); live, the tools served, as relist changes them.
 	federated map[string]*federation.Upstream
+	fedShares map[string]*fedShare // the same clients, and the gateways sharing each (fedreuse.go)
 	live      liveTools
 	search    *searchMode              // nil: tools/list lists every tool (search.go)
 	subs      *subscriptions           // resources/subscribe (subscribe.go)

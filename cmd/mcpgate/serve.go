@@ -405,7 +405,9 @@ func (r *reloader) build() (*gateway.Gateway, *gateway.Config, []string, error) 
 	keepRestartOnly(cfg, r.served)
 	// Not newGateway: its start-up memory limit is process-wide, and a
 	// reload's restoring it could cross another's.
-	g, err := gateway.New(r.life, cfg, &gateway.Options{Logger: r.logger, Lock: lock, DeferUnavailable: true})
+	// Previous: an MCP upstream left unchanged keeps its client (its stdio
+	// child, its sessions) across the reload.
+	g, err := gateway.New(r.life, cfg, &gateway.Options{Logger: r.logger, Lock: lock, DeferUnavailable: true, Previous: r.front.Current()})
 	if err != nil {
 		return nil, nil, nil, r.c.loadError(err)
 	}
