@@ -320,7 +320,7 @@ func TestFleetTaskRecords(t *testing.T) {
 	if task := b.must(t, "Bearer alice", "tasks/cancel", taskIDParams(id)); task["status"] != "cancelled" {
 		t.Fatalf("tasks/cancel on B: %v", task)
 	}
-	if rec, err := f.g[0].TaskRecords().Get(t.Context(), id); err != nil || rec.Status != "cancelled" {
+	if rec, err := f.g[0].TaskRecords().Get(t.Context(), who, id); err != nil || rec.Status != "cancelled" {
 		t.Errorf("the record after tasks/cancel on B: %+v, %v", rec, err)
 	}
 }

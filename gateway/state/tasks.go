@@ -37,7 +37,7 @@ type TaskRecord struct {
 // tasks than this within their ttl would list only the newest anyway.
 const MaxTasksPerCaller = 1000
 
-// ErrNoTask is Get's error for an id it does not hold.
+// ErrNoTask is Get's error for an id it does not hold for that caller.
 var ErrNoTask = errors.New("state: no such task")
 
 // Tasks stores task records.
@@ -45,8 +45,10 @@ type Tasks interface {
 	// Put records t (a new task, or a change of its status), kept until
 	// t.Created + t.TTL.
 	Put(ctx context.Context, t TaskRecord) error
-	// Get returns the record of task id, or ErrNoTask.
-	Get(ctx context.Context, id string) (*TaskRecord, error)
+	// Get returns caller's record of task id, or ErrNoTask: also when the
+	// record is another caller's, so that a task id someone else holds
+	// reveals nothing (not even that the task exists).
+	Get(ctx context.Context, caller, id string) (*TaskRecord, error)
 	// List returns caller's records, newest first, at most limit (limit
 	// <= 0: all, within MaxTasksPerCaller).
 	List(ctx context.Context, caller string, limit int) ([]TaskRecord, error)
@@ -134,12 +136,12 @@ func (m *MemoryTasks) prune(caller string, now time.Time) {
 	}
 }
 
-// Get returns task id's record.
-func (m *MemoryTasks) Get(_ context.Context, id string) (*TaskRecord, error) {
+// Get returns caller's record of task id.
+func (m *MemoryTasks) Get(_ context.Context, caller, id string) (*TaskRecord, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := m.byID[id]
-	if t == nil || expired(t, m.now()) {
+	if t == nil || t.Caller != caller || caller == "" || expired(t, m.now()) {
 		return nil, ErrNoTask
 	}
 	cp := *t
@@ -226,7 +228,7 @@ func (r *redisTasks) Put(ctx context.Context, t TaskRecord) error {
 	return err
 }
 
-func (r *redisTasks) Get(ctx context.Context, id string) (*TaskRecord, error) {
+func (r *redisTasks) Get(ctx context.Context, caller, id string) (*TaskRecord, error) {
 	var b []byte
 	err := r.s.do(ctx, "task_get", func(ctx context.Context) error {
 		var err error
@@ -242,6 +244,9 @@ func (r *redisTasks) Get(ctx context.Context, id string) (*TaskRecord, error) {
 	var t TaskRecord
 	if err := json.Unmarshal(b, &t); err != nil {
 		return nil, fmt.Errorf("state: task %s: the stored record does not decode: %v", id, err)
+	}
+	if t.Caller != caller || caller == "" {
+		return nil, ErrNoTask
 	}
 	return &t, nil
 }
