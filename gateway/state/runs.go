@@ -13,13 +13,13 @@ import (
 
 // Engine returns the playbook.Shared of the engine upstream name: its keys
 // are the store's prefix, "run:" or "runs:", the name and the dedup key or
-// the caller.
+// the caller, each escaped by keyPart (an upstream's name may hold ':').
 //
 //	<prefix>run:<upstream>:<dedup key>     hash: id, path, begun (unix ms), state, waiters, claimed (Redis' time, unix ms); ttl: timeout + dedup window, then the window once succeeded
 //	<prefix>runs:<upstream>                sorted set of run leases (max_runs)
 //	<prefix>runs:<upstream>:<caller>       sorted set of one caller's run leases (max_runs_per_caller)
 func (s *Redis) Engine(name string) playbook.Shared {
-	return &engine{s: s, runKey: s.prefix + "run:" + name + ":", capKey: s.prefix + "runs:" + name}
+	return &engine{s: s, runKey: s.prefix + "run:" + keyPart(name) + ":", capKey: s.prefix + "runs:" + keyPart(name)}
 }
 
 type engine struct {
@@ -62,13 +62,13 @@ return redis.call('HINCRBY', KEYS[1], 'waiters', ARGV[1])`)
 )
 
 func (e *engine) Admit(ctx context.Context, caller string, maxRuns, maxPerCaller int) (func(), int, int, error) {
-	return e.s.acquire(ctx, "admit", []string{e.capKey, e.capKey + ":" + caller}, []int{maxRuns, maxPerCaller})
+	return e.s.acquire(ctx, "admit", []string{e.capKey, e.capKey + ":" + keyPart(caller)}, []int{maxRuns, maxPerCaller})
 }
 
 func (e *engine) Claim(ctx context.Context, key string, rec playbook.RunRecord, ttl time.Duration) (bool, error) {
 	var ok bool
 	err := e.s.do(ctx, "claim", func(ctx context.Context) error {
-		n, err := claimScript.Run(ctx, e.s.client, []string{e.runKey + key}, rec.Path, rec.Begun.UnixMilli(), ttl.Milliseconds(), playbook.StaleClaimAfter.Milliseconds()).Int()
+		n, err := claimScript.Run(ctx, e.s.client, []string{e.runKey + keyPart(key)}, rec.Path, rec.Begun.UnixMilli(), ttl.Milliseconds(), playbook.StaleClaimAfter.Milliseconds()).Int()
 		ok = n == 1
 		return err
 	})
@@ -79,7 +79,7 @@ func (e *engine) Record(ctx context.Context, key string) (*playbook.RunRecord, e
 	var res []any
 	err := e.s.do(ctx, "record", func(ctx context.Context) error {
 		var err error
-		res, err = recordScript.Run(ctx, e.s.client, []string{e.runKey + key}).Slice()
+		res, err = recordScript.Run(ctx, e.s.client, []string{e.runKey + keyPart(key)}).Slice()
 		return err
 	})
 	if err != nil {
@@ -109,13 +109,13 @@ func (e *engine) Record(ctx context.Context, key string) (*playbook.RunRecord, e
 
 func (e *engine) Update(ctx context.Context, key string, rec playbook.RunRecord, ttl time.Duration) error {
 	return e.s.do(ctx, "update", func(ctx context.Context) error {
-		return updateScript.Run(ctx, e.s.client, []string{e.runKey + key}, rec.ExecutionID, rec.Path, rec.Begun.UnixMilli(), string(rec.State), ttl.Milliseconds()).Err()
+		return updateScript.Run(ctx, e.s.client, []string{e.runKey + keyPart(key)}, rec.ExecutionID, rec.Path, rec.Begun.UnixMilli(), string(rec.State), ttl.Milliseconds()).Err()
 	})
 }
 
 func (e *engine) Drop(ctx context.Context, key string) error {
 	return e.s.do(ctx, "drop", func(ctx context.Context) error {
-		return e.s.client.Del(ctx, e.runKey+key).Err()
+		return e.s.client.Del(ctx, e.runKey+keyPart(key)).Err()
 	})
 }
 
@@ -123,7 +123,7 @@ func (e *engine) count(ctx context.Context, op, key string, by int) (int64, erro
 	var n int64
 	err := e.s.do(ctx, op, func(ctx context.Context) error {
 		var err error
-		n, err = countScript.Run(ctx, e.s.client, []string{e.runKey + key}, by).Int64()
+		n, err = countScript.Run(ctx, e.s.client, []string{e.runKey + keyPart(key)}, by).Int64()
 		return err
 	})
 	return n, err

@@ -183,7 +183,9 @@ func sortNewest(ts []TaskRecord) {
 // Tasks returns the store's task records, in Redis:
 //
 //	<prefix>task:<id>         the record (JSON); ttl: until Created + TTL
-//	<prefix>tasks:<caller>    sorted set of the caller's task ids, scored by expiry (unix ms)
+//	<prefix>tasks:<caller>    sorted set of the caller's task ids (as key parts), scored by expiry (unix ms)
+//
+// The id and caller are escaped by keyPart.
 func (s *Redis) Tasks() Tasks { return &redisTasks{s: s} }
 
 type redisTasks struct{ s *Redis }
@@ -218,8 +220,8 @@ func (r *redisTasks) Put(ctx context.Context, t TaskRecord) error {
 	p := r.s.prefix
 	err = r.s.do(ctx, "task_put", func(ctx context.Context) error {
 		var err error
-		n, err = putTaskScript.Run(ctx, r.s.client, []string{p + "task:" + t.ID, p + "tasks:" + t.Caller},
-			b, t.Created.Add(t.TTL).UnixMilli(), time.Now().UnixMilli(), t.Caller, t.ID, MaxTasksPerCaller, p+"task:").Int()
+		n, err = putTaskScript.Run(ctx, r.s.client, []string{p + "task:" + keyPart(t.ID), p + "tasks:" + keyPart(t.Caller)},
+			b, t.Created.Add(t.TTL).UnixMilli(), time.Now().UnixMilli(), t.Caller, keyPart(t.ID), MaxTasksPerCaller, p+"task:").Int()
 		return err
 	})
 	if err == nil && n < 0 {
@@ -232,7 +234,7 @@ func (r *redisTasks) Get(ctx context.Context, caller, id string) (*TaskRecord, e
 	var b []byte
 	err := r.s.do(ctx, "task_get", func(ctx context.Context) error {
 		var err error
-		b, err = r.s.client.Get(ctx, r.s.prefix+"task:"+id).Bytes()
+		b, err = r.s.client.Get(ctx, r.s.prefix+"task:"+keyPart(id)).Bytes()
 		return err
 	})
 	if err != nil {
@@ -256,7 +258,7 @@ func (r *redisTasks) List(ctx context.Context, caller string, limit int) ([]Task
 	p := r.s.prefix
 	err := r.s.do(ctx, "task_list", func(ctx context.Context) error {
 		now := strconv.FormatInt(time.Now().UnixMilli(), 10)
-		ids, err := r.s.client.ZRangeByScore(ctx, p+"tasks:"+caller, &redis.ZRangeBy{Min: "(" + now, Max: "+inf"}).Result()
+		ids, err := r.s.client.ZRangeByScore(ctx, p+"tasks:"+keyPart(caller), &redis.ZRangeBy{Min: "(" + now, Max: "+inf"}).Result()
 		if err != nil || len(ids) == 0 {
 			return err
 		}
