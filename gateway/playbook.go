@@ -125,7 +125,7 @@ func (g *Gateway) callerID(req *mcp.CallToolRequest) string {
 	if req.Extra == nil || req.Extra.Header == nil {
 		return "stdio"
 	}
-	return caller.Of(req.Extra.TokenInfo, req.Extra.Header).RunKey()
+	return g.callers.RunKey(caller.Of(req.Extra.TokenInfo, req.Extra.Header))
 }
 
 // progressMessage is what a client shows while a run goes on.
