@@ -24,6 +24,17 @@
 // A caller never holds more than the request it came from, and nothing
 // derived from it is logged.
 //
+// The anonymous caller is one caller everywhere, on purpose: a stateless
+// request without credentials carries nothing that tells its sender from
+// another, so a notifications/cancelled from it (which names only a request
+// id) cancels the anonymous calls of that id, in one process and, with
+// shared state, on every replica of the fleet alike. That is inherent to an
+// open gateway, not a fleet's doing: clients that must not cancel each
+// other's calls send an Authorization header (any distinct value will do
+// when the gateway verifies nothing), or use stateful sessions, whose calls
+// are scoped by their session id. Runs are stricter: the anonymous caller's
+// playbook calls are never merged (RunKey is "").
+//
 // What outlives a request, or leaves the process (a fleet's Redis), names
 // the caller by its digest: an HMAC-SHA256 under a [Key], never a plain
 // hash, so that someone who reads the store cannot test guesses of a Basic
