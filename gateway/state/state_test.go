@@ -193,7 +193,7 @@ func TestRunRecords(t *testing.T) {
 			t.Errorf("count %d, %v; want %d", n, err, step.want)
 		}
 	}
-	if err := e.Drop(ctx, "k"); err != nil {
+	if err := e.Drop(ctx, "k", ""); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := e.Join(ctx, "k"); n != 0 {
