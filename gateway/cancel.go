@@ -81,6 +81,10 @@ type inflight struct {
 	left   []*inflightCall
 	leftBy map[leftKey][]*inflightCall
 
+	// digests keys the callers' digests: the gateway's key (shareInflight;
+	// newInflight's default, the process key, serves a registry alone).
+	digests *caller.Key
+
 	// publish, with shared state, tells the other replicas of a
 	// cancellation that matched no call here (see shared.go); nil: alone.
 	publish func(caller [sha256.Size]byte, id string)
@@ -122,7 +126,7 @@ func (c *inflightCall) notify() {
 const leftFor = playbook.DefaultLinger + 3*time.Second
 
 func newInflight() *inflight {
-	return &inflight{calls: map[inflightKey][]*inflightCall{}, leftBy: map[leftKey][]*inflightCall{}}
+	return &inflight{calls: map[inflightKey][]*inflightCall{}, leftBy: map[leftKey][]*inflightCall{}, digests: caller.ProcessKey()}
 }
 
 // notifiedKey is the context key of a call's inflightCall.
@@ -235,7 +239,7 @@ func (in *inflight) leave(c *inflightCall) {
 		}
 	}
 	c.leftAt = now
-	c.left = leftKey{who: c.key.caller.Digest(), id: c.key.id}
+	c.left = leftKey{who: in.digests.Digest(c.key.caller), id: c.key.id}
 	c.key = inflightKey{}
 	in.left = append(in.left, c)
 	in.leftBy[c.left] = append(in.leftBy[c.left], c)
@@ -272,7 +276,7 @@ func (in *inflight) cancel(r *http.Request, requestID any) int {
 // cancelKey cancels the calls registered under key, and those its client
 // left within leftFor; see cancel.
 func (in *inflight) cancelKey(key inflightKey) int {
-	lk := leftKey{who: key.caller.Digest(), id: key.id}
+	lk := leftKey{who: in.digests.Digest(key.caller), id: key.id}
 	in.mu.Lock()
 	list := append(append([]*inflightCall(nil), in.calls[key]...), in.leftBy[lk]...)
 	in.mu.Unlock()
@@ -283,7 +287,7 @@ func (in *inflight) cancelKey(key inflightKey) int {
 		// Not here: the call may be on another replica. Only a caller's
 		// digest and the request id leave the process, and only an id of
 		// a usual length (see maxSharedRequestID).
-		go in.publish(key.caller.Digest(), key.id)
+		go in.publish(lk.who, key.id)
 	}
 	return len(list)
 }
@@ -295,7 +299,7 @@ func (in *inflight) cancelDigest(who [sha256.Size]byte, id string) int {
 	var list []*inflightCall
 	in.mu.Lock()
 	for key, calls := range in.calls {
-		if key.id == id && key.caller.Digest() == who {
+		if key.id == id && in.digests.Digest(key.caller) == who {
 			list = append(list, calls...)
 		}
 	}

@@ -770,11 +770,13 @@ type sessionBook struct {
 	// kept while it lives (leases, see gateway/state); nil: this process.
 	fleet  func(ctx context.Context, who [sha256.Size]byte, limit int) (release func(), ok bool, err error)
 	leases map[string]func() // session id → its fleet slot's release
+
+	digests *caller.Key // keys the owners' digests (the gateway's: shareSessions)
 }
 
 func newSessionBook(server *mcp.Server, max, perCaller int) *sessionBook {
 	return &sessionBook{server: server, max: max, perCaller: perCaller,
-		owners: map[string][sha256.Size]byte{}, pendingBy: map[[sha256.Size]byte]int{}}
+		owners: map[string][sha256.Size]byte{}, pendingBy: map[[sha256.Size]byte]int{}, digests: caller.ProcessKey()}
 }
 
 // Why reserve refused.
@@ -902,7 +904,7 @@ func (b *sessionBook) forget(id string) {
 // answered.
 func (f *frontDoor) guardSession(w http.ResponseWriter, r *http.Request) (*sessionWriter, bool) {
 	b := f.sessions
-	who := caller.FromRequest(r).Digest()
+	who := b.digests.Digest(caller.FromRequest(r))
 	if id := r.Header.Get(sessionIDHeader); id != "" {
 		if !b.owns(id, who) {
 			http.Error(w, "session not found", http.StatusNotFound) // go-sdk's words

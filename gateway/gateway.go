@@ -25,6 +25,7 @@ import (
 	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/gateway/config"
+	"github.com/mcpgate/mcpgate/gateway/internal/caller"
 	"github.com/mcpgate/mcpgate/gateway/internal/httpbound"
 	"github.com/mcpgate/mcpgate/gateway/internal/logsample"
 	"github.com/mcpgate/mcpgate/gateway/state"
@@ -102,6 +103,7 @@ type Gateway struct {
 	served        int             // tools registered: the catalog less what the lock held back
 	calls         *callContexts   // the POSTs being served, for the tool handlers (see frontDoor)
 	noetlCalls    *inflight       // the NoETL-compatible endpoint's calls in flight, for notifications/cancelled
+	callers       *caller.Key     // keys the callers' digests (shared.go's callerKey)
 	life          *sessionLife    // stateful with the fast path: sessions' initialized state and idle timeout (sessionlife.go)
 	streams       *sessionStreams // stateful: the sessions' standalone SSE streams, for notifications/tasks/status (taskstatus.go)
 	metrics       *metrics        // nil when metrics are off

@@ -118,14 +118,14 @@ func (g *Gateway) startPlaybookCall(ctx context.Context, t *Tool, req *mcp.CallT
 }
 
 // callerID names who makes a call for the playbook runner's dedup table
-// and per-caller run cap (playbook.Request.Caller): caller.Caller.RunKey
+// and per-caller run cap (playbook.Request.Caller): caller.Key.RunKey
 // over HTTP ("" for a caller with no credential at all, whose calls are
 // never merged); over stdio, the one client at the other end of the pipe.
 func (g *Gateway) callerID(req *mcp.CallToolRequest) string {
 	if req.Extra == nil || req.Extra.Header == nil {
 		return "stdio"
 	}
-	return caller.Of(req.Extra.TokenInfo, req.Extra.Header).RunKey()
+	return g.callers.RunKey(caller.Of(req.Extra.TokenInfo, req.Extra.Header))
 }
 
 // progressMessage is what a client shows while a run goes on.

@@ -24,6 +24,7 @@ func TestReloadResendKeepsRun(t *testing.T) {
 				Playbooks: &Playbooks{PollInterval: 100 * time.Millisecond}}}}
 			if backend == "redis" {
 				cfg.State = StateConfig{Backend: "redis", Redis: RedisConfig{URL: redistest.Start(t).URL(), KeyPrefix: "reload:"}}
+				cfg.Tasks = fleetTaskKey(t)
 			}
 			gw := func() *Gateway {
 				g, err := New(t.Context(), cfg, nil)

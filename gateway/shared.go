@@ -36,7 +36,13 @@ import (
 // mcpgate_state_errors_total{op}).
 
 // openShared opens the configured shared state: nil with backend memory.
+// It sets the key of the caller digests first (callerKey).
 func (g *Gateway) openShared(ctx context.Context) error {
+	var err error
+	if g.callers, err = callerKey(g.cfg); err != nil {
+		return err
+	}
+	g.noetlCalls.digests = g.callers
 	if !g.cfg.State.Shared() {
 		g.taskRecords = state.NewMemoryTasks()
 		return nil
@@ -50,6 +56,32 @@ func (g *Gateway) openShared(ctx context.Context) error {
 	g.taskRecords = s.Tasks()
 	g.sharedStop = make(chan struct{})
 	return nil
+}
+
+// callerKey is the key of the caller digests (package caller): what a
+// session, a task id, a run's dedup key and per-caller caps, a cancellation
+// and a task record name a caller by, in this process and in Redis.
+//
+//   - With a task key (tasks.key_env), derived from it (caller.NewKey, under
+//     a label of its own): every replica given the same key digests a caller
+//     alike, across restarts and reloads, so task ids made before a restart
+//     still open for their caller, and a fleet shares its callers' state.
+//   - Without one, the process's random key (caller.ProcessKey): the same
+//     across reloads, meaningless to another process. With state.backend
+//     redis that would leave each replica naming callers its own way, so
+//     there a task key is required: config validation refuses a missing
+//     tasks.key_env, and an unset or short variable is an error here.
+//     Without Redis, an unusable variable is left to the task door, which
+//     refuses it when it seals task ids.
+func callerKey(cfg *Config) (*caller.Key, error) {
+	secret, err := taskSecret(cfg.Tasks)
+	switch {
+	case err != nil && cfg.State.Shared():
+		return nil, err
+	case err == nil && secret != "":
+		return caller.NewKey([]byte(secret)), nil
+	}
+	return caller.ProcessKey(), nil
 }
 
 // engineOptions are a playbook engine's options for its runner: the
@@ -79,6 +111,7 @@ func (g *Gateway) TaskRecords() state.Tasks { return g.taskRecords }
 // to the fleet: a cancellation it misses is published, and one another
 // replica published cancels the calls it holds.
 func (g *Gateway) shareInflight(in *inflight) {
+	in.digests = g.callers
 	if g.shared == nil {
 		return
 	}
@@ -104,6 +137,7 @@ func (g *Gateway) shareInflight(in *inflight) {
 // timeout) every renewal period, so that their slots stop counting on other
 // replicas too (the book alone notices them only at its next reserve).
 func (g *Gateway) shareSessions(b *sessionBook) {
+	b.digests = g.callers
 	if g.shared == nil || b.perCaller <= 0 {
 		return
 	}
@@ -187,7 +221,7 @@ func (d *taskDoor) record(r *http.Request, method string, result any, rerr *json
 	if t == nil {
 		return
 	}
-	who := caller.FromRequest(r).Digest()
+	who := d.g.callers.Digest(caller.FromRequest(r))
 	_ = store.Put(r.Context(), state.TaskRecord{
 		ID: task.TaskID, Caller: hex.EncodeToString(who[:]), Tool: t.Tool.Name, Status: task.Status,
 		Created: time.UnixMilli(c.Created), Updated: d.now(), TTL: time.Duration(c.TTL) * time.Millisecond,

@@ -33,6 +33,7 @@ func newFleet(t *testing.T, eopts *engine.Options, pb Playbooks, set ...func(*Co
 	cfg := &Config{
 		Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: f.e.Handler(), Playbooks: &pb}},
 		State:     StateConfig{Backend: "redis", Redis: RedisConfig{URL: f.redis.URL(), KeyPrefix: "fleet:"}},
+		Tasks:     fleetTaskKey(t),
 	}
 	for _, s := range set {
 		s(cfg)
@@ -176,6 +177,7 @@ func TestRedisDownAtStart(t *testing.T) {
 	cfg := &Config{
 		Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: e.Handler(), Playbooks: &Playbooks{}}},
 		State:     StateConfig{Backend: "redis", Redis: RedisConfig{URL: "redis://127.0.0.1:1/0", Timeout: 100 * time.Millisecond}},
+		Tasks:     fleetTaskKey(t),
 	}
 	g, err := New(t.Context(), cfg, nil)
 	if err != nil {
@@ -224,6 +226,7 @@ func TestFleetSessionCap(t *testing.T) {
 		Stateful: true, MaxSessionsPerCaller: 1,
 		Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: e.Handler(), Playbooks: &Playbooks{}}},
 		State:     StateConfig{Backend: "redis", Redis: RedisConfig{URL: srv.URL()}},
+		Tasks:     fleetTaskKey(t),
 	}
 	var urls [2]string
 	for i := range urls {
@@ -272,6 +275,7 @@ func TestFleetSessionIdle(t *testing.T) {
 			Stateful: true, MaxSessionsPerCaller: 1, SessionTimeout: timeout,
 			Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: e.Handler(), Playbooks: &Playbooks{}}},
 			State:     StateConfig{Backend: "redis", Redis: RedisConfig{URL: srv.URL()}},
+			Tasks:     fleetTaskKey(t),
 		}
 		g, err := New(t.Context(), cfg, nil)
 		if err != nil {
@@ -304,7 +308,7 @@ func TestFleetTaskRecords(t *testing.T) {
 	a := &taskEnv{g: f.g[0], e: f.e, url: f.url[0]}
 	b := &taskEnv{g: f.g[1], e: f.e, url: f.url[1]}
 	id, _ := a.create(t, "Bearer alice", "demo_slow", `{"label":"t"}`)
-	d := caller.Of(nil, alice).Digest()
+	d := f.g[1].callers.Digest(caller.Of(nil, alice))
 	who := hex.EncodeToString(d[:])
 	list, err := f.g[1].TaskRecords().List(t.Context(), who, 0)
 	if err != nil || len(list) != 1 || list[0].ID != id || list[0].Status != "working" || list[0].Tool != "demo_slow" {
@@ -313,14 +317,14 @@ func TestFleetTaskRecords(t *testing.T) {
 	if strings.Contains(fmt.Sprint(list), "alice") {
 		t.Errorf("a task record holds the caller's credential: %+v", list)
 	}
-	d = caller.Of(nil, http.Header{"Authorization": {"Bearer bob"}}).Digest()
+	d = f.g[1].callers.Digest(caller.Of(nil, http.Header{"Authorization": {"Bearer bob"}}))
 	if list, _ := f.g[1].TaskRecords().List(t.Context(), hex.EncodeToString(d[:]), 0); len(list) != 0 {
 		t.Errorf("bob's tasks list alice's: %+v", list)
 	}
 	if task := b.must(t, "Bearer alice", "tasks/cancel", taskIDParams(id)); task["status"] != "cancelled" {
 		t.Fatalf("tasks/cancel on B: %v", task)
 	}
-	if rec, err := f.g[0].TaskRecords().Get(t.Context(), id); err != nil || rec.Status != "cancelled" {
+	if rec, err := f.g[0].TaskRecords().Get(t.Context(), who, id); err != nil || rec.Status != "cancelled" {
 		t.Errorf("the record after tasks/cancel on B: %+v, %v", rec, err)
 	}
 }
@@ -345,6 +349,7 @@ func BenchmarkToolsCallState(b *testing.B) {
 		cfg := &Config{Upstreams: []Upstream{{Name: "api", OpenAPI: "fast.json", Document: fastDoc(0), Handler: api}}}
 		if backend == "redis" {
 			cfg.State = StateConfig{Backend: "redis", Redis: RedisConfig{URL: srv.URL()}}
+			cfg.Tasks = fleetTaskKey(b)
 		}
 		g, err := New(b.Context(), cfg, nil)
 		if err != nil {

@@ -42,7 +42,7 @@ func (d *taskDoor) list(r *http.Request, cursor string) (any, *jsonrpc.Error) {
 	if store == nil {
 		return map[string]any{"tasks": []taskWire{}}, nil
 	}
-	who := caller.FromRequest(r).Digest()
+	who := d.g.callers.Digest(caller.FromRequest(r))
 	recs, err := store.List(r.Context(), hex.EncodeToString(who[:]), 0)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "tasks/list: the store of task records failed; try again"}

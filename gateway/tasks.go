@@ -70,22 +70,37 @@ import (
 // minTaskKeyBytes is the least key material TasksConfig.KeyEnv may hold.
 const minTaskKeyBytes = 32
 
+// taskSecret returns the text of the variable cfg.KeyEnv names: "" when it
+// names none, an error when the variable is unset or too short. The task
+// key seals task ids (taskKey) and keys the caller digests (shared.go's
+// callerKey), each under a label of its own.
+func taskSecret(cfg TasksConfig) (string, error) {
+	if cfg.KeyEnv == "" {
+		return "", nil
+	}
+	v := os.Getenv(cfg.KeyEnv)
+	if len(v) < minTaskKeyBytes {
+		what := "is not set"
+		if v != "" {
+			what = fmt.Sprintf("holds %d bytes", len(v))
+		}
+		return "", fmt.Errorf("tasks.key_env: $%s %s; a task key needs at least %d bytes (e.g. openssl rand -base64 32)", cfg.KeyEnv, what, minTaskKeyBytes)
+	}
+	return v, nil
+}
+
 // taskKey returns the AEAD that seals task ids: from the variable
 // cfg.KeyEnv names, or random (with a warning) when it names none.
 func taskKey(cfg TasksConfig, logger *slog.Logger) (cipher.AEAD, error) {
 	var key [32]byte
-	if cfg.KeyEnv == "" {
+	v, err := taskSecret(cfg)
+	switch {
+	case err != nil:
+		return nil, err
+	case v == "":
 		rand.Read(key[:])
 		logger.Warn("tasks: no tasks.key_env: task ids are sealed with a random key, so MCP tasks work only against this process and not across a restart or between replicas")
-	} else {
-		v := os.Getenv(cfg.KeyEnv)
-		if len(v) < minTaskKeyBytes {
-			what := "is not set"
-			if v != "" {
-				what = fmt.Sprintf("holds %d bytes", len(v))
-			}
-			return nil, fmt.Errorf("tasks.key_env: $%s %s; a task key needs at least %d bytes (e.g. openssl rand -base64 32)", cfg.KeyEnv, what, minTaskKeyBytes)
-		}
+	default:
 		// Any text of enough entropy will do: SHA-256 makes it an AES-256
 		// key, under a label of its own so the same secret used elsewhere
 		// gives another key.
@@ -143,8 +158,8 @@ func openTask(aead cipher.AEAD, id string) (*taskClaims, bool) {
 
 // callerHash is the caller a task id seals (see package caller): the first
 // 16 bytes of its digest, which holds no credential.
-func callerHash(r *http.Request) []byte {
-	c := caller.FromRequest(r).Digest()
+func (d *taskDoor) callerHash(r *http.Request) []byte {
+	c := d.g.callers.Digest(caller.FromRequest(r))
 	return c[:16]
 }
 
@@ -386,7 +401,7 @@ func (d *taskDoor) create(r *http.Request, p *taskParams) (any, *jsonrpc.Error) 
 func (d *taskDoor) start(r *http.Request, t *Tool, args json.RawMessage, asked *float64, session string) (string, *taskClaims, *jsonrpc.Error) {
 	runner := d.g.runners[t.Upstream]
 	now := d.now()
-	c := &taskClaims{Upstream: t.Upstream, Path: t.Playbook.Path, Caller: callerHash(r), Created: now.UnixMilli(), // the run's start, once known
+	c := &taskClaims{Upstream: t.Upstream, Path: t.Playbook.Path, Caller: d.callerHash(r), Created: now.UnixMilli(), // the run's start, once known
 		TTL: d.grantTTL(asked, runner.Options().Timeout).Milliseconds()}
 	var sealedID string // the task's id once sealed, for the run's Ended ("" until then, or when sealing failed)
 	req := callRequest(r, t.Tool.Name, args)
@@ -439,7 +454,7 @@ func (d *taskDoor) grantTTL(asked *float64, timeout time.Duration) time.Duration
 // open finds the task an id names, for this caller.
 func (d *taskDoor) open(r *http.Request, id string) (*taskClaims, *Tool, *jsonrpc.Error) {
 	c, ok := openTask(d.aead, id)
-	if !ok || subtle.ConstantTimeCompare(c.Caller, callerHash(r)) != 1 {
+	if !ok || subtle.ConstantTimeCompare(c.Caller, d.callerHash(r)) != 1 {
 		return nil, nil, errTaskNotFound
 	}
 	t := d.byPath[c.Path]

@@ -391,7 +391,7 @@ func TestPrincipal(t *testing.T) {
 	} {
 		verify := func(context.Context, string, *http.Request) (*sdkauth.TokenInfo, error) { return ti, nil }
 		h := sdkauth.RequireBearerToken(verify, nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			got = append(got, caller.FromRequest(r).Digest())
+			got = append(got, caller.ProcessKey().Digest(caller.FromRequest(r)))
 		}))
 		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
 		r.Header.Set("Authorization", "Bearer "+fmt.Sprint(len(got)))
@@ -399,7 +399,7 @@ func TestPrincipal(t *testing.T) {
 	}
 	unverified := httptest.NewRequest(http.MethodPost, "/mcp", nil)
 	unverified.Header.Set("Authorization", "Bearer 0")
-	if u := caller.FromRequest(unverified).Digest(); len(got) != 3 || got[0] == got[1] || got[0] != got[2] || u == got[0] {
+	if u := caller.ProcessKey().Digest(caller.FromRequest(unverified)); len(got) != 3 || got[0] == got[1] || got[0] != got[2] || u == got[0] {
 		t.Errorf("principals: user %x, client %x, user again %x, unverified %x", got[0][:4], got[1][:4], got[2][:4], u[:4])
 	}
 }

@@ -65,7 +65,12 @@ func startMcpgateRedis(s *servers, o setupOptions, cfg string) (*proc, error) {
 		return nil, err
 	}
 	s.redis = r
-	cfg += fmt.Sprintf("state:\n  backend: redis\n  redis: {url: %q}\n", r.url)
+	// state.backend redis needs a task key (the replicas key their caller
+	// digests with it); the process inherits this one.
+	if err := os.Setenv(benchTaskKeyEnv, strings.Repeat("b", 32)); err != nil {
+		return nil, err
+	}
+	cfg += fmt.Sprintf("state:\n  backend: redis\n  redis: {url: %q}\ntasks: {key_env: %s}\n", r.url, benchTaskKeyEnv)
 	path := filepath.Join(s.dir, "mcpgate-redis.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return nil, err
@@ -73,6 +78,9 @@ func startMcpgateRedis(s *servers, o setupOptions, cfg string) (*proc, error) {
 	args := append([]string{"--config", path, "--log-level", o.mcpgateLog}, o.extraArgs...)
 	return startMcpgate(s.bin, s.dir, args...)
 }
+
+// benchTaskKeyEnv holds the mcpgate-redis target's task key.
+const benchTaskKeyEnv = "MCPGATE_BENCH_TASK_KEY"
 
 // redisRatios are mcpgate-redis's req/s over mcpgate's at each concurrency,
 // each against redisRateTarget.

@@ -501,6 +501,9 @@ func (c *Config) resolve() error {
 	if err := c.State.validate(); err != nil {
 		return err
 	}
+	if err := c.State.needsTaskKey(c.Tasks); err != nil {
+		return err
+	}
 	if err := c.resolveObservability(); err != nil {
 		return err
 	}

@@ -87,6 +87,18 @@ func (s *StateConfig) validate() error {
 	return nil
 }
 
+// needsTaskKey refuses state.backend redis without tasks.key_env: the
+// replicas name callers in Redis by digests keyed with the task key (see the
+// gateway's callerKey), so they must all have the same one; without it each
+// would key them its own way and none would find another's runs, caps or
+// cancellations.
+func (s StateConfig) needsTaskKey(t TasksConfig) error {
+	if s.Shared() && t.KeyEnv == "" {
+		return errors.New("tasks.key_env: required with state.backend redis: every replica keys the caller digests it shares in Redis with the task key, so all need the same one (e.g. key_env: MCPGATE_TASK_KEY, with MCPGATE_TASK_KEY=$(openssl rand -base64 32) on every replica)")
+	}
+	return nil
+}
+
 // checkRedisURL checks what go-redis's ParseURL needs, naming the problem
 // without echoing a password.
 func checkRedisURL(raw string) error {

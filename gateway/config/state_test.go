@@ -18,12 +18,13 @@ func TestStateConfig(t *testing.T) {
 		err             string
 	}{
 		{name: "default", yaml: "", want: StateConfig{Backend: "memory"}},
-		{name: "redis from the file", yaml: "state:\n  backend: redis\n  redis: {url: \"redis://10.0.0.1:6379/2\", key_prefix: \"a:\"}\n",
+		{name: "redis from the file", yaml: "state:\n  backend: redis\n  redis: {url: \"redis://10.0.0.1:6379/2\", key_prefix: \"a:\"}\ntasks: {key_env: K}\n",
 			want: StateConfig{Backend: "redis", Redis: RedisConfig{URL: "redis://10.0.0.1:6379/2", KeyPrefix: "a:", Timeout: DefaultStateTimeout}}},
-		{name: "redis from the environment", yaml: "state: {backend: redis}\n", env: "rediss://:pw@r.example:6380",
+		{name: "redis from the environment", yaml: "state: {backend: redis}\ntasks: {key_env: K}\n", env: "rediss://:pw@r.example:6380",
 			want: StateConfig{Backend: "redis", Redis: RedisConfig{URL: "rediss://:pw@r.example:6380", KeyPrefix: DefaultStateKeyPrefix, Timeout: DefaultStateTimeout}}},
-		{name: "unix socket", yaml: "state: {backend: redis, redis: {url: \"unix:///run/redis.sock\", timeout: 1s}}\n",
+		{name: "unix socket", yaml: "state: {backend: redis, redis: {url: \"unix:///run/redis.sock\", timeout: 1s}}\ntasks: {key_env: K}\n",
 			want: StateConfig{Backend: "redis", Redis: RedisConfig{URL: "unix:///run/redis.sock", KeyPrefix: DefaultStateKeyPrefix, Timeout: time.Second}}},
+		{name: "redis without a task key", yaml: "state: {backend: redis, redis: {url: \"redis://h:1\"}}\n", err: "tasks.key_env: required with state.backend redis"},
 		{name: "unknown backend", yaml: "state: {backend: etcd}\n", err: `state.backend: "etcd" is not memory or redis`},
 		{name: "no url", yaml: "state: {backend: redis}\n", err: "state.redis.url: required with backend redis (or set MCPGATE_REDIS_URL)"},
 		{name: "wrong scheme", yaml: "state: {backend: redis, redis: {url: \"http://u:secret@h:1\"}}\n", err: "state.redis.url: http://u:xxxxx@h:1: the scheme must be redis, rediss or unix"},

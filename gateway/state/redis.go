@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -330,10 +331,27 @@ func (s *Redis) renew() {
 	})
 }
 
+// keyPart is one component of a key or channel name: p itself, unless it
+// holds '%' or ':', which are escaped as %25 and %3A. Every key is the
+// prefix and a fixed word followed by parts joined with ':', so escaping
+// makes the map from (word, parts...) to keys injective: an upstream named
+// "a:b" and a caller "b" of upstream "a" never share a key (an upstream's
+// name may hold ':'). Names without either character, the usual ones (and
+// every digest, hash and sealed task id), are their own key part: the
+// layout docs/state.md shows.
+func keyPart(p string) string {
+	if !strings.ContainsAny(p, "%:") {
+		return p
+	}
+	return keyEscaper.Replace(p)
+}
+
+var keyEscaper = strings.NewReplacer("%", "%25", ":", "%3A")
+
 // Sessions counts a stateful session of caller (a digest, hex) against
 // limit fleet-wide: ok is false at the limit, n the count then.
 func (s *Redis) Sessions(ctx context.Context, caller string, limit int) (release func(), ok bool, n int, err error) {
-	release, refused, n, err := s.acquire(ctx, "session", []string{s.prefix + "sessions:" + caller}, []int{limit})
+	release, refused, n, err := s.acquire(ctx, "session", []string{s.prefix + "sessions:" + keyPart(caller)}, []int{limit})
 	return release, err == nil && refused == 0, n, err
 }
 

@@ -14,7 +14,8 @@
 // outage costs a call nothing but the decision to go it alone.
 //
 // Nothing secret reaches Redis: dedup keys are SHA-256 hashes, callers are
-// digests (package caller's, or the playbook runner's hex of one), task
+// keyed digests (package caller's HMAC under a key derived from the task
+// key, which never reaches Redis; or the playbook runner's hex of one), task
 // records hold a digest of their caller, and cancellations carry a digest
 // and a JSON-RPC request id.
 package state

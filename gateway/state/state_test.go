@@ -83,10 +83,10 @@ func TestTasks(t *testing.T) {
 			if list, _ := tt.store.List(ctx, "alice", 1); ids(list) != "a2" {
 				t.Errorf("limit 1: %s", ids(list))
 			}
-			if got, err := tt.store.Get(ctx, "b1"); err != nil || got.Caller != "bob" || !got.Created.Equal(now) {
+			if got, err := tt.store.Get(ctx, "bob", "b1"); err != nil || got.Caller != "bob" || !got.Created.Equal(now) {
 				t.Errorf("Get(b1): %+v, %v", got, err)
 			}
-			if _, err := tt.store.Get(ctx, "old"); !errors.Is(err, ErrNoTask) {
+			if _, err := tt.store.Get(ctx, "alice", "old"); !errors.Is(err, ErrNoTask) {
 				t.Errorf("Get(expired): %v, want ErrNoTask", err)
 			}
 			if err := tt.store.Put(ctx, TaskRecord{ID: "b1", Caller: "mallory", TTL: time.Hour, Created: now}); err == nil {
@@ -193,7 +193,7 @@ func TestRunRecords(t *testing.T) {
 			t.Errorf("count %d, %v; want %d", n, err, step.want)
 		}
 	}
-	if err := e.Drop(ctx, "k"); err != nil {
+	if err := e.Drop(ctx, "k", ""); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := e.Join(ctx, "k"); n != 0 {

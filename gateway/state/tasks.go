@@ -37,7 +37,7 @@ type TaskRecord struct {
 // tasks than this within their ttl would list only the newest anyway.
 const MaxTasksPerCaller = 1000
 
-// ErrNoTask is Get's error for an id it does not hold.
+// ErrNoTask is Get's error for an id it does not hold for that caller.
 var ErrNoTask = errors.New("state: no such task")
 
 // Tasks stores task records.
@@ -45,8 +45,10 @@ type Tasks interface {
 	// Put records t (a new task, or a change of its status), kept until
 	// t.Created + t.TTL.
 	Put(ctx context.Context, t TaskRecord) error
-	// Get returns the record of task id, or ErrNoTask.
-	Get(ctx context.Context, id string) (*TaskRecord, error)
+	// Get returns caller's record of task id, or ErrNoTask: also when the
+	// record is another caller's, so that a task id someone else holds
+	// reveals nothing (not even that the task exists).
+	Get(ctx context.Context, caller, id string) (*TaskRecord, error)
 	// List returns caller's records, newest first, at most limit (limit
 	// <= 0: all, within MaxTasksPerCaller).
 	List(ctx context.Context, caller string, limit int) ([]TaskRecord, error)
@@ -134,12 +136,12 @@ func (m *MemoryTasks) prune(caller string, now time.Time) {
 	}
 }
 
-// Get returns task id's record.
-func (m *MemoryTasks) Get(_ context.Context, id string) (*TaskRecord, error) {
+// Get returns caller's record of task id.
+func (m *MemoryTasks) Get(_ context.Context, caller, id string) (*TaskRecord, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := m.byID[id]
-	if t == nil || expired(t, m.now()) {
+	if t == nil || t.Caller != caller || caller == "" || expired(t, m.now()) {
 		return nil, ErrNoTask
 	}
 	cp := *t
@@ -181,7 +183,9 @@ func sortNewest(ts []TaskRecord) {
 // Tasks returns the store's task records, in Redis:
 //
 //	<prefix>task:<id>         the record (JSON); ttl: until Created + TTL
-//	<prefix>tasks:<caller>    sorted set of the caller's task ids, scored by expiry (unix ms)
+//	<prefix>tasks:<caller>    sorted set of the caller's task ids (as key parts), scored by expiry (unix ms)
+//
+// The id and caller are escaped by keyPart.
 func (s *Redis) Tasks() Tasks { return &redisTasks{s: s} }
 
 type redisTasks struct{ s *Redis }
@@ -216,8 +220,8 @@ func (r *redisTasks) Put(ctx context.Context, t TaskRecord) error {
 	p := r.s.prefix
 	err = r.s.do(ctx, "task_put", func(ctx context.Context) error {
 		var err error
-		n, err = putTaskScript.Run(ctx, r.s.client, []string{p + "task:" + t.ID, p + "tasks:" + t.Caller},
-			b, t.Created.Add(t.TTL).UnixMilli(), time.Now().UnixMilli(), t.Caller, t.ID, MaxTasksPerCaller, p+"task:").Int()
+		n, err = putTaskScript.Run(ctx, r.s.client, []string{p + "task:" + keyPart(t.ID), p + "tasks:" + keyPart(t.Caller)},
+			b, t.Created.Add(t.TTL).UnixMilli(), time.Now().UnixMilli(), t.Caller, keyPart(t.ID), MaxTasksPerCaller, p+"task:").Int()
 		return err
 	})
 	if err == nil && n < 0 {
@@ -226,11 +230,11 @@ func (r *redisTasks) Put(ctx context.Context, t TaskRecord) error {
 	return err
 }
 
-func (r *redisTasks) Get(ctx context.Context, id string) (*TaskRecord, error) {
+func (r *redisTasks) Get(ctx context.Context, caller, id string) (*TaskRecord, error) {
 	var b []byte
 	err := r.s.do(ctx, "task_get", func(ctx context.Context) error {
 		var err error
-		b, err = r.s.client.Get(ctx, r.s.prefix+"task:"+id).Bytes()
+		b, err = r.s.client.Get(ctx, r.s.prefix+"task:"+keyPart(id)).Bytes()
 		return err
 	})
 	if err != nil {
@@ -243,6 +247,9 @@ func (r *redisTasks) Get(ctx context.Context, id string) (*TaskRecord, error) {
 	if err := json.Unmarshal(b, &t); err != nil {
 		return nil, fmt.Errorf("state: task %s: the stored record does not decode: %v", id, err)
 	}
+	if t.Caller != caller || caller == "" {
+		return nil, ErrNoTask
+	}
 	return &t, nil
 }
 
@@ -251,7 +258,7 @@ func (r *redisTasks) List(ctx context.Context, caller string, limit int) ([]Task
 	p := r.s.prefix
 	err := r.s.do(ctx, "task_list", func(ctx context.Context) error {
 		now := strconv.FormatInt(time.Now().UnixMilli(), 10)
-		ids, err := r.s.client.ZRangeByScore(ctx, p+"tasks:"+caller, &redis.ZRangeBy{Min: "(" + now, Max: "+inf"}).Result()
+		ids, err := r.s.client.ZRangeByScore(ctx, p+"tasks:"+keyPart(caller), &redis.ZRangeBy{Min: "(" + now, Max: "+inf"}).Result()
 		if err != nil || len(ids) == 0 {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -103,6 +104,9 @@ type Outcome struct {
 	HTTPStatus int
 	// CancelSent reports that the cancel route was called for this outcome.
 	CancelSent bool
+	// superseded: the run was given up for another replica's run of the
+	// same request (Runner.supersede); its requests follow that one.
+	superseded bool
 	// CancelPlanned reports that the request left a run still going, which
 	// the runner cancels upstream when no request waits for it any more (at
 	// once, or after Options.Linger unless a re-send joins it); the
@@ -136,8 +140,11 @@ type run struct {
 	caller string // Request.Caller of the request that started it
 
 	// With Options.Shared: claimed says the fleet's record of key is this
-	// run's; release frees its fleet slot (nil: none taken).
+	// run's, by its claim token claim, until lost: another replica took the
+	// claim over (supersede). release frees its fleet slot (nil: none taken).
 	claimed bool
+	claim   string
+	lost    atomic.Bool
 	release func()
 
 	mu       sync.Mutex // guards the fields below
@@ -187,24 +194,37 @@ func (r *Runner) Run(ctx context.Context, req Request) *Outcome {
 	return r.run(ctx, key, req)
 }
 
-// run is Run for req, whose dedup key is key, on this runner's runs.
+// run is Run for req, whose dedup key is key, on this runner's runs. A run
+// given up for another replica's (supersede) is left for that one: the
+// request is dispatched once more, and follows it.
 func (r *Runner) run(ctx context.Context, key string, req Request) *Outcome {
 	r.waiting.Add(1)
 	defer r.waiting.Add(-1)
+	out, again := r.runOnce(ctx, key, req)
+	if again {
+		out, _ = r.runOnce(ctx, key, req)
+	}
+	return out
+}
+
+// runOnce is one dispatch of run: again says the run it waited for was
+// superseded (its outcome is then what to answer if the request is not
+// dispatched again).
+func (r *Runner) runOnce(ctx context.Context, key string, req Request) (_ *Outcome, again bool) {
 	rn, attached, remote, busy := r.dispatch(ctx, key, req, false)
 	if busy != nil {
-		return busy
+		return busy, false
 	}
 	if remote != nil {
 		if out := r.follow(ctx, key, remote, req); out != nil {
-			return out
+			return out, false
 		}
 		// The record named a run that had ended without success (its
 		// replica could not drop the record): not one to hand a new
 		// request, as locally. Start a fresh one.
-		_ = r.opts.Shared.Drop(ctx, key)
+		_ = r.opts.Shared.Drop(ctx, key, "")
 		if rn, attached, _, busy = r.dispatch(ctx, key, req, true); busy != nil {
-			return busy
+			return busy, false
 		}
 	}
 	seen := 0
@@ -221,9 +241,9 @@ func (r *Runner) run(ctx context.Context, key string, req Request) *Outcome {
 		select {
 		case <-rn.done:
 			r.detach(rn, false, nil)
-			return rn.out.own(attached)
+			return rn.out.own(attached), rn.out.superseded
 		case <-r.released:
-			return r.release(rn, req, attached, seen)
+			return r.release(rn, req, attached, seen), false
 		case <-ctx.Done():
 			// At once: the client cancelled on purpose, or no re-send could
 			// join the run (no linger; an anonymous caller's runs are
@@ -235,11 +255,11 @@ func (r *Runner) run(ctx context.Context, key string, req Request) *Outcome {
 			rn.mu.Unlock()
 			select {
 			case <-rn.done: // it ended meanwhile: say how
-				return rn.out.own(attached)
+				return rn.out.own(attached), false
 			default:
 			}
 			return &Outcome{State: Cancelled, ExecutionID: id, Attached: attached, Polls: seen, CancelPlanned: last && !r.opts.Routes.Cancel.IsZero(),
-				CancelNow: now, Result: errorResult(r.abandonText(req.Path, id, now, last), id, req.Path, nil, r.opts.MaxStructured)}
+				CancelNow: now, Result: errorResult(r.abandonText(req.Path, id, now, last), id, req.Path, nil, r.opts.MaxStructured)}, false
 		case <-changed:
 		}
 	}
@@ -346,9 +366,10 @@ func (r *Runner) key(req Request) string {
 // outcome instead, and nothing is sent to the engine.
 //
 // release frees the fleet slot dispatch took for the run (nil: none), and
-// claimed says dispatch claimed the fleet's record of key; both become the
-// run's when attach starts one, and stay the caller's otherwise.
-func (r *Runner) attach(ctx context.Context, key string, req Request, release func(), claimed bool) (*run, bool, *Outcome) {
+// claim is the token of dispatch's claim on the fleet's record of key ("":
+// none); both become the run's when attach starts one, and stay the
+// caller's otherwise.
+func (r *Runner) attach(ctx context.Context, key string, req Request, release func(), claim string) (*run, bool, *Outcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
@@ -361,7 +382,7 @@ func (r *Runner) attach(ctx context.Context, key string, req Request, release fu
 	}
 	ctx, cancel := context.WithCancel(upstream.DetachTrace(ctx))
 	rn := &run{key: key, caller: req.Caller, ctx: ctx, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), changed: make(chan struct{}), waiters: 1, begun: now,
-		claimed: claimed, release: release}
+		claimed: claim != "", claim: claim, release: release}
 	if key != "" {
 		r.runs[key] = rn // replaces a run that may not be joined
 	}
@@ -575,7 +596,9 @@ func (r *Runner) poll(rn *run, req Request) *Outcome {
 	rn.mu.Lock()
 	rn.id = id
 	rn.mu.Unlock()
-	r.recordStart(rn, req, id)
+	if errors.Is(r.recordStart(rn, req, id), ErrClaimLost) {
+		return r.supersede(rn, req, id)
+	}
 	close(rn.started)
 	out := &Outcome{ExecutionID: id}
 	tick := time.NewTimer(0) // the first poll at once: a fast run answers at once

@@ -2,6 +2,8 @@ package playbook
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -38,19 +40,25 @@ type Shared interface {
 	// A bound <= 0 is no bound. release gives the slot back (once).
 	Admit(ctx context.Context, caller string, maxRuns, maxPerCaller int) (release func(), refused, n int, err error)
 	// Claim records key's run as starting on this replica with one waiter,
-	// for ttl, unless a record exists: claimed is false then. A record
-	// that is a claim without an execution id older than StaleClaimAfter
-	// (by the store's clock) does not count: its replica died, or its
+	// for ttl, unless a record exists: claimed is false then. The record
+	// is rec.Claim's (a token unique to this claim). A record that is a
+	// claim without an execution id older than StaleClaimAfter (by the
+	// store's clock) does not count: its replica died, or stalled, or its
 	// claim timed out at the replica while the store kept it, before the
-	// run was recorded; Claim takes it over.
+	// run was recorded; Claim takes it over, and the record is the new
+	// claim's from then on.
 	Claim(ctx context.Context, key string, rec RunRecord, ttl time.Duration) (claimed bool, err error)
 	// Record returns key's record, or nil when there is none.
 	Record(ctx context.Context, key string) (*RunRecord, error)
 	// Update sets the execution id, begun and state of key's record and its
-	// ttl, if the record exists.
+	// ttl, if the record exists and is rec.Claim's: when another claim took
+	// it over, nothing is written and the error is ErrClaimLost (rec.Claim
+	// "" writes whoever's record it is). The check and the write are one
+	// step in the store.
 	Update(ctx context.Context, key string, rec RunRecord, ttl time.Duration) error
-	// Drop deletes key's record.
-	Drop(ctx context.Context, key string) error
+	// Drop deletes key's record if it is claim's (ErrClaimLost when another
+	// claim took it over); claim "" deletes whoever's record it is.
+	Drop(ctx context.Context, key, claim string) error
 	// Join counts one more request waiting for key's run and returns the
 	// count; 0 when there is no record (nothing is counted then).
 	Join(ctx context.Context, key string) (int64, error)
@@ -61,8 +69,18 @@ type Shared interface {
 	Waiters(ctx context.Context, key string) (int64, error)
 }
 
+// ErrClaimLost is Shared.Update's and Drop's refusal of a write by a
+// replica whose claim on a run's record another replica took over (a claim
+// that stayed without an execution id past StaleClaimAfter: see
+// Shared.Claim). The record names the other replica's run; the runner
+// gives up its own run of the same request and follows that one.
+var ErrClaimLost = errors.New("playbook: another replica took over the claim on this run's record")
+
 // RunRecord is what a fleet knows of one run, by its dedup key.
 type RunRecord struct {
+	// Claim is the token of the claim that made the record (Shared.Claim,
+	// Update, Drop); Record need not return it.
+	Claim string
 	// ExecutionID is the engine's id; "" while the run is being started.
 	ExecutionID string
 	// Path is the playbook's path.
@@ -160,14 +178,14 @@ func (r *Runner) localRun(key string) bool {
 func (r *Runner) dispatch(ctx context.Context, key string, req Request, local bool) (rn *run, attached bool, remote *RunRecord, busy *Outcome) {
 	sh := r.opts.Shared
 	if sh == nil {
-		rn, attached, busy = r.attach(ctx, key, req, nil, false)
+		rn, attached, busy = r.attach(ctx, key, req, nil, "")
 		return rn, attached, nil, busy
 	}
 	for try := 0; ; try++ {
 		if key != "" && r.localRun(key) {
 			// Joined here without a slot: a run started here holds the
 			// fleet's record, where the request is counted too.
-			rn, attached, busy = r.attach(ctx, key, req, nil, false)
+			rn, attached, busy = r.attach(ctx, key, req, nil, "")
 			if attached && rn.claimed {
 				_, _ = sh.Join(ctx, key)
 			}
@@ -188,19 +206,23 @@ func (r *Runner) dispatch(ctx context.Context, key string, req Request, local bo
 		if err == nil && refused != 0 {
 			return nil, false, nil, r.busy(req, refused == 1, n, true)
 		}
-		claimed := false
+		claim := "" // this request's claim on key's record, once granted
 		if key != "" && err == nil {
-			ok, cerr := sh.Claim(ctx, key, RunRecord{Path: req.Path, Begun: time.Now()}, r.shareTTL())
+			token := claimToken()
+			ok, cerr := sh.Claim(ctx, key, RunRecord{Path: req.Path, Begun: time.Now(), Claim: token}, r.shareTTL())
 			if cerr == nil && !ok && try < 2 {
 				release() // another replica claimed it first: follow it
 				continue
 			}
-			claimed = cerr == nil && ok
+			if cerr == nil && ok {
+				claim = token
+			}
 		}
+		claimed := claim != ""
 		if err != nil {
 			release = nil // the store failed: the local caps decide alone
 		}
-		rn, attached, busy = r.attach(ctx, key, req, release, claimed)
+		rn, attached, busy = r.attach(ctx, key, req, release, claim)
 		if rn == nil || attached {
 			// Refused here, or joined a local run started without the
 			// store: the slot and the claim taken above are not this run's.
@@ -208,7 +230,7 @@ func (r *Runner) dispatch(ctx context.Context, key string, req Request, local bo
 				release()
 			}
 			if claimed {
-				_ = sh.Drop(ctx, key)
+				_ = sh.Drop(ctx, key, claim)
 			}
 		}
 		if attached && rn.claimed {
@@ -331,7 +353,7 @@ func errText(err error) string {
 // the store cannot say (the replica then decides by its own count, as
 // alone).
 func (r *Runner) fleetWaits(rn *run) bool {
-	if r.opts.Shared == nil || !rn.claimed {
+	if r.opts.Shared == nil || !rn.holds() {
 		return false
 	}
 	n, err := r.opts.Shared.Waiters(context.Background(), rn.key)
@@ -342,19 +364,52 @@ func (r *Runner) fleetWaits(rn *run) bool {
 // record of its own in the store; it reports whether requests still wait
 // for it elsewhere.
 func (r *Runner) leaveFleet(rn *run) bool {
-	if r.opts.Shared == nil || !rn.claimed {
+	if r.opts.Shared == nil || !rn.holds() {
 		return false
 	}
 	n, err := r.opts.Shared.Leave(context.Background(), rn.key)
 	return err == nil && n > 0
 }
 
-// recordStart tells the fleet the execution id of a run started here.
-func (r *Runner) recordStart(rn *run, req Request, id string) {
-	if r.opts.Shared == nil || !rn.claimed {
-		return
+// recordStart tells the fleet the execution id of a run started here. It
+// returns ErrClaimLost when another replica took over the run's claim
+// meanwhile (see supersede); other store errors are the store's to count.
+func (r *Runner) recordStart(rn *run, req Request, id string) error {
+	if r.opts.Shared == nil || !rn.holds() {
+		return nil
 	}
-	_ = r.opts.Shared.Update(context.Background(), rn.key, RunRecord{ExecutionID: id, Path: req.Path, Begun: rn.begun}, r.shareTTL())
+	err := r.opts.Shared.Update(context.Background(), rn.key, RunRecord{ExecutionID: id, Path: req.Path, Begun: rn.begun, Claim: rn.claim}, r.shareTTL())
+	if errors.Is(err, ErrClaimLost) {
+		return err
+	}
+	return nil
+}
+
+// supersede gives up run rn, started here as execution id, whose claim on
+// the fleet's record another replica took over before the id could be
+// recorded (this replica took longer than StaleClaimAfter between its claim
+// and the engine's answer): that replica started the same request's run
+// too, and the record names it. rn is cancelled upstream, no request may
+// join it, and it touches the record no more; the requests waiting for it
+// follow the other run (Run and Start dispatch them again).
+func (r *Runner) supersede(rn *run, req Request, id string) *Outcome {
+	rn.lost.Store(true)
+	rn.end()
+	msg := fmt.Sprintf("playbook %s (execution %s) was started twice: this replica took longer than %s to start it, another replica took its claim over and started the same run, and this one is given up for that one", req.Path, id, StaleClaimAfter)
+	sent, msg := r.cancelUpstream(rn.ctx, id, req.Cred, msg)
+	r.logger.Warn("playbook run superseded: another replica took over its claim and started the same run", "playbook", req.Path, "execution_id", id, "cancel_sent", sent)
+	return &Outcome{State: Cancelled, ExecutionID: id, CancelSent: sent, superseded: true,
+		Result: errorResult(msg, id, req.Path, nil, r.opts.MaxStructured)}
+}
+
+// holds reports whether rn's claim holds the fleet's record of its key.
+func (rn *run) holds() bool { return rn.claimed && !rn.lost.Load() }
+
+// claimToken is a fresh claim's token (RunRecord.Claim).
+func claimToken() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // recordEnd tells the fleet how a run started here ended: a success is kept
@@ -363,13 +418,13 @@ func (r *Runner) recordEnd(rn *run, out *Outcome, path string) {
 	if rn.release != nil {
 		rn.release()
 	}
-	if r.opts.Shared == nil || !rn.claimed {
+	if r.opts.Shared == nil || !rn.holds() {
 		return
 	}
 	ctx := context.Background()
 	if out.State == Succeeded && r.opts.DedupWindow > 0 {
-		_ = r.opts.Shared.Update(ctx, rn.key, RunRecord{ExecutionID: out.ExecutionID, Path: path, Begun: rn.begun, State: Succeeded}, r.opts.DedupWindow)
+		_ = r.opts.Shared.Update(ctx, rn.key, RunRecord{ExecutionID: out.ExecutionID, Path: path, Begun: rn.begun, State: Succeeded, Claim: rn.claim}, r.opts.DedupWindow)
 		return
 	}
-	_ = r.opts.Shared.Drop(ctx, rn.key)
+	_ = r.opts.Shared.Drop(ctx, rn.key, rn.claim)
 }

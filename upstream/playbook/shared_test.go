@@ -18,7 +18,8 @@ import (
 type memShared struct {
 	mu        sync.Mutex
 	recs      map[string]*RunRecord
-	slots     map[string]int // "" for the engine, else by caller
+	claimed   map[string]time.Time // when each record was claimed, for Age and takeovers
+	slots     map[string]int       // "" for the engine, else by caller
 	down      bool
 	dropFails bool
 }
@@ -26,7 +27,7 @@ type memShared struct {
 var errStoreDown = errors.New("store down")
 
 func newMemShared() *memShared {
-	return &memShared{recs: map[string]*RunRecord{}, slots: map[string]int{}}
+	return &memShared{recs: map[string]*RunRecord{}, claimed: map[string]time.Time{}, slots: map[string]int{}}
 }
 
 func (m *memShared) Admit(_ context.Context, caller string, maxRuns, maxPerCaller int) (func(), int, int, error) {
@@ -60,11 +61,12 @@ func (m *memShared) Claim(_ context.Context, key string, rec RunRecord, _ time.D
 	if m.down {
 		return false, errStoreDown
 	}
-	if m.recs[key] != nil {
+	if r := m.recs[key]; r != nil && (r.ExecutionID != "" || time.Since(m.claimed[key]) <= StaleClaimAfter) {
 		return false, nil
 	}
 	rec.Waiters = 1
 	m.recs[key] = &rec
+	m.claimed[key] = time.Now()
 	return true, nil
 }
 
@@ -76,6 +78,7 @@ func (m *memShared) Record(_ context.Context, key string) (*RunRecord, error) {
 	}
 	if r := m.recs[key]; r != nil {
 		cp := *r
+		cp.Age = time.Since(m.claimed[key])
 		return &cp, nil
 	}
 	return nil, nil
@@ -87,17 +90,25 @@ func (m *memShared) Update(_ context.Context, key string, rec RunRecord, _ time.
 	if m.down {
 		return errStoreDown
 	}
-	if r := m.recs[key]; r != nil {
+	r := m.recs[key]
+	switch {
+	case r == nil:
+	case rec.Claim != "" && r.Claim != rec.Claim:
+		return ErrClaimLost
+	default:
 		r.ExecutionID, r.Path, r.Begun, r.State = rec.ExecutionID, rec.Path, rec.Begun, rec.State
 	}
 	return nil
 }
 
-func (m *memShared) Drop(_ context.Context, key string) error {
+func (m *memShared) Drop(_ context.Context, key, claim string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down || m.dropFails {
 		return errStoreDown
+	}
+	if r := m.recs[key]; r != nil && claim != "" && r.Claim != claim {
+		return ErrClaimLost
 	}
 	delete(m.recs, key)
 	return nil

@@ -39,15 +39,25 @@ var ErrNoCancelRoute = errors.New("playbook: the engine has no cancel route")
 // MaxRunsPerCaller (Busy), Start returns the outcome to report and no id.
 func (r *Runner) Start(ctx context.Context, req Request) (string, time.Time, *Outcome) {
 	key := r.key(req)
+	id, begun, out, again := r.startOnce(ctx, key, req)
+	if again { // given up for another replica's run of it: hold that one
+		id, begun, out, _ = r.startOnce(ctx, key, req)
+	}
+	return id, begun, out
+}
+
+// startOnce is one dispatch of Start: again says the run it started was
+// superseded (Runner.supersede) before the engine's id could be recorded.
+func (r *Runner) startOnce(ctx context.Context, key string, req Request) (_ string, _ time.Time, _ *Outcome, again bool) {
 	rn, attached, remote, busy := r.dispatch(ctx, key, req, false)
 	if busy != nil {
-		return "", time.Time{}, busy
+		return "", time.Time{}, busy, false
 	}
 	if remote != nil {
 		// Another replica drives it; the task polls it by its id, and
 		// holds it as a task holds a run: it is counted as waiting for
 		// good, so the linger never cancels it.
-		return remote.ExecutionID, remote.Begun, nil
+		return remote.ExecutionID, remote.Begun, nil, false
 	}
 	select {
 	case <-rn.started:
@@ -56,21 +66,32 @@ func (r *Runner) Start(ctx context.Context, req Request) (string, time.Time, *Ou
 		now := errors.Is(context.Cause(ctx), ErrCallCancelled)
 		last := r.detach(rn, now, nil)
 		return "", time.Time{}, &Outcome{State: Cancelled, Attached: attached, CancelPlanned: last && !r.opts.Routes.Cancel.IsZero(),
-			CancelNow: now, Result: errorResult(r.abandonText(req.Path, "", now, last), "", req.Path, nil, r.opts.MaxStructured)}
+			CancelNow: now, Result: errorResult(r.abandonText(req.Path, "", now, last), "", req.Path, nil, r.opts.MaxStructured)}, false
+	}
+	select {
+	case <-rn.done:
+		if rn.out.superseded {
+			r.detach(rn, false, nil)
+			return "", time.Time{}, rn.out.own(attached), true
+		}
+	default:
 	}
 	rn.mu.Lock()
 	id := rn.id
 	rn.mu.Unlock()
 	if id == "" { // done without an id: the engine did not start it
-		return "", time.Time{}, rn.out.own(attached)
+		return "", time.Time{}, rn.out.own(attached), false
 	}
 	if req.Ended != nil {
 		go func() {
 			<-rn.done
+			if rn.out.superseded {
+				return // given up for another replica's run of it: that one ends there
+			}
 			req.Ended(rn.out.own(attached))
 		}()
 	}
-	return id, rn.begun, nil
+	return id, rn.begun, nil, false
 }
 
 // Snapshot is what one status poll says of a run.
