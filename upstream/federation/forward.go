@@ -308,8 +308,8 @@ func (h *hop) result(m *wireMessage) (*mcp.CallToolResult, error) {
 	if len(m.Result) == 0 {
 		return nil, hostile("tools/call: the response has neither result nor error")
 	}
-	var res mcp.CallToolResult
-	if err := json.Unmarshal(m.Result, &res); err != nil {
+	res, err := decodeCallToolResult(m.Result) // go-sdk's decoding, without its fresh decoder
+	if err != nil {
 		return nil, hostile("tools/call: the result does not decode: %v", err)
 	}
 	return &mcp.CallToolResult{Meta: withoutHopMeta(res.Meta), Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}, nil
