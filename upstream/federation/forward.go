@@ -174,7 +174,7 @@ func (h *hop) post(ctx context.Context, body []byte) (*mcp.CallToolResult, error
 	if err != nil {
 		return nil, err
 	}
-	resp, err := u.http.Do(req)
+	resp, err := u.fwd.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			h.cancelled()
@@ -426,7 +426,7 @@ func (h *hop) send(data []byte) {
 	if err != nil {
 		return
 	}
-	resp, err := h.u.http.Do(req)
+	resp, err := h.u.fwd.Do(req)
 	if err != nil {
 		h.u.log.Debug("upstream message not delivered", "error", h.u.redact(err))
 		return
