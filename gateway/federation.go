@@ -399,7 +399,12 @@ func (g *Gateway) relay(ss *mcp.ServerSession) *federation.Relay {
 		Progress: func(ctx context.Context, p *mcp.ProgressNotificationParams) { _ = ss.NotifyProgress(ctx, p) },
 		Log:      func(ctx context.Context, p *mcp.LoggingMessageParams) { _ = ss.Log(ctx, p) },
 	}
-	if g.cfg.Stateful {
+	if g.cfg.Stateful && ss.ID() != "" {
+		// A 2026-07-28 request on a stateful gateway is served sessionless
+		// (routeVersion): nothing can be asked of its caller, so the call
+		// goes on an upstream session that offers nothing
+		// (federation.Upstream.bareFor) and an upstream that needs a
+		// capability refuses it with -32021 (missingCapability).
 		r.CreateMessage = ss.CreateMessage
 		r.Elicit = ss.Elicit
 		r.ListRoots = ss.ListRoots

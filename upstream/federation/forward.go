@@ -75,7 +75,7 @@ func (u *Upstream) Forward(ctx context.Context, cred Credential, version string,
 	c.forwarded = true
 	h := &hop{u: u, cred: cred, id: id, note: note}
 	var res *mcp.CallToolResult
-	err = u.doOn(ctx, u.slotForVersion(cred, version), "tools/call", p.Idempotent, c, func(ctx context.Context, cs *mcp.ClientSession) error {
+	err = u.doOn(ctx, u.slotOf(cred, version, true), "tools/call", p.Idempotent, c, func(ctx context.Context, cs *mcp.ClientSession) error {
 		h.cs, h.version = cs, cs.InitializeResult().ProtocolVersion
 		if h.version >= "2026-07-28" {
 			return ErrNotForwarded

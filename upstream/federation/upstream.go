@@ -107,7 +107,8 @@ type Upstream struct {
 	endpoint string // "" for a stdio child
 	opts     Options
 	log      *slog.Logger
-	client   *mcp.Client
+	client   *mcp.Client // offers the upstream Options.Capabilities
+	bare     *mcp.Client // offers none; nil when client offers none too, or for a stdio child (bareFor)
 	http     *http.Client
 	// fwd sends Forward's POSTs (and its refusals and cancellations): http,
 	// or, for a plain-http endpoint reached without a proxy and no
@@ -248,7 +249,10 @@ func New(cfg Config, opts *Options) (*Upstream, error) {
 	}
 	u.pool = pool
 	u.shared = newSlot(u, "")
-	u.client = u.newClient()
+	u.client = u.newClient(u.opts.Capabilities)
+	if offers(u.opts.Capabilities) && u.endpoint != "" {
+		u.bare = u.newClient(nil)
+	}
 	return u, nil
 }
 
