@@ -41,7 +41,10 @@ import (
 //     hang-up, reaches the upstream as notifications/cancelled.
 //   - Server-to-client requests (sampling, elicitation, roots) of a call
 //     go to the calling client and its answer back, in stateful mode: a
-//     stateless POST has no way to ask its client anything.
+//     stateless POST has no way to ask its client anything, nor has a
+//     2026-07-28 caller of a stateful gateway, whose calls therefore go
+//     on an upstream session that offers none (relay, and
+//     federation.Upstream's bare sessions).
 //   - prompts/get, resources/read and completion/complete go to the
 //     upstream that offered the prompt or resource; a failure is a
 //     JSON-RPC error naming the upstream, never an empty answer.
@@ -78,7 +81,9 @@ func (g *Gateway) startFederation() error {
 		caps := &mcp.ClientCapabilities{}
 		if g.cfg.Stateful {
 			// A stateless POST cannot ask its client anything: offer the
-			// upstream only what a caller's session can answer.
+			// upstream only what a caller's session can answer. A call
+			// whose caller has no session goes on a session of the
+			// upstream's that offers none (relay).
 			caps.Sampling = &mcp.SamplingCapabilities{}
 			caps.Elicitation = &mcp.ElicitationCapabilities{}
 			caps.RootsV2 = &mcp.RootCapabilities{}
@@ -410,7 +415,12 @@ func (g *Gateway) relay(ss *mcp.ServerSession) *federation.Relay {
 		Progress: func(ctx context.Context, p *mcp.ProgressNotificationParams) { _ = ss.NotifyProgress(ctx, p) },
 		Log:      func(ctx context.Context, p *mcp.LoggingMessageParams) { _ = ss.Log(ctx, p) },
 	}
-	if g.cfg.Stateful {
+	if g.cfg.Stateful && ss.ID() != "" {
+		// A 2026-07-28 request on a stateful gateway is served sessionless
+		// (routeVersion): nothing can be asked of its caller, so the call
+		// goes on an upstream session that offers nothing
+		// (federation.Upstream.bareFor) and an upstream that needs a
+		// capability refuses it with -32021 (missingCapability).
 		r.CreateMessage = ss.CreateMessage
 		r.Elicit = ss.Elicit
 		r.ListRoots = ss.ListRoots

@@ -336,11 +336,11 @@ var alphaExpected = map[string]alphaExpect{
 		"fixtures/stateless@2026-07-28": "-",
 		"fixtures/stateful@2026-07-28":  "-",
 	}},
-	"server-stateless": {why: "both modes: the gateway sends no notifications/tools/list_changed or prompts/list_changed on a subscriptions/listen stream when an upstream's lists change (SHOULD); " + whyStatefulCaps, runs: map[string]string{
+	"server-stateless": {why: "both modes: the gateway sends no notifications/tools/list_changed or prompts/list_changed on a subscriptions/listen stream when an upstream's lists change (SHOULD)", runs: map[string]string{
 		"fixtures/stateless":            "sep-2575-server-sends-prompts-list-changed-on-subscription, sep-2575-server-sends-tools-list-changed-on-subscription",
-		"fixtures/stateful":             "sep-2575-missing-capability-http-400, sep-2575-server-rejects-undeclared-capability, sep-2575-server-sends-prompts-list-changed-on-subscription, sep-2575-server-sends-tools-list-changed-on-subscription",
+		"fixtures/stateful":             "sep-2575-server-sends-prompts-list-changed-on-subscription, sep-2575-server-sends-tools-list-changed-on-subscription",
 		"fixtures/stateless@2026-07-28": "sep-2575-server-sends-prompts-list-changed-on-subscription, sep-2575-server-sends-tools-list-changed-on-subscription",
-		"fixtures/stateful@2026-07-28":  "sep-2575-missing-capability-http-400, sep-2575-server-rejects-undeclared-capability, sep-2575-server-sends-prompts-list-changed-on-subscription, sep-2575-server-sends-tools-list-changed-on-subscription",
+		"fixtures/stateful@2026-07-28":  "sep-2575-server-sends-prompts-list-changed-on-subscription, sep-2575-server-sends-tools-list-changed-on-subscription",
 	}},
 	"tasks-capability-negotiation": {why: whyExtNoSpec, runs: map[string]string{
 		"fixtures/stateless@2026-07-28": "-",
@@ -432,13 +432,6 @@ const (
 	// whyNoSessionToAsk: server-to-client requests need a session.
 	whyNoSessionToAsk = "stateless: a stateless gateway has no session to relay the upstream's server-to-client request " +
 		"on, so it offers the upstream no sampling or elicitation capability (gateway/federation.go), by design"
-	// whyStatefulCaps: a gateway bug, reported, not fixed here.
-	whyStatefulCaps = "stateful (a gateway bug): a stateful gateway's client of the federated upstream declares " +
-		"sampling, elicitation and roots (gateway/federation.go startFederation, for the callers with a session) " +
-		"for every call, also a 2026-07-28 caller's, which declared none and has no session to be asked on; so " +
-		"the upstream runs test_missing_capability instead of refusing it with -32021, and the gateway answers " +
-		"a result (a tool that does sample fails later, with an isError result), where the stateless gateway " +
-		"relays the upstream's -32021"
 	// whyGreetSync: the suite's greet fixture is sync-only.
 	whyGreetSync = "greet must be a sync-only tool, and here it is a playbook (demo/fast): every playbook tool " +
 		"answers a task to a client that declares the extension, and a playbook item has no setting to keep it " +

@@ -248,7 +248,7 @@ func (u *Upstream) CallTool(ctx context.Context, cred Credential, p *mcp.CallToo
 	q.Meta = u.prepareMeta(p.Meta, c)
 	defer u.release(c)
 	var res *mcp.CallToolResult
-	err := u.do(ctx, cred, "tools/call", idempotent, c, func(ctx context.Context, cs *mcp.ClientSession) error {
+	err := u.doOn(ctx, u.slotOf(cred, "", u.bareFor(r)), "tools/call", idempotent, c, func(ctx context.Context, cs *mcp.ClientSession) error {
 		r := q // each attempt starts without the last one's input responses
 		return u.rounds(ctx, c, &r.InputResponses, &r.RequestState, func() (mcp.InputRequestMap, string, error) {
 			var err error

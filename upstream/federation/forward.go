@@ -75,7 +75,7 @@ func (u *Upstream) Forward(ctx context.Context, cred Credential, version string,
 	c.forwarded = true
 	h := &hop{u: u, cred: cred, id: id, note: note}
 	var res *mcp.CallToolResult
-	err = u.doOn(ctx, u.slotForVersion(cred, version), "tools/call", p.Idempotent, c, func(ctx context.Context, cs *mcp.ClientSession) error {
+	err = u.doOn(ctx, u.slotOf(cred, version, true), "tools/call", p.Idempotent, c, func(ctx context.Context, cs *mcp.ClientSession) error {
 		h.cs, h.version = cs, cs.InitializeResult().ProtocolVersion
 		if h.version >= "2026-07-28" {
 			return ErrNotForwarded
@@ -174,7 +174,7 @@ func (h *hop) post(ctx context.Context, body []byte) (*mcp.CallToolResult, error
 	if err != nil {
 		return nil, err
 	}
-	resp, err := u.http.Do(req)
+	resp, err := u.fwd.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			h.cancelled()
@@ -308,8 +308,8 @@ func (h *hop) result(m *wireMessage) (*mcp.CallToolResult, error) {
 	if len(m.Result) == 0 {
 		return nil, hostile("tools/call: the response has neither result nor error")
 	}
-	var res mcp.CallToolResult
-	if err := json.Unmarshal(m.Result, &res); err != nil {
+	res, err := decodeCallToolResult(m.Result) // go-sdk's decoding, without its fresh decoder
+	if err != nil {
 		return nil, hostile("tools/call: the result does not decode: %v", err)
 	}
 	return &mcp.CallToolResult{Meta: withoutHopMeta(res.Meta), Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}, nil
@@ -426,7 +426,7 @@ func (h *hop) send(data []byte) {
 	if err != nil {
 		return
 	}
-	resp, err := h.u.http.Do(req)
+	resp, err := h.u.fwd.Do(req)
 	if err != nil {
 		h.u.log.Debug("upstream message not delivered", "error", h.u.redact(err))
 		return

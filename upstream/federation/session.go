@@ -56,6 +56,10 @@ type slot struct {
 	u       *Upstream
 	cred    Credential
 	version string // offered first at connect; "": the configured or go-sdk's latest
+	// bare: the session is made by the client that offers the upstream no
+	// capability (Upstream.bare), for calls whose caller can be asked
+	// nothing (see Upstream.bareFor).
+	bare bool
 
 	mu         sync.Mutex
 	cs         *mcp.ClientSession
@@ -89,9 +93,17 @@ func (s *slot) used() time.Time {
 // poolKey is the pool key of the slot of cred whose session offers
 // version first; "" names the shared slot (no credential and no version,
 // or a stdio child, which has one session).
-func (u *Upstream) poolKey(cred Credential, version string) string {
+//
+// A bare session's key is the same key marked "bare|" (never ""): it is a
+// session of its own beside the one that offers the upstream capabilities.
+// A stdio child's one session is never bare.
+func (u *Upstream) poolKey(cred Credential, version string, bare bool) string {
 	switch {
-	case u.endpoint == "" || cred == "" && version == "":
+	case u.endpoint == "":
+		return ""
+	case bare:
+		return "bare|" + u.poolKey(cred, version, false)
+	case cred == "" && version == "":
 		return ""
 	case version != "":
 		return versionKey(cred, version)
@@ -108,7 +120,14 @@ func (u *Upstream) slotFor(cred Credential) *slot {
 // first ("": the negotiated one of slotFor), adding it to the pool if need
 // be. A stdio child has one session, whatever the version.
 func (u *Upstream) slotForVersion(cred Credential, version string) *slot {
-	k := u.poolKey(cred, version)
+	return u.slotOf(cred, version, false)
+}
+
+// slotOf is slotForVersion, of a bare session when bare (and the upstream
+// has a bare client: Upstream.bare).
+func (u *Upstream) slotOf(cred Credential, version string, bare bool) *slot {
+	bare = bare && u.bare != nil
+	k := u.poolKey(cred, version, bare)
 	if k == "" {
 		return u.shared
 	}
@@ -116,13 +135,14 @@ func (u *Upstream) slotForVersion(cred Credential, version string) *slot {
 	defer u.mu.Unlock()
 	if v, ok := u.versions[version]; ok {
 		version = v // the upstream answers that offer with v: share v's session
-		k = u.poolKey(cred, version)
+		k = u.poolKey(cred, version, bare)
 	}
 	if s, ok := u.pool.Get(k); ok {
 		return s
 	}
 	s := newSlot(u, cred)
 	s.version = version
+	s.bare = bare
 	if u.closed {
 		s.retired = true
 		return s
@@ -202,7 +222,11 @@ func (s *slot) connect(a *attempt) {
 		} else {
 			t, release = u.httpTransport(s.cred)
 		}
-		cs, err = u.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: cmp.Or(s.version, u.cfg.ProtocolVersion)})
+		client := u.client
+		if s.bare {
+			client = u.bare
+		}
+		cs, err = client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: cmp.Or(s.version, u.cfg.ProtocolVersion)})
 		if err != nil {
 			release()
 			if ch != nil {
@@ -594,12 +618,15 @@ func boundedLines(r io.Reader, max int, f func(line string, cut bool)) {
 	}
 }
 
-// newClient is the one go-sdk client of the upstream: its handlers route
-// what the upstream sends to the call it belongs to.
-func (u *Upstream) newClient() *mcp.Client {
+// newClient is a go-sdk client of the upstream that offers it offer's
+// sampling, elicitation and roots (nil: none): its handlers route what the
+// upstream sends to the call it belongs to. An upstream has one that
+// offers [Options.Capabilities] and, when that offers any, a bare one that
+// offers none (see [Upstream.bareFor]).
+func (u *Upstream) newClient(offer *mcp.ClientCapabilities) *mcp.Client {
 	caps := &mcp.ClientCapabilities{} // nothing unless the gateway can relay it
 	var roots bool
-	if c := u.opts.Capabilities; c != nil {
+	if c := offer; c != nil {
 		caps.Sampling = c.Sampling
 		caps.Elicitation = c.Elicitation
 		if c.RootsV2 != nil {
@@ -680,4 +707,30 @@ func (u *Upstream) newClient() *mcp.Client {
 
 func noRelay(method string) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("%s: no call in flight can answer it", method)}
+}
+
+// offers reports whether caps offers the upstream a capability a caller
+// must answer: sampling, elicitation or roots.
+func offers(caps *mcp.ClientCapabilities) bool {
+	return caps != nil && (caps.Sampling != nil || caps.Elicitation != nil || caps.RootsV2 != nil)
+}
+
+// bareFor reports whether a call relayed by r goes on a bare session, one
+// whose client offers the upstream no capability: when r cannot answer
+// every request that [Options.Capabilities] lets the upstream send. An
+// upstream decides from the capabilities a session declared whether a
+// tool may ask its client (2025-11-25 and before), or reads them from
+// each request's _meta, which go-sdk's client fills from the same offer
+// (2026-07-28): a caller that cannot be asked (a 2026-07-28 caller of a
+// stateful gateway has no session) must not be passed off as one that
+// can, or a tool that needs sampling runs, asks, and fails instead of
+// being refused with -32021 naming what it needs (docs/federation.md,
+// "Capabilities"). Two clients, not one per combination: a relay that
+// answers some of the offer but not all gets none of it.
+func (u *Upstream) bareFor(r *Relay) bool {
+	c := u.opts.Capabilities
+	if u.bare == nil || c == nil {
+		return false
+	}
+	return r == nil || c.Sampling != nil && r.CreateMessage == nil || c.Elicitation != nil && r.Elicit == nil || c.RootsV2 != nil && r.ListRoots == nil
 }

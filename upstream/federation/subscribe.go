@@ -79,7 +79,7 @@ func (e *subEntry) unlock() { <-e.sem }
 // slotKey is the key of cred's slot, as slotFor picks it: "" for the
 // shared session. Subscriptions are made on slotFor's sessions only,
 // never on the per-version ones of Forward (slotForVersion).
-func (u *Upstream) slotKey(cred Credential) string { return u.poolKey(cred, "") }
+func (u *Upstream) slotKey(cred Credential) string { return u.poolKey(cred, "", false) }
 
 // enter returns the entry of (cred's slot, uri), made if need be, and
 // counts the caller at work on it until leave.

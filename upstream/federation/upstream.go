@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/mcpgate/mcpgate/upstream"
+	"github.com/mcpgate/mcpgate/upstream/internal/direct"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -105,9 +107,16 @@ type Upstream struct {
 	endpoint string // "" for a stdio child
 	opts     Options
 	log      *slog.Logger
-	client   *mcp.Client
+	client   *mcp.Client // offers the upstream Options.Capabilities
+	bare     *mcp.Client // offers none; nil when client offers none too, or for a stdio child (bareFor)
 	http     *http.Client
-	getenv   func(string) string
+	// fwd sends Forward's POSTs (and its refusals and cancellations): http,
+	// or, for a plain-http endpoint reached without a proxy and no
+	// Options.HTTPClient, the same guard over upstream's direct transport,
+	// whose calls write and read on the calling goroutine (see New).
+	fwd     *http.Client
+	fwdIdle interface{ CloseIdleConnections() } // fwd's own pool, closed by Close; nil: none
+	getenv  func(string) string
 
 	// Knobs, unexported so tests can shorten them.
 	pingEvery    time.Duration // health ping period
@@ -203,6 +212,17 @@ func New(cfg Config, opts *Options) (*Upstream, error) {
 		base = upstream.TraceTransport(base, u.opts.Tracing, u.name)
 		hc.Transport = &guard{base: base, origin: origin(u.endpoint), name: u.name, max: u.cfg.MaxResponseBytes}
 		u.http = &hc
+		u.fwd = u.http
+		if pu, err := url.Parse(u.endpoint); err == nil && u.opts.HTTPClient == nil && direct.Usable(pu, http.ProxyFromEnvironment) {
+			// Forward's hop is the measured one (docs/performance.md,
+			// "Federated tools/call"): net/http's transport hands each
+			// request to a write and a read goroutine of its connection;
+			// this one does neither. go-sdk's session (its handshake, its
+			// GET stream) stays on net/http's.
+			dt := direct.New(pu, upstream.NewTransport())
+			u.fwd = &http.Client{Transport: &guard{base: upstream.TraceTransport(dt, u.opts.Tracing, u.name), origin: origin(u.endpoint), name: u.name, max: u.cfg.MaxResponseBytes}}
+			u.fwdIdle = dt
+		}
 	}
 	u.pingEvery = 15 * time.Second
 	u.downAfter = 3
@@ -229,7 +249,10 @@ func New(cfg Config, opts *Options) (*Upstream, error) {
 	}
 	u.pool = pool
 	u.shared = newSlot(u, "")
-	u.client = u.newClient()
+	u.client = u.newClient(u.opts.Capabilities)
+	if offers(u.opts.Capabilities) && u.endpoint != "" {
+		u.bare = u.newClient(nil)
+	}
 	return u, nil
 }
 
@@ -449,6 +472,9 @@ func (u *Upstream) Close() error {
 	}
 	wg.Wait()
 	u.wg.Wait()
+	if u.fwdIdle != nil {
+		u.fwdIdle.CloseIdleConnections()
+	}
 	return nil
 }
 

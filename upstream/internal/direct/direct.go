@@ -47,8 +47,10 @@
 // and every client on a system without a non-blocking peek ([Usable] says
 // so). Unlike net/http it asks for no gzip: answers come uncompressed.
 //
-// The package is internal to upstream: upstream.NewRemote chooses it, and
-// no other package has a use for a transport of one origin.
+// The package is internal to upstream: upstream.NewRemote chooses it for a
+// REST upstream, and upstream/federation for the POSTs of its lean
+// tools/call hop (Upstream.Forward) to an MCP upstream; no other package
+// has a use for a transport of one origin.
 package direct
 
 import (
