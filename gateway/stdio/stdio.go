@@ -392,20 +392,28 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if resp.Error != nil {
 		msg = withCode(resp, method, initialized)
 	}
-	err := c.writeMessage(msg)
-	if initialize && err == nil && c.opts.Fast != nil {
-		// From now on go-sdk serves calls on this session (its
-		// InitializeParams are set before it answers): so may opts.Fast,
-		// whose answers cannot now come before this one.
-		var r struct {
-			ProtocolVersion string `json:"protocolVersion"`
-		}
-		if json.Unmarshal(resp.Result, &r) == nil && r.ProtocolVersion != "" {
-			c.mu.Lock()
-			c.version = r.ProtocolVersion
-			c.mu.Unlock()
-		}
+	if !initialize || c.opts.Fast == nil {
+		return c.writeMessage(msg)
 	}
+	// From now on go-sdk serves calls on this session (its
+	// InitializeParams are set before it answers): so may opts.Fast. The
+	// version is set under the write lock, before the answer is written: a
+	// client that reads the answer may send a call at once, which is then
+	// the fast path's, and whose answer cannot come before this one.
+	var r struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(resp.Result, &r)
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("gateway: encoding a message for stdio: %w", err)
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.mu.Lock()
+	c.version = r.ProtocolVersion
+	c.mu.Unlock()
+	_, err = c.w.Write(append(data, '\n'))
 	return err
 }
 
