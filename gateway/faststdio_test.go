@@ -2,10 +2,10 @@ package gateway
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -40,9 +40,10 @@ func stdioAPI(w http.ResponseWriter, r *http.Request) {
 	fastAPI(w, r)
 }
 
-// newStdioPair serves fastDoc's REST tools and the example playbook
-// engine's tools, both upstreams real HTTP servers, from two gateways.
-func newStdioPair(t testing.TB) *stdioPair {
+// newStdioPair serves fastDoc's REST tools and, with playbooks, the example
+// playbook engine's tools, both upstreams real HTTP servers, from two
+// gateways.
+func newStdioPair(t testing.TB, playbooks bool) *stdioPair {
 	t.Helper()
 	api := httptest.NewServer(http.HandlerFunc(stdioAPI))
 	t.Cleanup(api.Close)
@@ -53,8 +54,10 @@ func newStdioPair(t testing.TB) *stdioPair {
 		t.Cleanup(pb.Close)
 		cfg := &Config{Upstreams: []Upstream{
 			{Name: "api", OpenAPI: "fast.json", Document: fastDoc(0), BaseURL: api.URL, Timeout: time.Minute, Auth: auth.Upstream{Mode: auth.ModeForward}},
-			{Name: "noetl", OpenAPI: pb.URL + "/openapi.json", BaseURL: pb.URL, Playbooks: &Playbooks{}, Auth: auth.Upstream{Mode: auth.ModeNone}},
 		}}
+		if playbooks {
+			cfg.Upstreams = append(cfg.Upstreams, Upstream{Name: "noetl", OpenAPI: pb.URL + "/openapi.json", BaseURL: pb.URL, Playbooks: &Playbooks{}, Auth: auth.Upstream{Mode: auth.ModeNone}})
+		}
 		p.logs[i] = &syncBuffer{}
 		g, err := New(context.Background(), cfg, &Options{DisableFastPath: disable,
 			Logger: slog.New(slog.NewTextHandler(p.logs[i], &slog.HandlerOptions{Level: slog.LevelDebug}))})
@@ -76,37 +79,6 @@ func newStdioPair(t testing.TB) *stdioPair {
 		}
 	}
 	return p
-}
-
-// serveLines runs one stdio session of g on input (ended by EOF), and
-// returns the lines it wrote, by the id of each answer (as JSON; several
-// answers with one id are joined by newlines).
-func serveLines(t testing.TB, g *Gateway, input string) map[string]string {
-	t.Helper()
-	var out lockedWriter
-	out.w = &bytes.Buffer{}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := g.ServeStdio(ctx, strings.NewReader(input), &out); err != nil {
-		t.Fatalf("ServeStdio: %v", err)
-	}
-	got := map[string]string{}
-	sc := bufio.NewScanner(out.w)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		var m struct {
-			ID json.RawMessage `json:"id"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("a line that is not JSON: %q", sc.Text())
-		}
-		id := string(m.ID)
-		if got[id] != "" {
-			got[id] += "\n"
-		}
-		got[id] += sc.Text()
-	}
-	return got
 }
 
 // normalised is an answer line parsed and marshaled again: the same JSON
@@ -139,7 +111,7 @@ var htmlUnescaped = strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, 
 // took exactly the calls it is meant to, so that a fast path that handed
 // everything to go-sdk could not pass.
 func TestStdioFastDifferential(t *testing.T) {
-	p := newStdioPair(t)
+	p := newStdioPair(t, true)
 	init := func(version string) string {
 		return `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`
 	}
@@ -231,6 +203,7 @@ func serveSequenced(t testing.TB, g *Gateway, first, line string) map[string]str
 	done := make(chan error, 1)
 	go func() {
 		done <- g.ServeStdio(context.Background(), inR, outW)
+		inR.Close() // a shutdown stops the reading: unblock the writes
 		outW.Close()
 	}()
 	lines := bufio.NewScanner(outR)
@@ -268,7 +241,7 @@ func serveSequenced(t testing.TB, g *Gateway, first, line string) map[string]str
 // TestStdioFastLogAndMetrics: a call the stdio fast path answers leaves the
 // log line and the counts go-sdk's path leaves for it over stdio.
 func TestStdioFastLogAndMetrics(t *testing.T) {
-	p := newStdioPair(t)
+	p := newStdioPair(t, true)
 	first := strings.Replace(stdioInit, `"id":1`, `"id":"init"`, 1) + "\n" + stdioInitialized + "\n"
 	for _, line := range []string{
 		rpc("1", "tools/call", `{"name":"get_thing","arguments":{"id":"7"}}`),
@@ -312,5 +285,178 @@ func TestStdioFastLogAndMetrics(t *testing.T) {
 	}
 	if got, want := counts(p.fast), counts(p.sdk); got != want || !strings.Contains(want, `method="tools/call"`) {
 		t.Errorf("metrics differ:\nfast:\n%s\nsdk:\n%s", got, want)
+	}
+}
+
+// TestStdioFastCancel: a notifications/cancelled for a call the stdio fast
+// path runs cancels it at once — a playbook run is cancelled upstream at
+// once (not after the runner's linger), a REST call's upstream request ends
+// — and the session answers as go-sdk's does for the same lines.
+func TestStdioFastCancel(t *testing.T) {
+	type run struct {
+		answers  map[string]string
+		answered int64
+	}
+	playbook := func(t *testing.T, disable bool) run {
+		e := engine.New(&engine.Options{Step: time.Hour, NumericIDs: true})
+		logs := &syncBuffer{}
+		cfg := &Config{Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: e.Handler(),
+			Playbooks: &Playbooks{PollInterval: 100 * time.Millisecond}}}}
+		g, err := New(t.Context(), cfg, &Options{DisableFastPath: disable, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		var answered atomic.Int64
+		if !disable {
+			g.fast.onServe = func() { answered.Add(1) }
+		}
+		s := startStdio(t, g)
+		s.send(t, strings.Replace(stdioInit, `"id":1`, `"id":"init"`, 1), stdioInitialized)
+		s.next(t)
+		s.send(t, call(41, "demo_slow", `{"label":"x"}`))
+		waitFor(t, "the run to start", func() bool { return e.Counts().Started == 1 })
+		s.send(t, cancelled("41"))
+		waitFor(t, "the engine to see the cancel", func() bool { return e.Counts().Cancelled == 1 })
+		waitFor(t, "the call's log line", func() bool { return strings.Contains(logs.String(), `msg="playbook call"`) })
+		if line := logs.String(); !strings.Contains(line, "upstream_cancel=at_once") {
+			t.Errorf("the run was not cancelled at once:\n%s", line)
+		}
+		s.in.Close()
+		got, err := s.end(t)
+		if err != nil {
+			t.Errorf("ServeStdio = %v", err)
+		}
+		r := run{answers: map[string]string{}, answered: answered.Load()}
+		for _, a := range got {
+			r.answers[string(a.ID)] = a.line
+		}
+		return r
+	}
+	rest := func(t *testing.T, disable bool) run {
+		api := &slowAPI{started: make(chan string, 1), release: make(chan struct{})}
+		ended := make(chan struct{})
+		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			api.ServeHTTP(w, r)
+			if r.Context().Err() != nil {
+				close(ended)
+			}
+		}))
+		defer up.Close()
+		cfg := &Config{Upstreams: []Upstream{{Name: "things", OpenAPI: "things.json", Document: []byte(testDoc), BaseURL: up.URL}}}
+		g, err := New(t.Context(), cfg, &Options{DisableFastPath: disable})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		var answered atomic.Int64
+		if !disable {
+			g.fast.onServe = func() { answered.Add(1) }
+		}
+		s := startStdio(t, g)
+		s.send(t, strings.Replace(stdioInit, `"id":1`, `"id":"init"`, 1), stdioInitialized)
+		s.next(t)
+		s.send(t, `{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"get_thing","arguments":{"id":"slow"}}}`)
+		<-api.started
+		s.send(t, cancelled(`"c"`))
+		select {
+		case <-ended:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the upstream request did not end after notifications/cancelled")
+		}
+		s.in.Close()
+		got, err := s.end(t)
+		if err != nil {
+			t.Errorf("ServeStdio = %v", err)
+		}
+		r := run{answers: map[string]string{}, answered: answered.Load()}
+		for _, a := range got {
+			r.answers[string(a.ID)] = a.line
+		}
+		return r
+	}
+	for name, f := range map[string]func(*testing.T, bool) run{"playbook": playbook, "rest": rest} {
+		t.Run(name, func(t *testing.T) {
+			fast := f(t, false)
+			if fast.answered != 1 {
+				t.Fatalf("the fast path answered %d calls, want 1", fast.answered)
+			}
+			sdk := f(t, true)
+			if len(fast.answers) != len(sdk.answers) {
+				t.Fatalf("answers differ:\nfast: %q\n sdk: %q", fast.answers, sdk.answers)
+			}
+			for id, w := range sdk.answers {
+				if g := fast.answers[id]; normalised(t, g) != normalised(t, w) {
+					t.Errorf("id %s differs:\nfast: %s\n sdk: %s", id, g, w)
+				}
+			}
+		})
+	}
+}
+
+// TestStdioFastDrain: the end of the input waits for the calls the fast
+// path runs, as for go-sdk's (TestStdioEnd), up to DrainTimeout; one still
+// running then is cancelled, its upstream request ended, and nothing is
+// written for it once the session has ended.
+func TestStdioFastDrain(t *testing.T) {
+	api := &slowAPI{started: make(chan string, 1), release: make(chan struct{})}
+	ended := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		api.ServeHTTP(w, r)
+		if r.Context().Err() != nil {
+			close(ended)
+		}
+	}))
+	defer up.Close()
+	cfg := &Config{Upstreams: []Upstream{{Name: "things", OpenAPI: "things.json", Document: []byte(testDoc), BaseURL: up.URL}}}
+	g, err := New(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	var answered atomic.Int64
+	g.fast.onServe = func() { answered.Add(1) }
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- g.Server().Run(context.Background(), NewStdioTransport(inR, outW,
+			&StdioOptions{DrainTimeout: 200 * time.Millisecond, Fast: g.stdioFast()}))
+		outW.Close()
+	}()
+	lines := bufio.NewScanner(outR)
+	io.WriteString(inW, strings.Replace(stdioInit, `"id":1`, `"id":"init"`, 1)+"\n"+stdioInitialized+"\n")
+	if !lines.Scan() || !strings.Contains(lines.Text(), `"id":"init","result"`) {
+		t.Fatalf("initialize: %q", lines.Text())
+	}
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_thing","arguments":{"id":"slow"}}}`+"\n")
+	<-api.started
+	if answered.Load() != 1 {
+		t.Fatal("the fast path did not take the call")
+	}
+	start := time.Now()
+	inW.Close()
+	var after []string
+	for lines.Scan() {
+		after = append(after, lines.Text())
+	}
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, io.EOF) {
+			t.Errorf("Run = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session did not end after its drain timeout")
+	}
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Errorf("ended after %v, before the 200ms drain timeout", d)
+	}
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call still running at the drain timeout was not cancelled")
+	}
+	if len(after) != 0 {
+		t.Errorf("written after the end of the input: %q", after)
 	}
 }
