@@ -67,8 +67,10 @@ type Options struct {
 // decoders (four decodes per call, each with a fresh 32 KiB buffer).
 //
 // The transport offers Take each line that is one JSON object once the
-// session's initialize has been answered with a result and that answer
-// written, with the protocol version it negotiated. A call Take takes is
+// session's initialize has been answered with a result (and that answer is
+// being written: no answer of Take's calls can come before it), with the
+// protocol version it negotiated, when that is the version the client asked
+// for (go-sdk's answers depend on both); else no line is offered. A call Take takes is
 // the transport's, as go-sdk's calls are: its id is checked against the
 // calls in flight (a duplicate is refused as go-sdk's would be) and
 // recorded, so that the end of the input and a shutdown wait for its
@@ -191,8 +193,13 @@ type stdioConn struct {
 	drained     chan struct{}         // closed when pending empties while ending; nil otherwise
 	ended       bool                  // Read reported the end of the input
 	// version is the protocol version of the initialize answer, once it
-	// is written: from then on lines are offered to opts.Fast.
+	// is written, when it is the version the client asked for: from then
+	// on lines are offered to opts.Fast.
 	version string
+	// asked is the protocolVersion each initialize in flight asked for,
+	// as go-sdk reads it: go-sdk's answers depend on it too (from
+	// 2026-07-28 on, a result has a resultType), whatever it negotiates.
+	asked map[jsonrpc.ID]string
 	// fast cancels each call opts.Fast took and is running, by id.
 	fast map[jsonrpc.ID]context.CancelCauseFunc
 	// writing counts the answers of such calls being written: retired
@@ -297,6 +304,18 @@ func (c *stdioConn) admit(msg jsonrpc.Message) (ok bool, err error) {
 			id, _ := json.Marshal(req.ID.Raw())
 			return false, c.writeError(id, jsonrpc.CodeInvalidParams, problem, nil)
 		}
+		if c.opts.Fast != nil {
+			var p struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			sdkwire.Parse(req.Params, &p)
+			c.mu.Lock()
+			if c.asked == nil {
+				c.asked = make(map[jsonrpc.ID]string)
+			}
+			c.asked[req.ID] = p.ProtocolVersion
+			c.mu.Unlock()
+		}
 	}
 	return true, nil
 }
@@ -329,6 +348,7 @@ func (c *stdioConn) retire(id jsonrpc.ID) (method string, initialized bool) {
 	defer c.mu.Unlock()
 	method = c.pending[id]
 	delete(c.pending, id)
+	delete(c.asked, id)
 	c.settledLocked()
 	return method, c.initialized
 }
@@ -384,6 +404,7 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	c.mu.Lock()
 	method := c.pending[resp.ID]
 	initialize := method == "initialize" && resp.Error == nil
+	asked := c.asked[resp.ID]
 	if initialize {
 		c.initialized = true
 	}
@@ -411,7 +432,9 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	c.mu.Lock()
-	c.version = r.ProtocolVersion
+	if asked == r.ProtocolVersion {
+		c.version = r.ProtocolVersion
+	}
 	c.mu.Unlock()
 	_, err = c.w.Write(append(data, '\n'))
 	return err
