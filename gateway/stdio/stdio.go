@@ -119,7 +119,9 @@ var ErrSessionClosed = errors.New("stdio: the session ended before the call was 
 //   - no error answer carries code 0: go-sdk answers a call before initialize
 //     with code 0, which becomes -32600 saying to send initialize first; an
 //     initialize whose params it cannot decode is answered -32602 before it
-//     sees it; any other uncoded error becomes -32603.
+//     sees it; any other uncoded error becomes -32603;
+//   - with Options.Fast, the calls that hook takes are run and answered
+//     without go-sdk, under the same rules (see [Fast]).
 //
 // A Transport is for one [mcp.Server.Connect] or [mcp.Server.Run]. The
 // caller owns r and w: they are not closed, and a read of r that blocks
