@@ -286,29 +286,43 @@ func (f *fastPath) serveList(w http.ResponseWriter, r *http.Request, id, params 
 	return true
 }
 
-func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params []byte) bool {
+// callOf reads a tools/call's params as go-sdk would, and reports whether
+// the fast path takes the call: then t is the tool it names, or nil for a
+// tool go-sdk would answer "unknown tool" (unknownTool).
+func (f *fastPath) callOf(params []byte) (t *Tool, p *mcp.CallToolParamsRaw, take bool) {
 	// go-sdk: tools/call requires params, and they must decode.
-	var p mcp.CallToolParamsRaw
-	if len(params) == 0 || !sdkwire.Parse(params, &p) || bytes.Equal(params, []byte("null")) {
-		return false
+	p = new(mcp.CallToolParamsRaw)
+	if len(params) == 0 || !sdkwire.Parse(params, p) || bytes.Equal(params, []byte("null")) {
+		return nil, nil, false
 	}
 	if sdkHandsOff(p.Meta) || p.InputResponses != nil || p.RequestState != "" {
-		return false
+		return nil, nil, false
 	}
 	if f.g.search != nil && f.g.search.meta[p.Name] != nil {
-		return false // a search meta-call: go-sdk's handler runs it (search.go)
+		return nil, nil, false // a search meta-call: go-sdk's handler runs it (search.go)
 	}
 	t, ok := f.tools[p.Name]
 	if f.dynamic {
 		// The tools served now: an upstream MCP server's may have been
 		// added, changed or withheld since the fast path was built.
 		if t, ok = f.g.live.lookup(p.Name); !ok {
-			return false
+			return nil, nil, false
 		}
 	}
+	return t, p, true
+}
+
+// unknownTool is Server.callTool's answer to a tool it does not have:
+// message, with code jsonrpc.CodeInvalidParams.
+func unknownTool(name string) string { return fmt.Sprintf("unknown tool %q", name) }
+
+func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params []byte) bool {
+	t, p, ok := f.callOf(params)
 	if !ok {
-		// Server.callTool's words and code.
-		sdkwire.WriteError(w, id, jsonrpc.CodeInvalidParams, fmt.Sprintf("unknown tool %q", p.Name))
+		return false
+	}
+	if t == nil {
+		sdkwire.WriteError(w, id, jsonrpc.CodeInvalidParams, unknownTool(p.Name))
 		return true
 	}
 	// What go-sdk hands the tool handler of a POST: its header, and the
@@ -316,7 +330,7 @@ func (f *fastPath) serveCall(w http.ResponseWriter, r *http.Request, id, params 
 	// request id (set on every POST before the fast path) names the call in
 	// its log line.
 	req := &mcp.CallToolRequest{
-		Params: &p,
+		Params: p,
 		Extra:  &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header},
 	}
 	if t.IsPlaybook() {

@@ -51,7 +51,8 @@ type Options struct {
 	Lock *annotations.Lock
 	// DisableFastPath sends every request to go-sdk, including the
 	// stateless tools/list and tools/call the front door otherwise answers
-	// itself (see fastPath). Default false: the fast path is go-sdk's
+	// itself (see fastPath) and the stdio tools/call lines (see
+	// stdioFast). Default false: the fast path is go-sdk's
 	// answers at a fraction of the cost. It exists to tell, when a client
 	// misbehaves, whether the fast path is the difference.
 	DisableFastPath bool

@@ -27,7 +27,9 @@ func NewStdioTransport(r io.Reader, w io.Writer, opts *StdioOptions) *StdioTrans
 }
 
 // ServeStdio serves the gateway over newline-delimited JSON-RPC on r and w
-// (stdin and stdout for `mcpgate stdio`) through a [StdioTransport], until r
+// (stdin and stdout for `mcpgate stdio`) through a [StdioTransport], whose
+// fast path (stdioFast) answers the tools/call lines it takes; go-sdk serves
+// the rest. It serves until r
 // ends or a shutdown request, having answered every call it read; then it
 // returns nil. The calls still running then get the longest upstream timeout
 // plus five seconds to be answered. When ctx is done first, go-sdk closes the
@@ -41,7 +43,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) erro
 	if drain == 0 {
 		drain = DefaultTimeout
 	}
-	t := NewStdioTransport(r, w, &StdioOptions{Logger: g.logger, DrainTimeout: drain + 5*time.Second})
+	t := NewStdioTransport(r, w, &StdioOptions{Logger: g.logger, DrainTimeout: drain + 5*time.Second, Fast: g.stdioFast()})
 	err := g.Server().Run(ctx, t)
 	if ctx.Err() != nil {
 		return ctx.Err()

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -532,25 +533,39 @@ func TestTracingPlaybookAndFederation(t *testing.T) {
 }
 
 // TestTracingStdio: over stdio (no POST, no front door) each request gets
-// its server span from go-sdk middleware, and a tool call's upstream
-// request is its child and carries its traceparent; there is no request id.
+// its server span from go-sdk middleware, or the stdio fast path for a call
+// it answers, and a tool call's upstream request is its child and carries
+// its traceparent; there is no request id.
 func TestTracingStdio(t *testing.T) {
+	for _, fast := range []bool{true, false} {
+		t.Run(map[bool]string{true: "fast", false: "sdk"}[fast], func(t *testing.T) { tracingStdio(t, fast) })
+	}
+}
+
+func tracingStdio(t *testing.T, fast bool) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	rec := &headerRecorder{}
 	cfg := &Config{Upstreams: []Upstream{{Name: "api", OpenAPI: "fast.json", Document: fastDoc(0), Handler: rec}}}
-	g, err := New(context.Background(), cfg, &Options{TracerProvider: tp})
+	g, err := New(context.Background(), cfg, &Options{TracerProvider: tp, DisableFastPath: !fast})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.Close()
+	var served atomic.Int32
+	if fast {
+		g.fast.onServe = func() { served.Add(1) }
+	}
 	s := startStdio(t, g)
 	s.send(t, rpc("1", "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`),
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-		rpc("2", "tools/call", `{"name":"get_thing","arguments":{"id":"7"}}`))
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	s.next(t)
+	s.send(t, rpc("2", "tools/call", `{"name":"get_thing","arguments":{"id":"7"}}`))
 	if a := s.next(t); !strings.Contains(a.line, `"result"`) {
 		t.Fatalf("tools/call: %s", a.line)
+	}
+	if fast && served.Load() != 1 {
+		t.Fatal("the stdio fast path did not answer the call")
 	}
 	var server, client *tracetest.SpanStub
 	spans := exp.GetSpans()

@@ -41,6 +41,9 @@ const DefaultDrainTimeout = 30*time.Second + 5*time.Second
 // the session. MCP itself ends a stdio session by closing stdin; both work.
 const methodShutdown = "shutdown"
 
+// methodCancelled is the notification that cancels a call in flight.
+const methodCancelled = "notifications/cancelled"
+
 // Options configures [NewTransport]. The zero value is ready to use.
 type Options struct {
 	// Logger receives a warning per line that is refused. Nil means no
@@ -54,7 +57,50 @@ type Options struct {
 	// request, for the calls already read to be answered. Calls still running
 	// then are cancelled. Zero means DefaultDrainTimeout.
 	DrainTimeout time.Duration
+	// Fast, when set, answers the calls it takes instead of go-sdk (see
+	// [Fast]). Nil: every message goes to go-sdk.
+	Fast Fast
 }
+
+// Fast answers some calls ahead of go-sdk: Gateway.ServeStdio installs the
+// gateway's fast path here, which answers a tools/call without go-sdk's
+// decoders (four decodes per call, each with a fresh 32 KiB buffer).
+//
+// The transport offers Take each line that is one JSON object once the
+// session's initialize has been answered with a result (and that answer is
+// being written: no answer of Take's calls can come before it), with the
+// protocol version it negotiated, when that is the version the client asked
+// for (go-sdk's answers depend on both); else no line is offered. A call Take takes is
+// the transport's, as go-sdk's calls are: its id is checked against the
+// calls in flight (a duplicate is refused as go-sdk's would be) and
+// recorded, so that the end of the input and a shutdown wait for its
+// answer (DrainTimeout); a notifications/cancelled naming it cancels its
+// context at once, with cause context.Canceled, as go-sdk's jsonrpc2 does,
+// and is then handed to go-sdk as well (which finds no call of its own
+// under that id, and does nothing); Close cancels it with cause
+// [ErrSessionClosed]. Its answer is written whole, under the lock every
+// line is written under, and not at all once the connection is closed.
+type Fast interface {
+	// Take returns the call the line carries when it answers it itself,
+	// or nil to hand the line to go-sdk unchanged. It must not keep line,
+	// which the transport reuses.
+	Take(line []byte, protocolVersion string) *Call
+}
+
+// Call is a call Fast.Take took.
+type Call struct {
+	// ID is the request's id, as go-sdk reads it.
+	ID jsonrpc.ID
+	// Run runs the call under ctx, on a goroutine of its own, and returns
+	// what writes its answer: one whole line, its newline included,
+	// written to w under the transport's write lock.
+	Run func(ctx context.Context) (answer func(w io.Writer) error)
+}
+
+// ErrSessionClosed is the cause of the context of a call Fast took that was
+// still running when the connection closed (the session ended, or its drain
+// timeout passed).
+var ErrSessionClosed = errors.New("stdio: the session ended before the call was answered")
 
 // Transport is an [mcp.Transport] over newline-delimited JSON-RPC: one
 // message per line, as MCP's stdio transport specifies. Unlike go-sdk's
@@ -73,7 +119,9 @@ type Options struct {
 //   - no error answer carries code 0: go-sdk answers a call before initialize
 //     with code 0, which becomes -32600 saying to send initialize first; an
 //     initialize whose params it cannot decode is answered -32602 before it
-//     sees it; any other uncoded error becomes -32603.
+//     sees it; any other uncoded error becomes -32603;
+//   - with Options.Fast, the calls that hook takes are run and answered
+//     without go-sdk, under the same rules (see [Fast]).
 //
 // A Transport is for one [mcp.Server.Connect] or [mcp.Server.Run]. The
 // caller owns r and w: they are not closed, and a read of r that blocks
@@ -104,13 +152,17 @@ func NewTransport(r io.Reader, w io.Writer, opts *Options) *Transport {
 }
 
 // Connect implements [mcp.Transport]. It starts the goroutine that reads r.
-func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
+func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	c := &stdioConn{
 		w:        t.w,
 		opts:     t.opts,
 		incoming: make(chan inbound),
 		closed:   make(chan struct{}),
 		pending:  make(map[jsonrpc.ID]string),
+	}
+	if t.opts.Fast != nil {
+		c.fast = make(map[jsonrpc.ID]context.CancelCauseFunc)
+		c.base, c.endBase = context.WithCancelCause(context.WithoutCancel(ctx))
 	}
 	go c.readLines(t.r)
 	return c, nil
@@ -142,6 +194,23 @@ type stdioConn struct {
 	initialized bool                  // an initialize call was answered with a result
 	drained     chan struct{}         // closed when pending empties while ending; nil otherwise
 	ended       bool                  // Read reported the end of the input
+	// version is the protocol version of the initialize answer, once it
+	// is written, when it is the version the client asked for: from then
+	// on lines are offered to opts.Fast.
+	version string
+	// asked is the protocolVersion each initialize in flight asked for,
+	// as go-sdk reads it: go-sdk's answers depend on it too (from
+	// 2026-07-28 on, a result has a resultType), whatever it negotiates.
+	asked map[jsonrpc.ID]string
+	// fast cancels each call opts.Fast took and is running, by id.
+	fast map[jsonrpc.ID]context.CancelCauseFunc
+	// writing counts the answers of such calls being written: retired
+	// from pending (its id may be used again once the client has the
+	// answer), still awaited by a drain.
+	writing int
+
+	base    context.Context         // the fast calls' parent; nil without opts.Fast
+	endBase context.CancelCauseFunc // cancels base, at Close
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -152,7 +221,12 @@ func (c *stdioConn) SessionID() string { return "" }
 
 // Close implements [mcp.Connection]. It unblocks Read; r and w stay open.
 func (c *stdioConn) Close() error {
-	c.closeOnce.Do(func() { close(c.closed) })
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		if c.endBase != nil {
+			c.endBase(ErrSessionClosed)
+		}
+	})
 	return nil
 }
 
@@ -199,35 +273,93 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.drain(ctx)
 			return nil, io.EOF
 		}
-		c.mu.Lock()
-		_, dup := c.pending[req.ID]
-		if !dup {
-			c.pending[req.ID] = req.Method
+		return req, nil // recorded by the reader (admit)
+	}
+}
+
+// admit records a call the reader is about to hand to go-sdk, so that a
+// call the reader takes next (opts.Fast) cannot reuse its id, and reports
+// whether to hand it on: a duplicate id and an initialize whose params
+// go-sdk cannot decode are answered here. err is such an answer's write
+// error.
+func (c *stdioConn) admit(msg jsonrpc.Message) (ok bool, err error) {
+	req, isReq := msg.(*jsonrpc.Request)
+	if !isReq {
+		return true, nil
+	}
+	if !req.IsCall() {
+		if req.Method == methodCancelled && c.fast != nil {
+			c.cancelFast(req.Params)
 		}
-		c.mu.Unlock()
-		if dup {
-			// jsonrpc2 would answer it with no id at all; say which.
+		return true, nil
+	}
+	if req.Method == methodShutdown {
+		return true, nil // Read answers it
+	}
+	if !c.record(req.ID, req.Method) {
+		return false, c.refuseDuplicate(req.ID)
+	}
+	if req.Method == "initialize" {
+		// go-sdk would answer params it cannot decode with code 0.
+		if problem := sdkwire.InitializeProblem(req.Params); problem != "" {
+			c.retire(req.ID)
 			id, _ := json.Marshal(req.ID.Raw())
-			if err := c.writeError(nil, jsonrpc.CodeInvalidRequest,
-				fmt.Sprintf("invalid request: id %s is already in use by a call in flight; use a new id per call", id), nil); err != nil {
-				return nil, err
-			}
-			continue
+			return false, c.writeError(id, jsonrpc.CodeInvalidParams, problem, nil)
 		}
-		if req.Method == "initialize" {
-			// go-sdk would answer params it cannot decode with code 0.
-			if problem := sdkwire.InitializeProblem(req.Params); problem != "" {
-				c.mu.Lock()
-				delete(c.pending, req.ID)
-				c.mu.Unlock()
-				id, _ := json.Marshal(req.ID.Raw())
-				if err := c.writeError(id, jsonrpc.CodeInvalidParams, problem, nil); err != nil {
-					return nil, err
-				}
-				continue
+		if c.opts.Fast != nil {
+			var p struct {
+				ProtocolVersion string `json:"protocolVersion"`
 			}
+			sdkwire.Parse(req.Params, &p)
+			c.mu.Lock()
+			if c.asked == nil {
+				c.asked = make(map[jsonrpc.ID]string)
+			}
+			c.asked[req.ID] = p.ProtocolVersion
+			c.mu.Unlock()
 		}
-		return req, nil
+	}
+	return true, nil
+}
+
+// record adds a call to pending, and reports false when its id is already
+// there.
+func (c *stdioConn) record(id jsonrpc.ID, method string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, dup := c.pending[id]; dup {
+		return false
+	}
+	c.pending[id] = method
+	return true
+}
+
+// refuseDuplicate answers a call whose id is already in flight: jsonrpc2
+// would answer it with no id at all; say which.
+func (c *stdioConn) refuseDuplicate(id jsonrpc.ID) error {
+	raw, _ := json.Marshal(id.Raw())
+	return c.writeError(nil, jsonrpc.CodeInvalidRequest,
+		fmt.Sprintf("invalid request: id %s is already in use by a call in flight; use a new id per call", raw), nil)
+}
+
+// retire removes an answered call from pending, ending a drain that waits
+// for it to be the last; it returns the call's method ("" when unknown)
+// and whether initialize has been answered with a result.
+func (c *stdioConn) retire(id jsonrpc.ID) (method string, initialized bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	method = c.pending[id]
+	delete(c.pending, id)
+	delete(c.asked, id)
+	c.settledLocked()
+	return method, c.initialized
+}
+
+// settledLocked ends a drain that waits for no more calls. c.mu is held.
+func (c *stdioConn) settledLocked() {
+	if len(c.pending) == 0 && c.writing == 0 && c.drained != nil {
+		close(c.drained)
+		c.drained = nil
 	}
 }
 
@@ -236,7 +368,7 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 func (c *stdioConn) drain(ctx context.Context) {
 	c.mu.Lock()
 	c.ended = true
-	n := len(c.pending)
+	n := len(c.pending) + c.writing
 	var drained chan struct{}
 	if n > 0 {
 		drained = make(chan struct{})
@@ -252,7 +384,7 @@ func (c *stdioConn) drain(ctx context.Context) {
 	case <-drained:
 	case <-timer.C:
 		c.mu.Lock()
-		n = len(c.pending)
+		n = len(c.pending) + c.writing
 		c.mu.Unlock()
 		c.opts.Logger.Warn("stdio: input ended with calls still running; cancelling them",
 			slog.Int("calls", n), slog.Duration("waited", c.opts.DrainTimeout))
@@ -267,26 +399,47 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if resp, ok := msg.(*jsonrpc.Response); ok {
-		c.mu.Lock()
-		method, known := c.pending[resp.ID]
-		if known {
-			delete(c.pending, resp.ID)
-			if method == "initialize" && resp.Error == nil {
-				c.initialized = true
-			}
-		}
-		initialized := c.initialized
-		if len(c.pending) == 0 && c.drained != nil {
-			close(c.drained)
-			c.drained = nil
-		}
-		c.mu.Unlock()
-		if resp.Error != nil {
-			msg = withCode(resp, method, initialized)
-		}
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok {
+		return c.writeMessage(msg)
 	}
-	return c.writeMessage(msg)
+	c.mu.Lock()
+	method := c.pending[resp.ID]
+	initialize := method == "initialize" && resp.Error == nil
+	asked := c.asked[resp.ID]
+	if initialize {
+		c.initialized = true
+	}
+	c.mu.Unlock()
+	method, initialized := c.retire(resp.ID)
+	if resp.Error != nil {
+		msg = withCode(resp, method, initialized)
+	}
+	if !initialize || c.opts.Fast == nil {
+		return c.writeMessage(msg)
+	}
+	// From now on go-sdk serves calls on this session (its
+	// InitializeParams are set before it answers): so may opts.Fast. The
+	// version is set under the write lock, before the answer is written: a
+	// client that reads the answer may send a call at once, which is then
+	// the fast path's, and whose answer cannot come before this one.
+	var r struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(resp.Result, &r)
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("gateway: encoding a message for stdio: %w", err)
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.mu.Lock()
+	if asked == r.ProtocolVersion {
+		c.version = r.ProtocolVersion
+	}
+	c.mu.Unlock()
+	_, err = c.w.Write(append(data, '\n'))
+	return err
 }
 
 // withCode returns resp with a JSON-RPC error code when go-sdk left it 0,
@@ -402,6 +555,12 @@ func (c *stdioConn) readLines(r io.Reader) {
 				return
 			}
 			if ok {
+				if ok, werr = c.admit(msg); werr != nil {
+					c.deliver(inbound{err: fmt.Errorf("gateway: writing stdio: %w", werr)})
+					return
+				}
+			}
+			if ok {
 				if !c.deliver(inbound{msg: msg}) {
 					return
 				}
@@ -446,8 +605,12 @@ func (c *stdioConn) parseLine(n int, line []byte, tooLong bool) (msg jsonrpc.Mes
 	if len(line) == 0 {
 		return nil, false, nil // blank lines separate nothing: ignore them
 	}
-	var raw json.RawMessage
-	if err := json.Unmarshal(line, &raw); err != nil {
+	if !json.Valid(line) {
+		var raw json.RawMessage
+		err := json.Unmarshal(line, &raw) // says what is wrong, and where
+		if err == nil {
+			err = errors.New("invalid JSON") // not reached: both use one scanner
+		}
 		var offset int64 = -1
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
@@ -465,6 +628,13 @@ func (c *stdioConn) parseLine(n int, line []byte, tooLong bool) (msg jsonrpc.Mes
 	}
 	switch line[0] {
 	case '{':
+		if c.opts.Fast != nil {
+			if version := c.fastVersion(); version != "" {
+				if call := c.opts.Fast.Take(line, version); call != nil {
+					return nil, false, c.startFast(call)
+				}
+			}
+		}
 	case '[':
 		return refuse(jsonrpc.CodeInvalidRequest, nil,
 			"invalid request: a batch (JSON array) is not accepted; send one JSON-RPC message per line", lineData{n})
@@ -478,6 +648,78 @@ func (c *stdioConn) parseLine(n int, line []byte, tooLong bool) (msg jsonrpc.Mes
 	}
 	id, why := diagnose(line, derr)
 	return refuse(jsonrpc.CodeInvalidRequest, id, "invalid request: "+why, lineData{n})
+}
+
+// fastVersion returns the protocol version the session negotiated once its
+// initialize answer is written, else "": the lines opts.Fast may take.
+func (c *stdioConn) fastVersion() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return ""
+	}
+	return c.version
+}
+
+// startFast records a call opts.Fast took and runs it on a goroutine of its
+// own, which writes its answer and then retires it. err is the write error
+// of the answer to a duplicate id.
+func (c *stdioConn) startFast(call *Call) error {
+	if !c.record(call.ID, "tools/call") {
+		return c.refuseDuplicate(call.ID)
+	}
+	ctx, cancel := context.WithCancelCause(c.base)
+	c.mu.Lock()
+	c.fast[call.ID] = cancel
+	c.mu.Unlock()
+	go func() {
+		answer := call.Run(ctx)
+		cancel(nil)
+		// As go-sdk's answers (Write): the id is free again before the
+		// client can read the answer; a drain waits for the write.
+		c.mu.Lock()
+		delete(c.fast, call.ID)
+		delete(c.pending, call.ID)
+		c.writing++
+		c.mu.Unlock()
+		c.writeMu.Lock()
+		select {
+		case <-c.closed: // the session ended: nothing more is written
+		default:
+			if err := answer(c.w); err != nil {
+				c.opts.Logger.Warn("stdio: writing an answer failed", slog.String("error", err.Error()))
+			}
+		}
+		c.writeMu.Unlock()
+		c.mu.Lock()
+		c.writing--
+		c.settledLocked()
+		c.mu.Unlock()
+	}()
+	return nil
+}
+
+// cancelFast cancels the call opts.Fast took that a notifications/cancelled
+// names (params.requestId, compared as go-sdk's jsonrpc2 compares ids), if
+// it is running: with cause context.Canceled, what go-sdk gives a handler's
+// context for the same notification.
+func (c *stdioConn) cancelFast(params json.RawMessage) {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil || !id.IsValid() {
+		return
+	}
+	c.mu.Lock()
+	cancel := c.fast[id]
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel(context.Canceled)
+	}
 }
 
 // diagnose says what makes a JSON object not a JSON-RPC message, once

@@ -28,6 +28,7 @@ var Mirrors = []string{
 	"gateway/fastresult.go: a CallToolResult written as its MarshalJSON writes it",
 	"gateway/cancel.go: a notifications/cancelled answered as go-sdk answers any notification (202, no body); ids by wire.go's IDKey",
 	"gateway/tasks.go: tools/list with execution.taskSupport, as go-sdk would list it",
-	"gateway/stdio/stdio.go: the newline-delimited transport go-sdk's StdioTransport speaks",
+	"gateway/stdio/stdio.go: the newline-delimited transport go-sdk's StdioTransport speaks; when a session serves calls (InitializeParams set), and that its answers depend on the version the client asked for (mcp/mrtr.go clientSupportsMultiRoundTrip)",
+	"gateway/faststdio.go: a stdio tools/call answered as go-sdk's session answers it (mcp/server.go callTool, the request it builds without RequestExtra)",
 	"auth/middleware.go: go-sdk's RequireBearerToken answers",
 }
