@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -185,16 +184,10 @@ func writeCallLine(w io.Writer, id []byte, res *mcp.CallToolResult) error {
 // writeErrorLine writes a JSON-RPC error answer as one line, as go-sdk's
 // wire form has it (sdkwire.WriteError).
 func writeErrorLine(w io.Writer, id []byte, code int64, message string) error {
-	msg, _ := sdkwire.Marshal(message)
 	buf := sdkwire.GetBuffer()
 	defer sdkwire.PutBuffer(buf)
-	buf.WriteString(`{"jsonrpc":"2.0","id":`)
-	buf.Write(id)
-	buf.WriteString(`,"error":{"code":`)
-	buf.WriteString(strconv.FormatInt(code, 10))
-	buf.WriteString(`,"message":`)
-	buf.Write(msg)
-	buf.WriteString("}}\n")
+	sdkwire.AppendError(buf, id, code, message)
+	buf.WriteByte('\n')
 	_, err := w.Write(buf.Bytes())
 	return err
 }

@@ -139,15 +139,23 @@ func FuzzFastPathDifferential(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, accept, ctype, version, host uint8) {
 		got := recordedAnswer(t, fuzzServe(t, fast, fuzzRequest(body, accept, ctype, version, host)))
 		want := recordedAnswer(t, fuzzServe(t, sdk, fuzzRequest(body, accept, ctype, version, host)))
-		sameFraming(&got, &want)
-		opaqueCursors(t, got)
-		opaqueCursors(t, want)
-		if !reflect.DeepEqual(got, want) {
-			gj, _ := json.Marshal(got)
-			wj, _ := json.Marshal(want)
-			t.Fatalf("fast path and go-sdk differ\nfast: %.2000s\n sdk: %.2000s", gj, wj)
-		}
+		sameAnswer(t, got, want, "")
 	})
+}
+
+// sameAnswer fails t when the fast path's answer and go-sdk's differ, once
+// their framing (sameFraming) and cursors (opaqueCursors) are set aside;
+// where says where they were sent ("" or " on a session").
+func sameAnswer(t *testing.T, got, want answer, where string) {
+	t.Helper()
+	sameFraming(&got, &want)
+	opaqueCursors(t, got)
+	opaqueCursors(t, want)
+	if !reflect.DeepEqual(got, want) {
+		gj, _ := json.Marshal(got)
+		wj, _ := json.Marshal(want)
+		t.Fatalf("fast path and go-sdk differ%s\nfast: %.2000s\n sdk: %.2000s", where, gj, wj)
+	}
 }
 
 // recordedAnswer reduces a recorded answer to what a client acts on, as
@@ -392,16 +400,7 @@ func FuzzStatefulFastPathDifferential(f *testing.F) {
 			r.Header.Set("Mcp-Session-Id", id)
 			return fuzzServe(t, h, r)
 		}
-		got := recordedAnswer(t, onSession(fast, fastID))
-		want := recordedAnswer(t, onSession(sdk, sdkID))
-		sameFraming(&got, &want)
-		opaqueCursors(t, got)
-		opaqueCursors(t, want)
-		if !reflect.DeepEqual(got, want) {
-			gj, _ := json.Marshal(got)
-			wj, _ := json.Marshal(want)
-			t.Fatalf("fast path and go-sdk differ on a session\nfast: %.2000s\n sdk: %.2000s", gj, wj)
-		}
+		sameAnswer(t, recordedAnswer(t, onSession(fast, fastID)), recordedAnswer(t, onSession(sdk, sdkID)), " on a session")
 	})
 }
 

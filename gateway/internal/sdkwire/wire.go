@@ -274,8 +274,16 @@ var closeBrace = []byte("}")
 // WriteError answers a request with a JSON-RPC error, as go-sdk's wire form
 // (jsonrpc2.WireError, no data), with status 200 as go-sdk does.
 func WriteError(w http.ResponseWriter, id []byte, code int64, message string) {
-	msg, _ := Marshal(message)
 	buf := GetBuffer()
+	AppendError(buf, id, code, message)
+	WriteJSON(w, buf)
+}
+
+// AppendError writes to buf a JSON-RPC error answer to request id, as
+// go-sdk's wire form has it (jsonrpc2.WireError, no data): the one shape
+// every transport's fast path answers an error in.
+func AppendError(buf *bytes.Buffer, id []byte, code int64, message string) {
+	msg, _ := Marshal(message)
 	buf.WriteString(`{"jsonrpc":"2.0","id":`)
 	buf.Write(id)
 	buf.WriteString(`,"error":{"code":`)
@@ -283,7 +291,6 @@ func WriteError(w http.ResponseWriter, id []byte, code int64, message string) {
 	buf.WriteString(`,"message":`)
 	buf.Write(msg)
 	buf.WriteString("}}")
-	WriteJSON(w, buf)
 }
 
 // WriteJSON sends buf as the answer and returns it to the pool. The answer
