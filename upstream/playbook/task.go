@@ -65,10 +65,7 @@ func (r *Runner) Start(ctx context.Context, req Request) (string, time.Time, *Ou
 		return "", time.Time{}, rn.out.own(attached)
 	}
 	if req.Ended != nil {
-		go func() {
-			<-rn.done
-			req.Ended(rn.out.own(attached))
-		}()
+		rn.onEnd(func(out *Outcome) { req.Ended(out.own(attached)) })
 	}
 	return id, rn.begun, nil
 }
