@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
 )
@@ -103,4 +105,38 @@ func TestFastPathStatefulPlaybookTasks(t *testing.T) {
 		{"REST call", rpc("5", "tools/call", `{"name":"get_thing","arguments":{"id":"7"}}`), nil, true},
 		{"after them, numbered alike", rpc("6", "tools/call", `{"name":"demo_fast","arguments":{"name":"Bo"}}`), nil, true},
 	}, onSession)
+}
+
+// TestFastPathStatefulHangUpCancels: a call the fast path serves on a
+// session ends, upstream request included, when its client hangs up, as
+// TestFastPathHangUpCancels checks without sessions; and the session's idle
+// timer, held while the call ran, runs again once it has ended.
+func TestFastPathStatefulHangUpCancels(t *testing.T) {
+	var g *Gateway
+	rec, url := startGatewayOn(t, Config{Stateful: true}, nil, func(gg *Gateway, _ *http.Server) { g = gg })
+	var served atomic.Int64
+	g.fast.onServe = func() { served.Add(1) }
+	id := openSession(t, url, "")
+	conn := rawPOST(t, url, call(1, "wait", `{}`), sessionHeader(id, ""), false)
+	waitFor(t, "the upstream call to start", func() bool { _, started, _ := rec.counts(); return started == 1 })
+	g.life.mu.Lock()
+	posts := g.life.live[id].posts
+	g.life.mu.Unlock()
+	if posts != 1 {
+		t.Errorf("%d POSTs of the session counted while the call runs, want 1", posts)
+	}
+	conn.Close()
+	select {
+	case <-rec.ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream call was not cancelled when the client hung up")
+	}
+	waitFor(t, "the POST to end", func() bool {
+		g.life.mu.Lock()
+		defer g.life.mu.Unlock()
+		return g.life.live[id].posts == 0
+	})
+	if served.Load() != 1 {
+		t.Errorf("fast-served %d calls, want 1", served.Load())
+	}
 }
