@@ -283,6 +283,10 @@ func (s *servedGateway) closeSessions() {
 	}
 	for ss := range s.g.server.Sessions() {
 		ss.Close()
+		// The front door's record too (sessionLife): it learns of the
+		// closes it does not make or see answered only at the session's
+		// timeout, and would answer its calls until then.
+		s.g.life.forget(ss.ID())
 	}
 }
 

@@ -49,11 +49,18 @@ type Request struct {
 	// notification. A run the request left to its linger is then cancelled
 	// upstream at once, unless another request waits for it meanwhile.
 	Cancelled <-chan struct{}
-	// Ended, if set, is called once, on a goroutine of its own, with the
+	// Ended, if set, is called once, off the caller's goroutine, with the
 	// outcome of the run [Runner.Start] started or joined for this request,
 	// when that run ends in this process. It is not called when Start
 	// returns an outcome (no run), nor for a run another replica drives
-	// (Options.Shared): that one ends where it runs. Run ignores it.
+	// (Options.Shared): that one ends where it runs, nor for the requests
+	// past the first MaxEndedPerRun of one run. Run ignores it.
+	//
+	// The requests' Ended of one run are kept with the run, not each on a
+	// goroutine parked until it ends: a re-sent call joins the run, and
+	// one goroutine per join, held up to Options.Timeout, would let a
+	// caller hold as many as it sends requests. They are called one after
+	// another, on one goroutine, once the run has ended.
 	Ended func(*Outcome)
 }
 
@@ -155,6 +162,36 @@ type run struct {
 	linger   *time.Timer
 	id       string    // execution id, once known
 	expires  time.Time // when done: the end of its dedup window
+	// ended are the Request.Ended of the requests that started or joined
+	// it (at most MaxEndedPerRun), called once it has ended (see onEnd).
+	ended []func(*Outcome)
+}
+
+// MaxEndedPerRun bounds the Request.Ended kept for one run: the requests
+// past it are not told of its end. All the requests of one run are one
+// caller's (the dedup key holds the caller), and a client re-sends a call
+// a few times at most (a broken stream); past 64 it is looping, and what
+// Ended tells (MCP notifications/tasks/status) is optional: the client
+// polls anyway.
+const MaxEndedPerRun = 64
+
+// onEnd has f called with the run's outcome once it ends: at once, on a
+// goroutine of its own, when it has already ended; else with the run's
+// other requests' (see drive). It reports whether f was kept.
+func (rn *run) onEnd(f func(*Outcome)) bool {
+	rn.mu.Lock()
+	out := rn.out
+	if out == nil {
+		kept := len(rn.ended) < MaxEndedPerRun
+		if kept {
+			rn.ended = append(rn.ended, f)
+		}
+		rn.mu.Unlock()
+		return kept
+	}
+	rn.mu.Unlock()
+	go f(out)
+	return true
 }
 
 // own returns a copy of o for one request (attached: it joined a run
@@ -545,6 +582,8 @@ func (r *Runner) drive(rn *run, req Request) {
 	r.mu.Lock()
 	rn.mu.Lock()
 	rn.out = out
+	ended := rn.ended
+	rn.ended = nil
 	rn.expires = time.Now().Add(r.opts.DedupWindow)
 	if rn.linger != nil {
 		rn.linger.Stop()
@@ -561,6 +600,13 @@ func (r *Runner) drive(rn *run, req Request) {
 	}
 	r.mu.Unlock()
 	close(rn.done)
+	if len(ended) > 0 {
+		go func() {
+			for _, f := range ended {
+				f(out)
+			}
+		}()
+	}
 	r.recordEnd(rn, out, req.Path) // after the waiters have their outcome: a store round trip
 	// Freed only now: a request that joins between the poll's end and the
 	// outcome's record must still see the run as going on (join refuses a

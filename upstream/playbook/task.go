@@ -83,13 +83,12 @@ func (r *Runner) startOnce(ctx context.Context, key string, req Request) (_ stri
 		return "", time.Time{}, rn.out.own(attached), false
 	}
 	if req.Ended != nil {
-		go func() {
-			<-rn.done
-			if rn.out.superseded {
+		rn.onEnd(func(out *Outcome) {
+			if out.superseded {
 				return // given up for another replica's run of it: that one ends there
 			}
-			req.Ended(rn.out.own(attached))
-		}()
+			req.Ended(out.own(attached))
+		})
 	}
 	return id, rn.begun, nil, false
 }
