@@ -40,7 +40,8 @@ import (
 //
 // For a stateless gateway it answers the hot methods (tools/list,
 // tools/call) itself, without a go-sdk session, where it can answer exactly
-// as go-sdk would (see fastPath).
+// as go-sdk would (see fastPath); for a stateful one, a tools/call on a
+// live session (sessionFastPath).
 //
 // What ties a call to its POST, mode by mode (go-sdk v1.8.0):
 //   - go-sdk derives a tool handler's context from its connection's context
@@ -72,7 +73,7 @@ type frontDoor struct {
 	sessions    *sessionBook    // nil when stateless
 	streams     *sessionStreams // stateful: the sessions' GET streams (taskstatus.go)
 	metrics     *metrics        // nil when metrics are off
-	fast        *fastPath       // nil: stateful, or turned off
+	fast        *fastPath       // nil: turned off (stateful: calls on sessions only, sessionFastPath)
 	tasks       *taskDoor       // nil: no playbook tools (see tasks.go)
 	inflight    *inflight       // the calls notifications/cancelled can reach (see cancel.go)
 	// authorize, when set, is the step-up seam (see gateway/auth.go): it is

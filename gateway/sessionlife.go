@@ -27,11 +27,11 @@ import (
 //     A GET (the standalone SSE stream) keeps no session alive, as in go-sdk.
 //
 // A session the Front closes (CloseSessions, the oldest retired gateway's)
-// is forgotten as it is closed (servedGateway.closeSessions). One closed
-// by go-sdk for another reason (a DELETE, which the front door sees) is
-// forgotten when the front door sees
-// go-sdk answer 404 or 204 for it, or when the session book next prunes
-// against go-sdk's sessions (sessionBook.reserve, at every new session).
+// is forgotten as it is closed (servedGateway.closeSessions). One closed by
+// go-sdk for another reason (a DELETE) is forgotten when the front door
+// sees go-sdk answer 404 or 204 for it, or when the session book next
+// prunes against go-sdk's sessions (sessionBook.reserve, at every new
+// session).
 // Safe for concurrent use; a nil *sessionLife (go-sdk keeps the sessions
 // alone) records nothing and finds no session ready.
 type sessionLife struct {
