@@ -17,6 +17,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -89,8 +90,18 @@ func taskSecret(cfg TasksConfig) (string, error) {
 	return v, nil
 }
 
+// processTaskKey is the random key task ids are sealed with when no
+// tasks.key_env names one: drawn once per process, so that a reload (a new
+// Gateway beside the old) still opens the ids the old one made, as the
+// caller digests' process key does (caller.ProcessKey).
+var processTaskKey = sync.OnceValue(func() (k [32]byte) {
+	rand.Read(k[:])
+	return k
+})
+
 // taskKey returns the AEAD that seals task ids: from the variable
-// cfg.KeyEnv names, or random (with a warning) when it names none.
+// cfg.KeyEnv names, or random per process (with a warning) when it names
+// none.
 func taskKey(cfg TasksConfig, logger *slog.Logger) (cipher.AEAD, error) {
 	var key [32]byte
 	v, err := taskSecret(cfg)
@@ -98,8 +109,8 @@ func taskKey(cfg TasksConfig, logger *slog.Logger) (cipher.AEAD, error) {
 	case err != nil:
 		return nil, err
 	case v == "":
-		rand.Read(key[:])
-		logger.Warn("tasks: no tasks.key_env: task ids are sealed with a random key, so MCP tasks work only against this process and not across a restart or between replicas")
+		key = processTaskKey()
+		logger.Warn("tasks: no tasks.key_env: task ids are sealed with a random key, so MCP tasks work only against this process (across its reloads) and not across a restart or between replicas")
 	default:
 		// Any text of enough entropy will do: SHA-256 makes it an AES-256
 		// key, under a label of its own so the same secret used elsewhere

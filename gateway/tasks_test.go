@@ -403,3 +403,20 @@ func TestPrincipal(t *testing.T) {
 		t.Errorf("principals: user %x, client %x, user again %x, unverified %x", got[0][:4], got[1][:4], got[2][:4], u[:4])
 	}
 }
+
+// TestTaskKeyAcrossReload: without tasks.key_env, task ids are sealed with a
+// key drawn once per process, so the gateway a reload builds (a new one
+// beside the old, in front of the same engine) opens the ids the old one
+// made, for their caller only.
+func TestTaskKeyAcrossReload(t *testing.T) {
+	old := taskGateway(t, 50*time.Millisecond, time.Minute, TasksConfig{}, nil, false)
+	reloaded := taskGateway(t, 50*time.Millisecond, time.Minute, TasksConfig{}, nil, false, old.e)
+	const alice = "Bearer alice"
+	id, _ := old.create(t, alice, "demo_fast", `{}`)
+	if task, _ := reloaded.poll(t, alice, id); task["status"] != "completed" {
+		t.Fatalf("the reloaded gateway reads the task as %v", task)
+	}
+	if _, e := reloaded.send(t, "Bearer mallory", "tasks/get", taskIDParams(id), nil); e == nil || !strings.Contains(e["message"].(string), "task not found") {
+		t.Errorf("another caller on the reloaded gateway: %v", e)
+	}
+}
