@@ -52,7 +52,10 @@ func TestFederationReuseAcrossReload(t *testing.T) {
 		t.Helper()
 		srv := httptest.NewServer(g.Handler())
 		defer srv.Close()
-		cs := connect(t, srv.URL+"/mcp", nil)
+		// A session of its own (2025-11-25): a sessionless caller's call
+		// would go on the client's capability-less session, a second one
+		// (federation.Upstream.bareFor).
+		cs := connectSession(t, srv.URL+"/mcp", nil)
 		defer cs.Close()
 		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fs_echo", Arguments: map[string]any{"text": text}})
 		if err != nil || res.IsError {
