@@ -302,7 +302,7 @@ func (c *stdioConn) admit(msg jsonrpc.Message) (ok bool, err error) {
 	if req.Method == "initialize" {
 		// go-sdk would answer params it cannot decode with code 0.
 		if problem := sdkwire.InitializeProblem(req.Params); problem != "" {
-			c.retire(req.ID)
+			c.retire(req.ID, false)
 			id, _ := json.Marshal(req.ID.Raw())
 			return false, c.writeError(id, jsonrpc.CodeInvalidParams, problem, nil)
 		}
@@ -343,16 +343,21 @@ func (c *stdioConn) refuseDuplicate(id jsonrpc.ID) error {
 }
 
 // retire removes an answered call from pending, ending a drain that waits
-// for it to be the last; it returns the call's method ("" when unknown)
-// and whether initialize has been answered with a result.
-func (c *stdioConn) retire(id jsonrpc.ID) (method string, initialized bool) {
+// for it to be the last, and records an initialize answered with a result
+// (ok). It returns the call's method ("" when unknown), the protocol version
+// an initialize asked for, and whether initialize has been answered with a
+// result.
+func (c *stdioConn) retire(id jsonrpc.ID, ok bool) (method, asked string, initialized bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	method = c.pending[id]
+	method, asked = c.pending[id], c.asked[id]
+	if method == "initialize" && ok {
+		c.initialized = true
+	}
 	delete(c.pending, id)
 	delete(c.asked, id)
 	c.settledLocked()
-	return method, c.initialized
+	return method, asked, c.initialized
 }
 
 // settledLocked ends a drain that waits for no more calls. c.mu is held.
@@ -403,15 +408,8 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if !ok {
 		return c.writeMessage(msg)
 	}
-	c.mu.Lock()
-	method := c.pending[resp.ID]
+	method, asked, initialized := c.retire(resp.ID, resp.Error == nil)
 	initialize := method == "initialize" && resp.Error == nil
-	asked := c.asked[resp.ID]
-	if initialize {
-		c.initialized = true
-	}
-	c.mu.Unlock()
-	method, initialized := c.retire(resp.ID)
 	if resp.Error != nil {
 		msg = withCode(resp, method, initialized)
 	}
