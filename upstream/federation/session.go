@@ -113,18 +113,13 @@ func (u *Upstream) poolKey(cred Credential, version string, bare bool) string {
 
 // slotFor returns the slot of cred, adding it to the pool if need be.
 func (u *Upstream) slotFor(cred Credential) *slot {
-	return u.slotForVersion(cred, "")
+	return u.slotOf(cred, "", false)
 }
 
-// slotForVersion returns the slot of cred whose session offers version
-// first ("": the negotiated one of slotFor), adding it to the pool if need
+// slotOf returns the slot of cred whose session offers version first ("":
+// the negotiated one of slotFor), of a bare session when bare (and the
+// upstream has a bare client: Upstream.bare), adding it to the pool if need
 // be. A stdio child has one session, whatever the version.
-func (u *Upstream) slotForVersion(cred Credential, version string) *slot {
-	return u.slotOf(cred, version, false)
-}
-
-// slotOf is slotForVersion, of a bare session when bare (and the upstream
-// has a bare client: Upstream.bare).
 func (u *Upstream) slotOf(cred Credential, version string, bare bool) *slot {
 	bare = bare && u.bare != nil
 	k := u.poolKey(cred, version, bare)

@@ -78,7 +78,7 @@ func (e *subEntry) unlock() { <-e.sem }
 
 // slotKey is the key of cred's slot, as slotFor picks it: "" for the
 // shared session. Subscriptions are made on slotFor's sessions only,
-// never on the per-version ones of Forward (slotForVersion).
+// never on the per-version ones of Forward (slotOf).
 func (u *Upstream) slotKey(cred Credential) string { return u.poolKey(cred, "", false) }
 
 // enter returns the entry of (cred's slot, uri), made if need be, and

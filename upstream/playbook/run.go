@@ -177,21 +177,19 @@ const MaxEndedPerRun = 64
 
 // onEnd has f called with the run's outcome once it ends: at once, on a
 // goroutine of its own, when it has already ended; else with the run's
-// other requests' (see drive). It reports whether f was kept.
-func (rn *run) onEnd(f func(*Outcome)) bool {
+// other requests' (see drive), unless MaxEndedPerRun are kept already.
+func (rn *run) onEnd(f func(*Outcome)) {
 	rn.mu.Lock()
 	out := rn.out
 	if out == nil {
-		kept := len(rn.ended) < MaxEndedPerRun
-		if kept {
+		if len(rn.ended) < MaxEndedPerRun {
 			rn.ended = append(rn.ended, f)
 		}
 		rn.mu.Unlock()
-		return kept
+		return
 	}
 	rn.mu.Unlock()
 	go f(out)
-	return true
 }
 
 // own returns a copy of o for one request (attached: it joined a run
