@@ -280,8 +280,13 @@ func (e *matrixEnv) check(f string) bool {
 		if !strings.Contains(line, "upstream_cancel=planned") {
 			return e.fail(f, "the call's log line: %s", line)
 		}
-		if !hasLogLine(e.log, "the client cancelled the call it had left (no linger)", id, 10*time.Second) {
+		// The runner's at-once line names the id only when the engine had
+		// given it by then; the run's own end line always does.
+		if _, ok := nextLogLine(e.log, mark, "the client cancelled the call it had left (no linger)", 10*time.Second); !ok {
 			return e.fail(f, "the call's log line: %s, and the runner logged no cancel at once", line)
+		}
+		if !hasLogLine(e.log, `msg="playbook run"`, id+` outcome=cancelled`, 10*time.Second) {
+			return e.fail(f, "the call's log line: %s, and run %s did not end cancelled", line, id)
 		}
 		return true
 

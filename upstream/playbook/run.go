@@ -145,6 +145,7 @@ type run struct {
 	begun   time.Time     // when the run started: its ceiling runs from here
 
 	caller string // Request.Caller of the request that started it
+	path   string // Request.Path: the playbook, for the runner's log lines
 
 	// With Options.Shared: claimed says the fleet's record of key is this
 	// run's, by its claim token claim, until lost: another replica took the
@@ -416,7 +417,7 @@ func (r *Runner) attach(ctx context.Context, key string, req Request, release fu
 		return nil, false, out
 	}
 	ctx, cancel := context.WithCancel(upstream.DetachTrace(ctx))
-	rn := &run{key: key, caller: req.Caller, ctx: ctx, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), changed: make(chan struct{}), waiters: 1, begun: now,
+	rn := &run{key: key, caller: req.Caller, ctx: ctx, cancel: cancel, done: make(chan struct{}), started: make(chan struct{}), changed: make(chan struct{}), waiters: 1, begun: now, path: req.Path,
 		claimed: claim != "", claim: claim, release: release}
 	if key != "" {
 		r.runs[key] = rn // replaces a run that may not be joined
@@ -561,7 +562,13 @@ func (r *Runner) cutLinger(rn *run, linger *time.Timer, cancelled <-chan struct{
 	if rn.linger == linger && rn.waiters == 0 && !elsewhere {
 		linger.Stop()
 		rn.linger = nil
-		r.logger.Info("playbook run cancelled at once: the client cancelled the call it had left (no linger)", "execution_id", rn.id)
+		// The engine may not have answered the execute yet: the run's
+		// own "playbook run" line names the id once it is known.
+		id := rn.id
+		if id == "" {
+			id = "(not yet given by the engine)"
+		}
+		r.logger.Info("playbook run cancelled at once: the client cancelled the call it had left (no linger)", "playbook", rn.path, "execution_id", id)
 		rn.cancel()
 	}
 }
