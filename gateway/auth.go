@@ -133,6 +133,9 @@ func (g *Gateway) requirements() map[string]auth.Requirement {
 // Only tools/call of a known tool is decided here; go-sdk answers an
 // unknown tool itself.
 func (g *Gateway) authorizeCall(r *http.Request, method, tool string) (status int, challenge string, ok bool) {
+	if s := g.succ.Load(); s != nil {
+		return s.authorizeCall(r, method, tool) // a retired gateway's session (follow.go)
+	}
 	if method != "tools/call" {
 		return 0, "", true
 	}
@@ -200,7 +203,6 @@ func (g *Gateway) addListFilter() {
 	if !g.listCallable() {
 		return
 	}
-	key := g.listKey()
 	g.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
@@ -212,7 +214,8 @@ func (g *Gateway) addListFilter() {
 			if !ok || extra == nil || extra.Header == nil {
 				return res, err
 			}
-			may := g.mayCall(key(extra.TokenInfo))
+			s := g.serving() // a retired gateway's session: the current one's tools (follow.go)
+			may := s.mayCall(s.listKey()(extra.TokenInfo))
 			out := *list
 			out.Tools = make([]*mcp.Tool, 0, len(list.Tools))
 			for _, t := range list.Tools {

@@ -135,6 +135,7 @@ func (g *Gateway) closeFederation() {
 // servers' sessions and stdio children, and its shared state's leases and
 // connections (state: redis). Serving requests after it fails.
 func (g *Gateway) Close() error {
+	g.unfollow()
 	g.life.close()
 	g.closeFederation()
 	g.closeShared()
@@ -268,11 +269,8 @@ func (g *Gateway) relist(name string) {
 		g.search.rebuild(slices.Collect(maps.Values(g.live.tools)))
 		g.search.changes.Add(1)
 	}
-	for _, t := range put {
-		g.server.AddTool(t.Tool, g.federatedHandler(t))
-	}
+	g.changeSDKTools(put, g.federatedHandler, gone)
 	if len(gone) > 0 {
-		g.server.RemoveTools(gone...)
 		if a != nil {
 			require := maps.Clone(g.requirements())
 			for _, n := range gone {

@@ -22,10 +22,12 @@ import (
 // gateway is closed (its MCP upstreams' sessions and children) once nothing
 // is served on it any more. In stateful mode a request that carries the
 // Mcp-Session-Id of a session the old gateway made goes on to the old
-// gateway until that session ends: go-sdk keeps a session's state in the
-// server that made it, so such a client keeps the catalog its session began
-// with until it starts a new session (each session ends at session_timeout
-// idle, or when the client deletes it).
+// gateway until that session ends (at session_timeout idle, or when the
+// client deletes it): go-sdk keeps a session's state in the server that made
+// it. The retired gateway then follows the new one (follow.go): the session
+// is served the new catalog and told of its changes (list_changed), unless
+// the reload changed what the session negotiated (the auth section, search
+// mode, tasks), when it keeps the catalog it began with.
 //
 // Draining ([Front.Drain]) answers /readyz 503 "draining" at once, so that
 // load balancers stop sending new requests, while everything else is still
@@ -146,6 +148,23 @@ func (f *Front) Replace(g *Gateway) {
 	f.reloads.WithLabelValues("success").Inc()
 	f.retired = append(f.retired, old)
 	f.hasOld.Store(true)
+	for _, s := range f.retired {
+		// Their stateful sessions are served by g from now on, and told
+		// what changed (follow.go), or keep their catalog, logged why.
+		n := 0
+		if s.g.cfg.Stateful {
+			n = s.g.sessionCount()
+		}
+		if n == 0 {
+			continue // no session will begin on it: nothing to follow
+		}
+		if ok, why := s.g.canFollow(g); ok {
+			added, changed, removed := s.g.followGateway(g)
+			g.logger.Info("reload: stateful sessions begun before it follow it", "sessions", n, "added", added, "changed", changed, "removed", removed)
+		} else {
+			g.logger.Warn("reload: stateful sessions begun before it keep the catalog they have until they end", "sessions", n, "why", why)
+		}
+	}
 	f.reapLocked()
 	for _, s := range f.retired[:max(len(f.retired)-maxRetired, 0)] {
 		s.closeSessions()
@@ -177,7 +196,7 @@ func (f *Front) reapLocked() {
 	for _, s := range f.retired {
 		runs := s.g.runsActive() > 0
 		running = running || runs
-		if s.g.cfg.Stateful && s.g.sessionCount() > 0 || runs || !s.active.CompareAndSwap(0, closedMark) {
+		if s.g.cfg.Stateful && s.g.sessionCount() > 0 || runs || s.g.followed() || !s.active.CompareAndSwap(0, closedMark) {
 			kept = append(kept, s)
 			continue
 		}

@@ -62,6 +62,7 @@ import (
 //   - stdio has no POST: calls there end with the session or a
 //     notifications/cancelled.
 type frontDoor struct {
+	gw   *Gateway     // whose door it is: a retired one's stages follow the current gateway (follow.go)
 	next http.Handler // go-sdk's StreamableHTTPHandler
 	// sessionless, in stateful mode, is go-sdk's stateless handler on the
 	// same server: it serves the requests of protocol 2026-07-28 and later
@@ -385,7 +386,30 @@ func (f *frontDoor) sessionFastPath(x *exchange) bool {
 	if id == "" || !f.sessions.life.ready(id) {
 		return true
 	}
-	return !f.fast.serve(x.w, x.r.WithContext(x.ctx), x.msg())
+	fast := f.fast
+	if s := f.followed(); s != nil {
+		if fast = s.fast; fast == nil {
+			return true // go-sdk's server shows the current gateway's tools
+		}
+	}
+	return !fast.serve(x.w, x.r.WithContext(x.ctx), x.msg())
+}
+
+// followed is the gateway this door's gateway follows since a reload retired
+// it (follow.go), or nil: the stages that read the catalog use its.
+func (f *frontDoor) followed() *Gateway {
+	if f.gw == nil {
+		return nil
+	}
+	return f.gw.succ.Load()
+}
+
+// taskDoor is the task door of the gateway serving this door's sessions.
+func (f *frontDoor) taskDoor() *taskDoor {
+	if s := f.followed(); s != nil {
+		return s.tasks
+	}
+	return f.tasks
 }
 
 // checkRPCID refuses an id go-sdk would answer as another (see checkID).
@@ -473,7 +497,7 @@ func (f *frontDoor) session(x *exchange) bool {
 		// go there (taskstatus.go).
 		x.w, x.unstream = f.streams.watch(x.w, id)
 	}
-	return !(x.rpc && x.r.Header.Get(sessionIDHeader) != "" && f.tasks.serve(x.w, x.r, x.body, x.msg))
+	return !(x.rpc && x.r.Header.Get(sessionIDHeader) != "" && f.taskDoor().serve(x.w, x.r, x.body, x.msg))
 }
 
 // watchCancel, when stateless, answers a notifications/cancelled after it

@@ -24,7 +24,6 @@ import (
 
 	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/auth"
-	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/gateway/internal/caller"
 	"github.com/mcpgate/mcpgate/gateway/internal/httpbound"
 	"github.com/mcpgate/mcpgate/gateway/internal/logsample"
@@ -149,6 +148,13 @@ type Gateway struct {
 	// what go-sdk serves waits for it.
 	sdkTools     chan struct{}
 	fromSnapshot bool // the catalog came from Options.Snapshot
+
+	// What go-sdk's server holds, and the reload's following (follow.go):
+	// sdk, the tools g registered and their handlers; succ, the gateway g's
+	// stateful sessions are served by since g was retired (nil: g).
+	sdk    sdkToolSet
+	succ   atomic.Pointer[Gateway]
+	follow follower
 }
 
 // New resolves cfg (a copy: see [Config.Resolve]), loads every upstream's
@@ -161,6 +167,12 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	g := &Gateway{cfg: cfg, calls: &callContexts{}, noetlCalls: newInflight(), validated: make(chan struct{}), subs: newSubscriptions(), sdkTools: make(chan struct{})}
 	if opts != nil {
 		g.opts = *opts
+	}
+	if p := g.opts.Previous; p != nil {
+		// One registry of the calls in flight for every gateway of the
+		// process: a retired gateway's session may be served by this one
+		// (follow.go). Calls are registered under ids unique to the process.
+		g.calls = p.calls
 	}
 	g.logger = g.opts.Logger
 	if g.logger == nil {
@@ -242,12 +254,11 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		Logger:       g.sdkLogger(),
 		Instructions: "Tools generated from REST APIs' OpenAPI documents. Each tool's annotations say whether it reads or writes.",
 		Capabilities: &mcp.ServerCapabilities{
-			// listChanged is advertised only with MCP upstreams, whose
-			// tools may change while serving (relist): a stateless POST
-			// has no stream to notify on, and otherwise the catalog is
-			// fixed for the life of the process (there is no reload yet).
-			// So is search mode's, for a session that describes tools.
-			Tools:   &mcp.ToolCapabilities{ListChanged: len(g.federated) > 0 || cfg.Stateful && cfg.Catalog.Mode != config.CatalogFlat},
+			// listChanged is advertised with MCP upstreams, whose tools
+			// may change while serving (relist), and to stateful sessions,
+			// which a reload's changes reach (follow.go); a stateless
+			// gateway's POST has no stream to notify on otherwise.
+			Tools:   &mcp.ToolCapabilities{ListChanged: len(g.federated) > 0 || cfg.Stateful},
 			Logging: &mcp.LoggingCapabilities{},
 		},
 		// nil (no completions capability) unless a configured prompt has
@@ -311,6 +322,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	}
 	if g.cfg.Stateful {
 		g.streams = newSessionStreams()
+		if p := g.opts.Previous; p != nil && p.streams != nil {
+			g.streams = p.streams // by session id, unique to the process (follow.go)
+		}
 	}
 	if g.fast != nil && g.cfg.Stateful {
 		// The front door answers calls on sessions: it keeps their
@@ -477,6 +491,7 @@ func (g *Gateway) newMux() (*mux.Router, http.Handler) {
 	r := mux.NewRouter()
 	sdk := g.sdkHandler(!g.cfg.Stateful)
 	fd := &frontDoor{
+		gw:          g,
 		next:        sdk,
 		maxBody:     g.cfg.MaxBodyBytes,
 		bodyTimeout: g.cfg.BodyTimeout,

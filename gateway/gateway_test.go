@@ -287,9 +287,10 @@ func TestStaticToken(t *testing.T) {
 	}
 }
 
-// TestCapabilities: the gateway advertises only what it does. No
-// tools.listChanged: a stateless POST has no stream to notify on, and the
-// catalog never changes while serving.
+// TestCapabilities: the gateway advertises only what it does.
+// tools.listChanged only when stateful: a reload's changes reach a session
+// (follow.go), where a stateless POST has no stream to notify on (and
+// without MCP upstreams its catalog changes only with a reload).
 func TestCapabilities(t *testing.T) {
 	for _, stateful := range []bool{false, true} {
 		cfg := &Config{Stateful: stateful, Upstreams: []Upstream{{OpenAPI: "things.json", Document: []byte(testDoc), Handler: &upstreamLog{}}}}
@@ -300,8 +301,8 @@ func TestCapabilities(t *testing.T) {
 		srv := httptest.NewServer(g.Handler())
 		session := connect(t, srv.URL+"/mcp", nil)
 		caps := session.InitializeResult().Capabilities
-		if caps.Tools == nil || caps.Tools.ListChanged {
-			t.Errorf("stateful=%v: tools capability %+v, want listChanged false", stateful, caps.Tools)
+		if caps.Tools == nil || caps.Tools.ListChanged != stateful {
+			t.Errorf("stateful=%v: tools capability %+v, want listChanged %v", stateful, caps.Tools, stateful)
 		}
 		session.Close() // before the server: a stateful session holds a GET stream open
 		srv.Close()

@@ -52,6 +52,9 @@ func TestStatefulSessionlessVersions(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			resp, body := post(t, url, c.body, c.h)
 			sresp, sbody := post(t, statelessURL, c.body, c.h)
+			// The one difference: a stateful gateway's tools may change
+			// with a reload while it serves (follow.go), and it says so.
+			sbody = strings.Replace(sbody, `"tools":{}`, `"tools":{"listChanged":true}`, 1)
 			if resp.StatusCode != sresp.StatusCode || body != sbody {
 				t.Errorf("stateful: %d %s\nstateless: %d %s", resp.StatusCode, body, sresp.StatusCode, sbody)
 			}

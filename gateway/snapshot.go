@@ -138,14 +138,14 @@ func (g *Gateway) addTools(served []*Tool) {
 		// One goroutine: the start goes on on the other cores.
 		go func() {
 			for _, t := range served {
-				g.server.AddTool(t.Tool, g.handler(t))
+				g.addSDKTool(t.Tool, g.handler(t))
 			}
 			close(g.sdkTools)
 		}()
 		return
 	}
 	parallel.Do(len(served), func(i int) {
-		g.server.AddTool(served[i].Tool, g.handler(served[i]))
+		g.addSDKTool(served[i].Tool, g.handler(served[i]))
 	})
 	close(g.sdkTools)
 }

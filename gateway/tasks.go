@@ -732,7 +732,11 @@ func (d *taskDoor) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 					return res, nil
 				}
 			}
-			return taskListResult{x, d.names}, nil
+			names := d.names
+			if s := d.g.succ.Load(); s != nil && s.tasks != nil {
+				names = s.tasks.names // a retired gateway's session (follow.go)
+			}
+			return taskListResult{x, names}, nil
 		}
 		return res, err
 	}
