@@ -454,7 +454,7 @@ func (g *Gateway) addPromptsAndResources() error {
 			held["prompt "+p.Prompt.Name] = "playbook " + path + " (mcp.prompts)"
 		}
 		if !withheld(p.Prompt.Name) {
-			g.server.AddPrompt(p.Prompt, configPrompt(p))
+			g.addSDKPrompt(p.Prompt, configPrompt(p))
 		}
 	}
 	g.addOpenAPIResources(held)
@@ -496,7 +496,7 @@ func (g *Gateway) addPromptsAndResources() error {
 			if withheld(served.Name) {
 				continue
 			}
-			g.server.AddPrompt(&served, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			g.addSDKPrompt(&served, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 				cred, err := g.federatedCredential(ctx, u, req.Extra)
 				if err != nil {
 					return nil, err
@@ -523,7 +523,7 @@ func (g *Gateway) addPromptsAndResources() error {
 			if err := claim("resource", served.URI, u.Name, r.URI); err != nil {
 				return err
 			}
-			g.server.AddResource(&served, g.federatedRead(up, u))
+			g.addSDKResource(&served, g.federatedRead(up, u))
 			g.subs.addResource(served.URI, owner)
 		}
 		for _, r := range s.Listing.Templates {
@@ -542,7 +542,7 @@ func (g *Gateway) addPromptsAndResources() error {
 			if err := claim("resource template", served.URITemplate, u.Name, r.URITemplate); err != nil {
 				return err
 			}
-			g.server.AddResourceTemplate(&served, g.federatedRead(up, u))
+			g.addSDKTemplate(&served, g.federatedRead(up, u))
 			g.subs.addTemplate(served.URITemplate, owner)
 		}
 	}

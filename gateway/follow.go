@@ -38,9 +38,13 @@ import (
 //     session is cancelled, and its task's status reaches the session, as on
 //     a session of its own.
 //
+// Prompts, resources and resource templates follow the same way
+// (prompts/list_changed, resources/list_changed), and so does completion.
+//
 // What stays the retired gateway's: the session itself (what its initialize
 // negotiated, its log level, its idle timeout, its GET stream), and its
-// prompts and resources, which keep what the session began with.
+// resource subscriptions, which go on with the upstream client they were
+// made on.
 //
 // A retired gateway follows only when what its sessions negotiated or were
 // checked against cannot change under them (canFollow): the same auth
@@ -54,59 +58,74 @@ import (
 // looks its handler up in a map under a read lock; the fast path, and every
 // stateless gateway, pay nothing.
 
-// sdkToolSet is what a gateway registered with its go-sdk server: each
-// tool's definition and its own handler, by name.
-type sdkToolSet struct {
+// sdkSet is what a gateway registered with its go-sdk server of one kind
+// (tools, prompts, resources, resource templates): each one's definition
+// and its own handler, by key (a name, a URI, a URI template).
+type sdkSet[D any, H any] struct {
 	mu sync.RWMutex
-	m  map[string]sdkTool
+	m  map[string]sdkEntry[D, H]
 }
 
-type sdkTool struct {
-	tool *mcp.Tool
-	h    mcp.ToolHandler
+type sdkEntry[D any, H any] struct {
+	def D
+	h   H
 }
 
-func (s *sdkToolSet) put(t *mcp.Tool, h mcp.ToolHandler) {
+func (s *sdkSet[D, H]) put(key string, def D, h H) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil {
-		s.m = map[string]sdkTool{}
+		s.m = map[string]sdkEntry[D, H]{}
 	}
-	s.m[t.Name] = sdkTool{t, h}
+	s.m[key] = sdkEntry[D, H]{def, h}
 }
 
-func (s *sdkToolSet) remove(names []string) {
+func (s *sdkSet[D, H]) remove(keys []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, n := range names {
-		delete(s.m, n)
+	for _, k := range keys {
+		delete(s.m, k)
 	}
 }
 
-func (s *sdkToolSet) handler(name string) (mcp.ToolHandler, bool) {
+func (s *sdkSet[D, H]) handler(key string) (H, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	t, ok := s.m[name]
-	return t.h, ok
+	e, ok := s.m[key]
+	return e.h, ok
 }
 
-// defs returns a copy of the definitions, by name.
-func (s *sdkToolSet) defs() map[string]*mcp.Tool {
+// defs returns a copy of the definitions, by key.
+func (s *sdkSet[D, H]) defs() map[string]D {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make(map[string]*mcp.Tool, len(s.m))
-	for n, t := range s.m {
-		out[n] = t.tool
+	out := make(map[string]D, len(s.m))
+	for k, e := range s.m {
+		out[k] = e.def
 	}
 	return out
+}
+
+// sdkRegistry is every kind a gateway registers with go-sdk.
+type sdkRegistry struct {
+	tools     sdkSet[*mcp.Tool, mcp.ToolHandler]
+	prompts   sdkSet[*mcp.Prompt, mcp.PromptHandler]
+	resources sdkSet[*mcp.Resource, mcp.ResourceHandler]
+	templates sdkSet[*mcp.ResourceTemplate, mcp.ResourceHandler]
+	// complete is the completion handler (nil: none).
+	complete func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error)
 }
 
 // follower is a gateway's side of following: the gateway it follows, the
 // gateways that follow it, and what its server shows while it follows.
 type follower struct {
-	mu        sync.Mutex // serializes changes to the server's tools (mirror, putSDKTools)
+	mu        sync.Mutex // serializes changes to the server's tools (mirror, changeSDKTools)
 	followers map[*Gateway]bool
-	shown     map[string]*mcp.Tool // the server's tools while following (nil: its own)
+	// What the server shows while following (nil: its own).
+	shown     map[string]*mcp.Tool
+	prompts   map[string]*mcp.Prompt
+	resources map[string]*mcp.Resource
+	templates map[string]*mcp.ResourceTemplate
 }
 
 // serving is the gateway that serves g's sessions' calls: the one g follows,
@@ -133,7 +152,7 @@ func (g *Gateway) sdkToolHandler(name string, h mcp.ToolHandler) mcp.ToolHandler
 // sessions now.
 func (g *Gateway) followHandler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		h, ok := g.serving().sdk.handler(name)
+		h, ok := g.serving().sdk.tools.handler(name)
 		if !ok {
 			// Removed between go-sdk's lookup and this one: go-sdk's own
 			// answer to a tool it does not have.
@@ -147,8 +166,82 @@ func (g *Gateway) followHandler(name string) mcp.ToolHandler {
 // on every core, so without g.follow's lock: nothing follows or is followed
 // before New returns, and mirror waits for sdkTools).
 func (g *Gateway) addSDKTool(t *mcp.Tool, h mcp.ToolHandler) {
-	g.sdk.put(t, h)
+	g.sdk.tools.put(t.Name, t, h)
 	g.server.AddTool(t, g.sdkToolHandler(t.Name, h))
+}
+
+// addSDKPrompt registers p with go-sdk's server while New builds g; a
+// stateful gateway's handler looks it up on the gateway serving its sessions
+// (see the top of this file), as do the three below.
+func (g *Gateway) addSDKPrompt(p *mcp.Prompt, h mcp.PromptHandler) {
+	g.sdk.prompts.put(p.Name, p, h)
+	if g.cfg.Stateful {
+		h = g.followPrompt(p.Name)
+	}
+	g.server.AddPrompt(p, h)
+}
+
+func (g *Gateway) addSDKResource(r *mcp.Resource, h mcp.ResourceHandler) {
+	g.sdk.resources.put(r.URI, r, h)
+	if g.cfg.Stateful {
+		h = g.followResource(r.URI)
+	}
+	g.server.AddResource(r, h)
+}
+
+func (g *Gateway) addSDKTemplate(t *mcp.ResourceTemplate, h mcp.ResourceHandler) {
+	g.sdk.templates.put(t.URITemplate, t, h)
+	if g.cfg.Stateful {
+		h = g.followTemplate(t.URITemplate)
+	}
+	g.server.AddResourceTemplate(t, h)
+}
+
+// sdkCompletion is the completion handler g gives go-sdk's server: c, or,
+// stateful, the completion of the gateway serving its sessions (nil stays
+// nil: no completions capability).
+func (g *Gateway) sdkCompletion(c func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error)) func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	g.sdk.complete = c
+	if c == nil || !g.cfg.Stateful {
+		return c
+	}
+	return func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+		s := g.serving()
+		if s.sdk.complete == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion is not served since the reload: no prompt or resource completes"}
+		}
+		return s.sdk.complete(ctx, req)
+	}
+}
+
+func (g *Gateway) followPrompt(name string) mcp.PromptHandler {
+	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		h, ok := g.serving().sdk.prompts.handler(name)
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", name)}
+		}
+		return h(ctx, req)
+	}
+}
+
+func (g *Gateway) followResource(uri string) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		h, ok := g.serving().sdk.resources.handler(uri)
+		if !ok {
+			return nil, mcp.ResourceNotFoundError(req.Params.URI)
+		}
+		return h(ctx, req)
+	}
+}
+
+func (g *Gateway) followTemplate(tmpl string) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		h, ok := g.serving().sdk.templates.handler(tmpl)
+		if !ok {
+			return nil, mcp.ResourceNotFoundError(req.Params.URI)
+		}
+		return h(ctx, req)
+	}
 }
 
 // changeSDKTools adds (or replaces) put and removes gone, as relist does
@@ -160,9 +253,9 @@ func (g *Gateway) changeSDKTools(put []*Tool, h func(*Tool) mcp.ToolHandler, gon
 	hs := make([]mcp.ToolHandler, len(put))
 	for i, t := range put {
 		hs[i] = h(t)
-		g.sdk.put(t.Tool, hs[i])
+		g.sdk.tools.put(t.Tool.Name, t.Tool, hs[i])
 	}
-	g.sdk.remove(gone)
+	g.sdk.tools.remove(gone)
 	if g.succ.Load() == nil {
 		for i, t := range put {
 			g.server.AddTool(t.Tool, g.sdkToolHandler(t.Tool.Name, hs[i]))
@@ -199,7 +292,7 @@ func (g *Gateway) canFollow(next *Gateway) (bool, string) {
 
 // followGateway has g's sessions served by next from now on, and g's
 // server show next's tools (mirror). It returns what mirror changed.
-func (g *Gateway) followGateway(next *Gateway) (added, changed, removed int) {
+func (g *Gateway) followGateway(next *Gateway) (added, changed, removed, others int) {
 	g.follow.mu.Lock()
 	prev := g.succ.Swap(next)
 	g.follow.mu.Unlock()
@@ -235,12 +328,13 @@ func (g *Gateway) unfollow() {
 	}
 }
 
-// mirror makes g's server show the tools of the gateway g follows: it adds
-// what that one has and g's server does not show, replaces what differs,
-// and removes what it no longer has. go-sdk sends each session
-// notifications/tools/list_changed once for the lot. It returns how many
-// tools it added, replaced and removed.
-func (g *Gateway) mirror() (added, changed, removed int) {
+// mirror makes g's server show the tools, prompts, resources and resource
+// templates of the gateway g follows: it adds what that one has and g's
+// server does not show, replaces what differs, and removes what it no
+// longer has. go-sdk sends each session one notifications/*/list_changed
+// per kind for the lot. It returns how many tools it added, replaced and
+// removed, and how many prompts, resources and templates it changed.
+func (g *Gateway) mirror() (added, changed, removed, others int) {
 	s := g.succ.Load()
 	if s == nil {
 		return
@@ -252,40 +346,58 @@ func (g *Gateway) mirror() (added, changed, removed int) {
 	if g.succ.Load() != s {
 		return // re-pointed meanwhile: the new one's mirror does it
 	}
-	want := s.sdk.defs() // under g's lock: of two mirrors, the later reads the later set
-	shown := g.follow.shown
-	if shown == nil {
-		shown = g.sdk.defs()
+	fl := &g.follow
+	// The wanted sets are read under g's lock: of two mirrors, the later
+	// reads the later set.
+	added, changed, removed = mirrorSet(&fl.shown, &g.sdk.tools, s.sdk.tools.defs(), g.server.RemoveTools,
+		func(n string, t *mcp.Tool) { g.server.AddTool(t, g.followHandler(n)) })
+	a, c, r := mirrorSet(&fl.prompts, &g.sdk.prompts, s.sdk.prompts.defs(), g.server.RemovePrompts,
+		func(n string, p *mcp.Prompt) { g.server.AddPrompt(p, g.followPrompt(n)) })
+	others += a + c + r
+	a, c, r = mirrorSet(&fl.resources, &g.sdk.resources, s.sdk.resources.defs(), g.server.RemoveResources,
+		func(u string, res *mcp.Resource) { g.server.AddResource(res, g.followResource(u)) })
+	others += a + c + r
+	a, c, r = mirrorSet(&fl.templates, &g.sdk.templates, s.sdk.templates.defs(), g.server.RemoveResourceTemplates,
+		func(u string, t *mcp.ResourceTemplate) { g.server.AddResourceTemplate(t, g.followTemplate(u)) })
+	others += a + c + r
+	return added, changed, removed, others
+}
+
+// mirrorSet makes a server's set of one kind, *shown (nil: own's
+// definitions), into want, with add and remove, and records want as shown.
+func mirrorSet[D any, H any](shown *map[string]D, own *sdkSet[D, H], want map[string]D, remove func(...string), add func(string, D)) (added, changed, removed int) {
+	cur := *shown
+	if cur == nil {
+		cur = own.defs()
 	}
 	var gone []string
-	for n := range shown {
-		if want[n] == nil {
-			gone = append(gone, n)
+	for k := range cur {
+		if _, ok := want[k]; !ok {
+			gone = append(gone, k)
 		}
 	}
 	if removed = len(gone); removed > 0 {
-		g.server.RemoveTools(gone...)
+		remove(gone...)
 	}
-	for n, t := range want {
-		switch old := shown[n]; {
-		case old == nil:
+	for k, d := range want {
+		old, ok := cur[k]
+		switch {
+		case !ok:
 			added++
-		case sameTool(old, t):
+		case sameDef(old, d):
 			continue
 		default:
 			changed++
 		}
-		g.server.AddTool(t, g.followHandler(n))
+		add(k, d)
 	}
-	g.follow.shown = want
+	*shown = want
 	return added, changed, removed
 }
 
-// sameTool reports whether a and b would be listed alike.
-func sameTool(a, b *mcp.Tool) bool {
-	if a == b {
-		return true
-	}
+// sameDef reports whether a and b (definitions of one kind) would be
+// listed alike.
+func sameDef[D any](a, b D) bool {
 	ja, err1 := json.Marshal(a)
 	jb, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(ja) == string(jb)

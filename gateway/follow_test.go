@@ -209,3 +209,67 @@ func TestReloadSessionFollowsFederated(t *testing.T) {
 		t.Fatalf("a call after the change: %v %+v", err, res)
 	}
 }
+
+// TestReloadSessionFollowsPrompts: prompts follow a reload like tools: the
+// session is told (prompts/list_changed), lists and renders the new
+// configuration's prompts, a removed one is unknown, and completion answers
+// from the new configuration's enums.
+func TestReloadSessionFollowsPrompts(t *testing.T) {
+	build := func(prev *Gateway, prompts ...Prompt) *Gateway {
+		_, base := newRecorder(t)
+		cfg := Config{Stateful: true, Prompts: prompts, Upstreams: []Upstream{{Name: "api", OpenAPI: "front.json", Document: []byte(frontDoc), BaseURL: base}}}
+		g, err := New(t.Context(), &cfg, &Options{Previous: prev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	tone := func(enum ...string) []PromptArgument { return []PromptArgument{{Name: "tone", Enum: enum}} }
+	g1 := build(nil,
+		Prompt{Name: "greet", Template: "Hello {{ input.tone }}", Arguments: tone("warm", "dry")},
+		Prompt{Name: "old", Template: "Old"})
+	f := NewFront(g1)
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	t.Cleanup(f.Close)
+	changed := make(chan struct{}, 16)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { changed <- struct{}{} },
+	})
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, sessionOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+
+	f.Replace(build(g1,
+		Prompt{Name: "greet", Template: "Hi {{ input.tone }}", Arguments: tone("warm", "dry", "curt")},
+		Prompt{Name: "new", Template: "New"}))
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notifications/prompts/list_changed after a reload that changed the prompts")
+	}
+	res, err := cs.ListPrompts(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range res.Prompts {
+		names = append(names, p.Name)
+	}
+	if slices.Sort(names); !slices.Equal(names, []string{"greet", "new"}) {
+		t.Fatalf("prompts after the reload: %v", names)
+	}
+	got, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"tone": "curt"}})
+	if err != nil || len(got.Messages) == 0 || !strings.Contains(got.Messages[0].Content.(*mcp.TextContent).Text, "Hi curt") {
+		t.Fatalf("greet after the reload: %v %+v", err, got)
+	}
+	if _, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "old"}); err == nil || !strings.Contains(err.Error(), `unknown prompt "old"`) {
+		t.Errorf("a prompt the reload removed: %v", err)
+	}
+	comp, err := cs.Complete(t.Context(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "greet"}, Argument: mcp.CompleteParamsArgument{Name: "tone", Value: "c"}})
+	if err != nil || !slices.Equal(comp.Completion.Values, []string{"curt"}) {
+		t.Errorf("completion after the reload: %v %+v", err, comp)
+	}
+}

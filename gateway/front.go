@@ -159,8 +159,8 @@ func (f *Front) Replace(g *Gateway) {
 			continue // no session will begin on it: nothing to follow
 		}
 		if ok, why := s.g.canFollow(g); ok {
-			added, changed, removed := s.g.followGateway(g)
-			g.logger.Info("reload: stateful sessions begun before it follow it", "sessions", n, "added", added, "changed", changed, "removed", removed)
+			added, changed, removed, others := s.g.followGateway(g)
+			g.logger.Info("reload: stateful sessions begun before it follow it", "sessions", n, "added", added, "changed", changed, "removed", removed, "prompts_and_resources_changed", others)
 		} else {
 			g.logger.Warn("reload: stateful sessions begun before it keep the catalog they have until they end", "sessions", n, "why", why)
 		}

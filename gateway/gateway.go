@@ -152,7 +152,7 @@ type Gateway struct {
 	// What go-sdk's server holds, and the reload's following (follow.go):
 	// sdk, the tools g registered and their handlers; succ, the gateway g's
 	// stateful sessions are served by since g was retired (nil: g).
-	sdk    sdkToolSet
+	sdk    sdkRegistry
 	succ   atomic.Pointer[Gateway]
 	follow follower
 }
@@ -263,7 +263,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		},
 		// nil (no completions capability) unless a configured prompt has
 		// an enum argument or an MCP upstream offers completions.
-		CompletionHandler: g.completion(),
+		CompletionHandler: g.sdkCompletion(g.completion()),
 		// nil (no resources.subscribe) unless subscribing.
 		SubscribeHandler:   subscribe,
 		UnsubscribeHandler: unsubscribe,

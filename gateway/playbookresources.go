@@ -78,9 +78,9 @@ func (g *Gateway) addPlaybookResources(held map[string]string) error {
 			continue
 		}
 		if vars {
-			g.server.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: uri, Name: r.Name, Description: r.Description, MIMEType: r.MimeType}, g.readPlaybookResource(pr))
+			g.addSDKTemplate(&mcp.ResourceTemplate{URITemplate: uri, Name: r.Name, Description: r.Description, MIMEType: r.MimeType}, g.readPlaybookResource(pr))
 		} else {
-			g.server.AddResource(&mcp.Resource{URI: uri, Name: r.Name, Description: r.Description, MIMEType: r.MimeType}, g.readPlaybookResource(pr))
+			g.addSDKResource(&mcp.Resource{URI: uri, Name: r.Name, Description: r.Description, MIMEType: r.MimeType}, g.readPlaybookResource(pr))
 		}
 	}
 	return nil

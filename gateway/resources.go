@@ -43,9 +43,9 @@ func (g *Gateway) addOpenAPIResources(held map[string]string) {
 			continue
 		}
 		if r.Template != nil {
-			g.server.AddResourceTemplate(r.Template, g.readResource(r))
+			g.addSDKTemplate(r.Template, g.readResource(r))
 		} else {
-			g.server.AddResource(r.Resource, g.readResource(r))
+			g.addSDKResource(r.Resource, g.readResource(r))
 		}
 	}
 }
