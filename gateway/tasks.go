@@ -303,7 +303,14 @@ func (d *taskDoor) serve(w http.ResponseWriter, r *http.Request, body []byte, ms
 				Message: fmt.Sprintf("tool %q requires task-augmented execution (execution.taskSupport is required): call it with params.task", p.Name)}
 			break
 		}
-		result, rerr = d.create(r, &p)
+		// The run's end is told to the session (notifications/tasks/status)
+		// only once this answer, which names the task, is on its way.
+		answered := make(chan struct{})
+		defer func() {
+			http.NewResponseController(w).Flush()
+			close(answered)
+		}()
+		result, rerr = d.create(r, &p, answered)
 	case "tasks/get":
 		result, rerr = d.get(r, p.TaskID)
 	case "tasks/result":
@@ -363,7 +370,7 @@ func callRequest(r *http.Request, name string, args json.RawMessage) *mcp.CallTo
 // the CreateTaskResult. A call that cannot start (invalid arguments, no
 // credential, the engine refused) is a task born failed whose result says
 // why, as the call's isError result would have.
-func (d *taskDoor) create(r *http.Request, p *taskParams) (any, *jsonrpc.Error) {
+func (d *taskDoor) create(r *http.Request, p *taskParams, answered <-chan struct{}) (any, *jsonrpc.Error) {
 	t, ok := d.byName[p.Name]
 	if !ok && d.g.search != nil && d.g.search.meta[p.Name] != nil {
 		// A search meta-tool has no execution.taskSupport; the playbook
@@ -387,7 +394,7 @@ func (d *taskDoor) create(r *http.Request, p *taskParams) (any, *jsonrpc.Error) 
 	if d.g.streams != nil {
 		session = r.Header.Get(sessionIDHeader)
 	}
-	id, c, rerr := d.start(r, t, p.Arguments, p.Task.TTL, session)
+	id, c, rerr := d.start(r, t, p.Arguments, p.Task.TTL, session, answered)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -408,8 +415,9 @@ func (d *taskDoor) create(r *http.Request, p *taskParams) (any, *jsonrpc.Error) 
 // id. asked is the ttl the client asked for (nil: none). A call that cannot
 // start (invalid arguments, no credential, the engine refused) is a task
 // born failed: c.Error says why. A task made on session ("" for none) sends
-// it notifications/tasks/status when its run ends (notifyEnded).
-func (d *taskDoor) start(r *http.Request, t *Tool, args json.RawMessage, asked *float64, session string) (string, *taskClaims, *jsonrpc.Error) {
+// it notifications/tasks/status when its run ends (notifyEnded), not before
+// answered is closed (the answer that names the task has been written).
+func (d *taskDoor) start(r *http.Request, t *Tool, args json.RawMessage, asked *float64, session string, answered <-chan struct{}) (string, *taskClaims, *jsonrpc.Error) {
 	runner := d.g.runners[t.Upstream]
 	now := d.now()
 	c := &taskClaims{Upstream: t.Upstream, Path: t.Playbook.Path, Caller: d.callerHash(r), Created: now.UnixMilli(), // the run's start, once known
@@ -425,7 +433,7 @@ func (d *taskDoor) start(r *http.Request, t *Tool, args json.RawMessage, asked *
 		if session != "" {
 			sealed := make(chan string, 1)
 			defer func() { sealed <- sealedID }()
-			run.Ended = d.notifyEnded(session, c, runner, sealed)
+			run.Ended = d.notifyEnded(session, c, runner, sealed, answered)
 		}
 		var begun time.Time
 		c.Execution, begun, out = runner.Start(ctx, run)

@@ -239,7 +239,7 @@ func missingTaskExtension(why string) *jsonrpc.Error {
 // createExt starts the run and answers the CreateTaskResult. The ttl is
 // tasks.ttl (the client asks for none in the extension).
 func (d *taskDoor) createExt(r *http.Request, t *Tool, args json.RawMessage) (any, *jsonrpc.Error) {
-	id, c, rerr := d.start(r, t, args, nil, "") // sessionless: no stream to notify
+	id, c, rerr := d.start(r, t, args, nil, "", nil) // sessionless: no stream to notify
 	if rerr != nil {
 		return nil, rerr
 	}

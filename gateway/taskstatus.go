@@ -142,13 +142,18 @@ type taskStatusNotification struct {
 }
 
 // notifyEnded returns the Request.Ended of a task made on session: it sends
-// the session notifications/tasks/status once the run has ended and the
-// task's id is known (id delivers it, "" when the task could not be made).
-func (d *taskDoor) notifyEnded(session string, c *taskClaims, runner *playbook.Runner, id <-chan string) func(*playbook.Outcome) {
+// the session notifications/tasks/status once the run has ended, the
+// task's id is known (id delivers it, "" when the task could not be made)
+// and the answer naming it has been written (answered is closed, nil: no
+// wait): a client is not told of a task it has not yet been given.
+func (d *taskDoor) notifyEnded(session string, c *taskClaims, runner *playbook.Runner, id <-chan string, answered <-chan struct{}) func(*playbook.Outcome) {
 	return func(out *playbook.Outcome) {
 		taskID := <-id
 		if taskID == "" {
 			return
+		}
+		if answered != nil {
+			<-answered
 		}
 		var msg string
 		if out.Result != nil {

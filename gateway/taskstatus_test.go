@@ -5,9 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/mcpgate/mcpgate/upstream/playbook"
 )
 
 // openStream opens session id's standalone SSE stream (GET) and returns the
@@ -147,4 +151,40 @@ func TestTaskStatusNotification(t *testing.T) {
 	if res, e := te.send(t, carol, "tasks/result", taskIDParams(id), qh); e != nil || text0(res) != "demo: counted 5 steps" {
 		t.Errorf("result on a session without a stream: %v %v", res, e)
 	}
+}
+
+// TestTaskStatusAfterAnswer: a run that ends before the answer creating its
+// task has been written is told to the session only once it has: a client
+// is never told of a task it has not been given.
+func TestTaskStatusAfterAnswer(t *testing.T) {
+	te := taskGateway(t, 20*time.Millisecond, time.Minute, TasksConfig{}, nil, true)
+	d := te.g.tasks
+	var tool *Tool
+	for _, tl := range d.byPath {
+		tool = tl
+	}
+	runner := te.g.runners[tool.Upstream]
+	synctest.Test(t, func(t *testing.T) {
+		streams := newSessionStreams()
+		rec := httptest.NewRecorder()
+		sw, unwatch := streams.watch(rec, "s1")
+		defer unwatch()
+		sw.Header().Set("Content-Type", "text/event-stream")
+		sw.WriteHeader(http.StatusOK)
+		te.g.streams = streams
+		sealed := make(chan string, 1)
+		sealed <- "task-1"
+		answered := make(chan struct{})
+		c := &taskClaims{Upstream: tool.Upstream, Path: tool.Playbook.Path, Created: time.Now().UnixMilli(), TTL: time.Minute.Milliseconds()}
+		go d.notifyEnded("s1", c, runner, sealed, answered)(&playbook.Outcome{State: playbook.Succeeded})
+		synctest.Wait()
+		if rec.Body.Len() != 0 {
+			t.Fatalf("told before the answer naming the task was written: %s", rec.Body)
+		}
+		close(answered)
+		synctest.Wait()
+		if !strings.Contains(rec.Body.String(), `"method":"notifications/tasks/status"`) || !strings.Contains(rec.Body.String(), `"task-1"`) {
+			t.Fatalf("not told once the answer was written: %q", rec.Body)
+		}
+	})
 }
