@@ -83,7 +83,10 @@ type Options struct {
 	// reload): an MCP upstream whose configuration and client settings are
 	// unchanged keeps Previous's client — its sessions, its stdio child and
 	// whatever state that holds — instead of starting a new one; it is
-	// closed with the last gateway that uses it. See fedreuse.go.
+	// closed with the last gateway that uses it. See fedreuse.go. So does
+	// a REST upstream's transport, with its keep-alive connections, when
+	// its base URL's scheme and host and direct_transport are unchanged
+	// (restreuse.go).
 	Previous *Gateway
 }
 
@@ -149,6 +152,10 @@ type Gateway struct {
 	// what go-sdk serves waits for it.
 	sdkTools     chan struct{}
 	fromSnapshot bool // the catalog came from Options.Snapshot
+
+	// transports are the REST clients' transports, each maybe shared with
+	// the gateways before and after a reload (restreuse.go).
+	transports []transportUse
 }
 
 // New resolves cfg (a copy: see [Config.Resolve]), loads every upstream's
@@ -193,6 +200,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	defer func() {
 		if err != nil {
 			g.closeFederation()
+			g.closeTransports()
 		}
 	}()
 	cat, err := g.loadCatalog(ctx, cfg, &CatalogOptions{ValidateAfter: built, ListMCP: g.listFederated, DeferUnavailable: g.opts.DeferUnavailable, Validated: func(ws []string) {
@@ -355,7 +363,11 @@ func (g *Gateway) startClients() error {
 		if g.notLoaded(u.Name) {
 			continue // no document, no tools: nothing to call yet
 		}
-		c, err := g.catalog.TracedClient(u, budget, g.upstreamTracing())
+		var rt http.RoundTripper // nil: the client's own (in-process)
+		if base, ok := g.catalog.RemoteBase(u); ok {
+			rt = g.remoteTransport("upstream", u.Name, base, !u.Direct())
+		}
+		c, err := g.catalog.TracedClient(u, budget, g.upstreamTracing(), rt)
 		if err != nil {
 			return fmt.Errorf("upstream %s: %v", u.Name, err)
 		}
