@@ -28,10 +28,11 @@ import (
 // path is the Client's, credentials are set per request, and the proxy
 // environment (HTTP_PROXY, NO_PROXY) and the system's CA roots are read
 // once per process. An in-process upstream (Handler) has no transport.
-// An upstream is matched by name first, then — renamed — to another of
-// the previous gateway's upstreams with the same transport that no
-// upstream of the new gateway holds yet: two upstreams never share one
-// (each keeps its own pool, as without a reload).
+// An upstream is matched by name first, then — renamed — to one of the
+// previous gateway's upstreams that the new configuration no longer has,
+// with the same transport, that no upstream of the new gateway holds yet:
+// two upstreams never share one (each keeps its own pool, as without a
+// reload).
 //
 // A transport is closed (upstream.CloseTransport: its idle connections,
 // and those calls in flight give back afterwards) when the last gateway
@@ -110,8 +111,9 @@ func (g *Gateway) remoteTransport(kind, name, base string, netHTTP bool) http.Ro
 }
 
 // keptTransport returns Options.Previous's transport share for key, joined
-// by g: the one of the same kind and name, else another of that kind no
-// upstream of g holds yet. Nil when there is none.
+// by g: the one of the same kind and name, else — an upstream renamed —
+// the one of an upstream g's configuration no longer has, that no upstream
+// of g holds yet. Nil when there is none.
 func (g *Gateway) keptTransport(kind, name string, key transportKey) *transportShare {
 	prev := g.opts.Previous
 	if prev == nil || prev == g {
@@ -122,12 +124,20 @@ func (g *Gateway) keptTransport(kind, name string, key transportKey) *transportS
 			if use.kind != kind || use.share.key != key || (use.name == name) != sameName {
 				continue
 			}
+			if !sameName && (kind != "upstream" || g.hasUpstream(use.name)) {
+				continue // that upstream's own, when g makes its client
+			}
 			if use.share.join(g) {
 				return use.share
 			}
 		}
 	}
 	return nil
+}
+
+// hasUpstream reports whether g's configuration has an upstream named name.
+func (g *Gateway) hasUpstream(name string) bool {
+	return slices.ContainsFunc(g.cfg.Upstreams, func(u Upstream) bool { return u.Name == name })
 }
 
 // closeTransports lets go of g's transports: each is closed when g was

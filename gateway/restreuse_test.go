@@ -6,9 +6,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
 )
 
 // countingAPI is testDoc's API (upstreamLog) behind an httptest server that
@@ -128,5 +132,154 @@ func TestRESTTransportAcrossReload(t *testing.T) {
 				})
 			})
 		}
+	}
+}
+
+// TestPlaybookEngineTransportAcrossReload: the playbook engine's requests
+// (execute, status polls) go through its upstream's client, whose transport
+// a reload keeps like any REST upstream's: a playbook call on the new
+// gateway opens no connection to the engine.
+func TestPlaybookEngineTransportAcrossReload(t *testing.T) {
+	e := engine.New(nil)
+	api := newCountingAPI(t, e.Handler())
+	cfgOf := func(poll time.Duration) *Config {
+		return &Config{Upstreams: []Upstream{{Name: "noetl", OpenAPI: api.URL + "/openapi.json", BaseURL: api.URL,
+			Playbooks: &Playbooks{PollInterval: poll}}}}
+	}
+	call := func(g *Gateway) {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(rpc("1", "tools/call", `{"name":"demo_fast","arguments":{"name":"Ada"}}`)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		rec := httptest.NewRecorder()
+		g.Handler().ServeHTTP(rec, req)
+		if body := rec.Body.String(); !strings.Contains(body, "Hello, Ada!") || strings.Contains(body, `"isError":true`) {
+			t.Fatalf("demo_fast: %d %s", rec.Code, body)
+		}
+	}
+	old, err := New(t.Context(), cfgOf(100*time.Millisecond), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call(old)
+	// The new gateway reads the engine's document and catalog with a client
+	// of its own: count from when it is built.
+	next, err := New(t.Context(), cfgOf(200*time.Millisecond), &Options{Previous: old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	opened := api.opened.Load()
+	call(next)
+	call(next)
+	if n := api.opened.Load() - opened; n != 0 {
+		t.Errorf("playbook calls after the reload opened %d connections to the engine, want 0", n)
+	}
+	next.Close()
+}
+
+// TestRESTTransportNotKept: what a gateway cannot take from Options.Previous
+// — none given, one already closed, one transport for two upstreams — it
+// dials itself.
+func TestRESTTransportNotKept(t *testing.T) {
+	api := newCountingAPI(t, &upstreamLog{})
+	// auth none: two remote upstreams must each say where a token goes.
+	up := Upstream{Name: "things", OpenAPI: "things.json", Document: []byte(testDoc), BaseURL: api.URL, Auth: auth.Upstream{Mode: auth.ModeNone}}
+	build := func(prev *Gateway, ups ...Upstream) *Gateway {
+		t.Helper()
+		g, err := New(t.Context(), &Config{Upstreams: ups}, &Options{Previous: prev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Close() })
+		return g
+	}
+	newConns := func(calls func()) int64 {
+		t.Helper()
+		n := api.opened.Load()
+		calls()
+		return api.opened.Load() - n
+	}
+	first := build(nil, up)
+	if n := newConns(func() { restCall(t, first, "get_thing") }); n != 1 {
+		t.Fatalf("the first gateway's call opened %d connections, want 1", n)
+	}
+
+	// Two upstreams at the same origin: one keeps the transport (its
+	// name's), the other dials.
+	other := up
+	other.Name, other.ToolPrefix, other.ToolPrefixSet = "other", "o_", true
+	second := build(first, other, up)
+	if n := newConns(func() { restCall(t, second, "get_thing") }); n != 0 {
+		t.Errorf("the upstream of the same name opened %d connections, want 0", n)
+	}
+	if n := newConns(func() { restCall(t, second, "o_get_thing") }); n != 1 {
+		t.Errorf("a second upstream at the same origin opened %d connections, want 1 of its own", n)
+	}
+
+	// Previous closed: its transports are closed, nothing to keep.
+	first.Close()
+	second.Close()
+	third := build(second, up)
+	if n := newConns(func() { restCall(t, third, "get_thing") }); n != 1 {
+		t.Errorf("a gateway whose Previous is closed opened %d connections, want 1", n)
+	}
+	// No Previous: a transport of its own, beside third's.
+	fourth := build(nil, up)
+	if n := newConns(func() { restCall(t, fourth, "get_thing") }); n != 1 {
+		t.Errorf("a gateway without Previous opened %d connections, want 1", n)
+	}
+}
+
+// TestRESTTransportCloseInFlight: a call in flight on the old gateway when
+// it is closed finishes; with the direct transport, its connection is then
+// closed rather than kept idle for nobody (net/http's stays idle until its
+// idle timeout: see upstream.CloseTransport).
+func TestRESTTransportCloseInFlight(t *testing.T) {
+	for _, direct := range []bool{true, false} {
+		t.Run(map[bool]string{true: "direct", false: "net/http"}[direct], func(t *testing.T) {
+			entered, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			unblock := func() { once.Do(func() { close(release) }) }
+			inner := &upstreamLog{}
+			api := newCountingAPI(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/things/slow" {
+					entered <- struct{}{}
+					<-release
+				}
+				inner.ServeHTTP(w, r)
+			}))
+			t.Cleanup(unblock) // before api.Close, which waits for the handler
+			up := Upstream{Name: "things", OpenAPI: "things.json", Document: []byte(testDoc), BaseURL: api.URL, DirectTransport: &direct}
+			old, err := New(t.Context(), &Config{Upstreams: []Upstream{up}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan string, 1)
+			go func() {
+				req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(rpc("1", "tools/call", `{"name":"get_thing","arguments":{"id":"slow"}}`)))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				rec := httptest.NewRecorder()
+				old.Handler().ServeHTTP(rec, req)
+				done <- rec.Body.String()
+			}()
+			<-entered
+			// A reload to another host: the old transport is not kept.
+			up.BaseURL = strings.Replace(api.URL, "127.0.0.1", "localhost", 1)
+			next, err := New(t.Context(), &Config{Upstreams: []Upstream{up}}, &Options{Previous: old})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer next.Close()
+			old.Close()
+			unblock()
+			if body := <-done; !strings.Contains(body, `\"id\":\"slow\"`) || strings.Contains(body, `"isError":true`) {
+				t.Fatalf("the call in flight at Close: %s", body)
+			}
+			if direct {
+				waitFor(t, "the in-flight call's connection to close", func() bool { return api.closed.Load() == 1 })
+			}
+		})
 	}
 }
