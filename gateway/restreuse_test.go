@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"cmp"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -282,4 +283,57 @@ func TestRESTTransportCloseInFlight(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPlaybookResourceTransportAcrossReload: a playbook http resource's
+// origin keeps its transport across a reload like an upstream does; the
+// previous gateway's Close leaves its connection open for the new one.
+func TestPlaybookResourceTransportAcrossReload(t *testing.T) {
+	kb := newCountingAPI(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"page":"` + r.URL.Path + `"}`))
+	}))
+	src := `
+mcp:
+  resources:
+    - {name: page, type: http, spec: {method: GET, url: "` + kb.URL + `/pages/{{ input.id }}"}}
+`
+	engineSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"playbooks": []map[string]any{{"path": "kb/run", "workload": map[string]any{"q": ""}, "content": src}}})
+	}))
+	t.Cleanup(engineSrv.Close)
+	cfg := &Config{Upstreams: []Upstream{{Name: "noetl", BaseURL: engineSrv.URL,
+		Playbooks: &Playbooks{Execute: "POST /execute", Status: "GET /executions/{id}", Catalog: "GET /catalog"}}}}
+	read := func(g *Gateway) {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(rpc("1", "resources/read", `{"uri":"`+kb.URL+`/pages/7"}`)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		rec := httptest.NewRecorder()
+		g.Handler().ServeHTTP(rec, req)
+		if body := rec.Body.String(); !strings.Contains(body, `/pages/7`) || strings.Contains(body, `"error"`) {
+			t.Fatalf("resources/read: %d %s", rec.Code, body)
+		}
+	}
+	old, err := New(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read(old)
+	read(old)
+	if n := kb.opened.Load(); n != 1 {
+		t.Fatalf("two reads opened %d connections, want 1", n)
+	}
+	next, err := New(t.Context(), cfg, &Options{Previous: old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	read(next)
+	if n := kb.opened.Load(); n != 1 || kb.closed.Load() != 0 {
+		t.Errorf("after the reload: %d connections opened, %d closed; want 1 and 0", n, kb.closed.Load())
+	}
+	next.Close()
+	waitFor(t, "the connection to close with the last gateway", func() bool { return kb.closed.Load() == 1 })
 }
