@@ -19,7 +19,8 @@ import (
 // alike is given the previous gateway's transport, and with it its pool of
 // idle connections. Only the transport is shared: the Client (timeout,
 // max_concurrent, queue_timeout, the response budget, tracing) is the new
-// configuration's. So is each playbook resource origin's transport.
+// configuration's. A playbook http resource's origin keeps its transport
+// the same way.
 //
 // Alike means (transportKey): the base URL's scheme and host (host:port as
 // written: "api:80" and "api" are two), and whether the upstream uses
@@ -35,9 +36,12 @@ import (
 // reload).
 //
 // A transport is closed (upstream.CloseTransport: its idle connections,
-// and those calls in flight give back afterwards) when the last gateway
-// that uses it is closed, and a transport the new gateway did not keep is
-// closed with the old gateway, which Front closes once it serves nothing.
+// and, the direct transport, those calls in flight give back afterwards)
+// when the last gateway that uses it is closed — or a New that failed lets
+// go of it —, so a transport the new gateway did not keep is closed with
+// the old gateway, which Front closes once it serves nothing and its
+// playbook runs have ended. Nothing of this is on a call's path: the
+// transports are chosen while New builds the clients.
 type transportShare struct {
 	key transportKey
 	rt  http.RoundTripper
