@@ -125,6 +125,10 @@ type Gateway struct {
 	subs      *subscriptions           // resources/subscribe (subscribe.go)
 	budget    *upstream.ResponseBudget // max_response_memory, shared by the clients
 
+	// transports are the REST clients' transports, each maybe shared with
+	// the gateways before and after a reload (restreuse.go).
+	transports []transportUse
+
 	validated chan struct{} // closed when the documents' validation has ended
 	fast      *fastPath     // nil: every request goes to go-sdk
 	tasks     *taskDoor     // nil: no playbook tools, so no MCP tasks
@@ -152,10 +156,6 @@ type Gateway struct {
 	// what go-sdk serves waits for it.
 	sdkTools     chan struct{}
 	fromSnapshot bool // the catalog came from Options.Snapshot
-
-	// transports are the REST clients' transports, each maybe shared with
-	// the gateways before and after a reload (restreuse.go).
-	transports []transportUse
 }
 
 // New resolves cfg (a copy: see [Config.Resolve]), loads every upstream's
