@@ -132,12 +132,15 @@ func (g *Gateway) closeFederation() {
 }
 
 // Close ends what the gateway runs beside serving: its upstream MCP
-// servers' sessions and stdio children, and its shared state's leases and
-// connections (state: redis). Serving requests after it fails.
+// servers' sessions and stdio children, its REST upstreams' keep-alive
+// connections (those of transports no later gateway shares: restreuse.go),
+// and its shared state's leases and connections (state: redis). Serving
+// requests after it fails.
 func (g *Gateway) Close() error {
 	g.unfollow()
 	g.life.close()
 	g.closeFederation()
+	g.closeTransports()
 	g.closeShared()
 	// The spans still batched are sent, within a bound: an unreachable
 	// collector must not hold the process's exit.

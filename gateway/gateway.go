@@ -82,7 +82,10 @@ type Options struct {
 	// reload): an MCP upstream whose configuration and client settings are
 	// unchanged keeps Previous's client — its sessions, its stdio child and
 	// whatever state that holds — instead of starting a new one; it is
-	// closed with the last gateway that uses it. See fedreuse.go.
+	// closed with the last gateway that uses it. See fedreuse.go. So does
+	// a REST upstream's transport, with its keep-alive connections, when
+	// its base URL's scheme and host and direct_transport are unchanged
+	// (restreuse.go).
 	Previous *Gateway
 }
 
@@ -120,6 +123,10 @@ type Gateway struct {
 	search    *searchMode              // nil: tools/list lists every tool (search.go)
 	subs      *subscriptions           // resources/subscribe (subscribe.go)
 	budget    *upstream.ResponseBudget // max_response_memory, shared by the clients
+
+	// transports are the REST clients' transports, each maybe shared with
+	// the gateways before and after a reload (restreuse.go).
+	transports []transportUse
 
 	validated chan struct{} // closed when the documents' validation has ended
 	fast      *fastPath     // nil: every request goes to go-sdk
@@ -205,6 +212,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 	defer func() {
 		if err != nil {
 			g.closeFederation()
+			g.closeTransports()
 		}
 	}()
 	cat, err := g.loadCatalog(ctx, cfg, &CatalogOptions{ValidateAfter: built, ListMCP: g.listFederated, DeferUnavailable: g.opts.DeferUnavailable, Validated: func(ws []string) {
@@ -369,7 +377,11 @@ func (g *Gateway) startClients() error {
 		if g.notLoaded(u.Name) {
 			continue // no document, no tools: nothing to call yet
 		}
-		c, err := g.catalog.TracedClient(u, budget, g.upstreamTracing())
+		var rt http.RoundTripper // nil: the client's own (in-process)
+		if base, ok := g.catalog.RemoteBase(u); ok {
+			rt = g.remoteTransport("upstream", u.Name, base, !u.Direct())
+		}
+		c, err := g.catalog.TracedClient(u, budget, g.upstreamTracing(), rt)
 		if err != nil {
 			return fmt.Errorf("upstream %s: %v", u.Name, err)
 		}

@@ -53,7 +53,7 @@ func (g *Gateway) addPlaybookResources(held map[string]string) error {
 			u := g.cfg.UpstreamNamed(r.Upstream)
 			client, err = upstream.NewRemote(origin.String(), &upstream.ClientOptions{
 				Timeout: u.Timeout, Name: u.Name, MaxConcurrent: u.MaxConcurrent, QueueTimeout: u.QueueTimeout,
-				ResponseBudget: g.budget, Transport: upstream.NewTransport(),
+				ResponseBudget: g.budget, Transport: g.remoteTransport("playbook resource", origin.String(), origin.String(), true),
 			})
 			if err != nil {
 				return fmt.Errorf("playbook %s: resource %s: %v", r.Playbook, r.Name, err)

@@ -96,6 +96,20 @@ func NewTransport() *http.Transport { return direct.NetHTTP() }
 // NewRemote returns a Client for the API at baseURL (http or https). Operation
 // paths are appended to baseURL's path.
 func NewRemote(baseURL string, opts *ClientOptions) (*Client, error) {
+	u, err := parseBase(baseURL)
+	if err != nil {
+		return nil, err
+	}
+	c := newClient(u, opts)
+	if c.rt == nil {
+		c.rt = remoteTransport(u, false)
+	}
+	return c, nil
+}
+
+// parseBase parses a remote client's base URL: absolute http or https,
+// without credentials.
+func parseBase(baseURL string) (*url.URL, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil {
 		return nil, fmt.Errorf("upstream: base URL: %v", err)
@@ -106,14 +120,49 @@ func NewRemote(baseURL string, opts *ClientOptions) (*Client, error) {
 	if u.User != nil {
 		return nil, errors.New("upstream: base URL must not carry credentials")
 	}
-	c := newClient(u, opts)
-	if c.rt == nil && direct.Usable(u, http.ProxyFromEnvironment) {
-		c.rt = direct.New(u, NewTransport())
+	return u, nil
+}
+
+// RemoteTransport returns the transport [NewRemote] makes for a client of
+// baseURL given none: direct.Transport when the base URL is plain http not
+// reached through a proxy (and netHTTP is false), else [NewTransport]'s. It
+// is for a caller that shares one transport, and so its pool of keep-alive
+// connections, between the clients of one upstream (ClientOptions.Transport)
+// — a gateway and the one a reload builds to replace it — and closes it
+// with [CloseTransport] when the last of them is done. What it returns
+// depends on baseURL's scheme and host (host:port) only, the proxy
+// environment (read once per process by http.ProxyFromEnvironment) and
+// netHTTP: clients whose base URLs differ only in path may share it.
+func RemoteTransport(baseURL string, netHTTP bool) (http.RoundTripper, error) {
+	u, err := parseBase(baseURL)
+	if err != nil {
+		return nil, err
 	}
-	if c.rt == nil {
-		c.rt = NewTransport()
+	return remoteTransport(u, netHTTP), nil
+}
+
+func remoteTransport(u *url.URL, netHTTP bool) http.RoundTripper {
+	if !netHTTP && direct.Usable(u, http.ProxyFromEnvironment) {
+		return direct.New(u, NewTransport())
 	}
-	return c, nil
+	return NewTransport()
+}
+
+// CloseTransport closes a transport of [RemoteTransport]'s once no client
+// will send on it again: its idle connections now, and — direct.Transport
+// — each connection a call still in flight holds when that call ends,
+// rather than keeping it idle. (net/http's Transport has no such state: a
+// connection a call in flight gives back after this stays idle until its
+// IdleConnTimeout, 90 s.) Calls in flight finish; a call sent after it is
+// served on a connection closed when it ends. Any other RoundTripper has
+// its idle connections closed, when it can.
+func CloseTransport(rt http.RoundTripper) {
+	switch t := rt.(type) {
+	case *direct.Transport:
+		t.Close()
+	case interface{ CloseIdleConnections() }:
+		t.CloseIdleConnections()
+	}
 }
 
 // inProcessBase is the base URL of in-process requests. Nothing is dialed: the

@@ -747,18 +747,32 @@ func (c *Catalog) Client(u *config.Upstream, budget *upstream.ResponseBudget) (*
 }
 
 // TracedClient is Client whose requests carry what tr says (request id,
-// trace context, spans).
-func (c *Catalog) TracedClient(u *config.Upstream, budget *upstream.ResponseBudget, tr upstream.Tracing) (*upstream.Client, error) {
-	return newTracedClient(u, c.bases[u.Name], budget, tr)
+// trace context, spans), sent through rt when it is not nil (a transport
+// shared across a reload: see RemoteBase), else through a transport of
+// the client's own.
+func (c *Catalog) TracedClient(u *config.Upstream, budget *upstream.ResponseBudget, tr upstream.Tracing, rt http.RoundTripper) (*upstream.Client, error) {
+	return newTracedClient(u, c.bases[u.Name], budget, tr, rt)
+}
+
+// RemoteBase is the base URL the client of upstream u sends its calls to,
+// and whether it has one: false for an in-process upstream (Handler), and
+// for one with no base URL (Client says why). The transport of such a
+// client is what upstream.RemoteTransport(base, !u.Direct()) makes.
+func (c *Catalog) RemoteBase(u *config.Upstream) (string, bool) {
+	b := c.bases[u.Name]
+	if u.Handler != nil || b.err != nil || b.url == "" {
+		return "", false
+	}
+	return b.url, true
 }
 
 // newClient is Client with the base URL given.
 func newClient(u *config.Upstream, base baseURL, budget *upstream.ResponseBudget) (*upstream.Client, error) {
-	return newTracedClient(u, base, budget, upstream.Tracing{})
+	return newTracedClient(u, base, budget, upstream.Tracing{}, nil)
 }
 
 // newTracedClient is TracedClient with the base URL given.
-func newTracedClient(u *config.Upstream, base baseURL, budget *upstream.ResponseBudget, tr upstream.Tracing) (*upstream.Client, error) {
+func newTracedClient(u *config.Upstream, base baseURL, budget *upstream.ResponseBudget, tr upstream.Tracing, rt http.RoundTripper) (*upstream.Client, error) {
 	opts := &upstream.ClientOptions{
 		Timeout:        u.Timeout,
 		Name:           u.Name,
@@ -773,7 +787,10 @@ func newTracedClient(u *config.Upstream, base baseURL, budget *upstream.Response
 	if base.err != nil {
 		return nil, base.err
 	}
-	if !u.Direct() {
+	switch {
+	case rt != nil:
+		opts.Transport = rt
+	case !u.Direct():
 		opts.Transport = upstream.NewTransport() // net/http's, whatever the URL
 	}
 	return upstream.NewRemote(base.url, opts)

@@ -85,9 +85,10 @@ type Transport struct {
 	maxIdle     int
 	idleTimeout time.Duration
 
-	mu    sync.Mutex
-	idle  []*persistConn // most recently used last
-	sweep *time.Timer    // armed while idle is not empty
+	mu     sync.Mutex
+	idle   []*persistConn // most recently used last
+	sweep  *time.Timer    // armed while idle is not empty
+	closed bool           // Close was called: no connection is kept idle
 }
 
 // MaxResponseHeaderBytes bounds an answer's status line and headers; a REST
@@ -426,7 +427,7 @@ func (t *Transport) conn(ctx context.Context, fresh bool) (*persistConn, error) 
 func (t *Transport) put(dc *persistConn) {
 	dc.idleSince = time.Now()
 	t.mu.Lock()
-	if len(t.idle) >= t.maxIdle {
+	if len(t.idle) >= t.maxIdle || t.closed {
 		t.mu.Unlock()
 		dc.conn.Close()
 		return
@@ -460,7 +461,8 @@ func (t *Transport) sweepIdle() {
 	}
 }
 
-// CloseIdleConnections closes the idle connections (http.Client calls it).
+// CloseIdleConnections closes the idle connections (http.Client calls it),
+// those of the transport that sends the large requests too.
 func (t *Transport) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle
@@ -469,4 +471,19 @@ func (t *Transport) CloseIdleConnections() {
 	for _, dc := range idle {
 		dc.conn.Close()
 	}
+	if c, ok := t.large.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// Close closes the idle connections, and from now on closes each
+// connection a call gives back instead of keeping it idle: calls in
+// flight finish, and so does a call sent after Close (on a connection
+// dialed for it alone), but nothing is left open once they have. It is
+// for a transport its clients are done with (upstream.CloseTransport).
+func (t *Transport) Close() {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	t.CloseIdleConnections()
 }

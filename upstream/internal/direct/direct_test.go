@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -534,4 +535,107 @@ func TestTransportInvalidHeader(t *testing.T) {
 	if conns, _ := srv.seen(); conns != 0 {
 		t.Errorf("dialed %d times", conns)
 	}
+}
+
+// connCounter is an httptest server that answers "ok" and counts the
+// connections it saw open and closed.
+type connCounter struct {
+	*httptest.Server
+	opened, closed atomic.Int64
+}
+
+func newConnCounter(t *testing.T, h http.HandlerFunc) *connCounter {
+	t.Helper()
+	s := &connCounter{Server: httptest.NewUnstartedServer(h)}
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			s.opened.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			s.closed.Add(1)
+		}
+	}
+	s.Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// TestTransportClose: Close closes the idle connections; a call in flight
+// at Close finishes, and its connection is closed rather than kept idle;
+// a call after Close is served, on a connection closed when it ends.
+// CloseIdleConnections closes those of the transport of large requests
+// too.
+func TestTransportClose(t *testing.T) {
+	release := make(chan struct{})
+	srv := newConnCounter(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.URL.Query().Get("hold") != "" {
+			w.Header().Set("Content-Length", "2")
+			w.Write([]byte("o"))
+			w.(http.Flusher).Flush()
+			<-release
+			w.Write([]byte("k"))
+			return
+		}
+		w.Write([]byte("ok"))
+	})
+	u, _ := url.Parse(srv.URL)
+	rt := newTransport(u)
+	idle := func() int {
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		return len(rt.idle)
+	}
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock) // before srv.Close, which waits for the handler
+	ctx := context.Background()
+	// One call in flight: its answer's headers came, its body has not.
+	held := *pathX(u)
+	held.RawQuery = "hold=1"
+	req, _ := newRequest(ctx, "GET", &held, nil)
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// And one idle connection.
+	if got := sendOnce(ctx, rt, "GET", u, ""); got.Status != 200 {
+		t.Fatalf("a call: %+v", got)
+	}
+	if srv.opened.Load() != 2 || idle() != 1 {
+		t.Fatalf("%d connections opened, %d idle; want 2 and 1", srv.opened.Load(), idle())
+	}
+
+	rt.Close()
+	waitFor(t, func() bool { return srv.closed.Load() == 1 })
+	if idle() != 0 {
+		t.Errorf("%d idle after Close", idle())
+	}
+	unblock()
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(body) != "ok" {
+		t.Fatalf("the call in flight at Close: %q, %v; want ok", body, err)
+	}
+	waitFor(t, func() bool { return srv.closed.Load() == 2 }) // not kept idle
+	if idle() != 0 {
+		t.Errorf("%d idle after the call in flight ended", idle())
+	}
+
+	if got := sendOnce(ctx, rt, "GET", u, ""); got.Status != 200 || got.Body != "ok" {
+		t.Fatalf("a call after Close: %+v", got)
+	}
+	waitFor(t, func() bool { return srv.opened.Load() == 3 && srv.closed.Load() == 3 })
+
+	// A large request goes through net/http's transport, whose idle
+	// connection CloseIdleConnections closes as well.
+	rt2 := newTransport(u)
+	if got := sendOnce(ctx, rt2, "POST", u, strings.Repeat("x", maxBody+1)); got.Status != 200 {
+		t.Fatalf("a large request: %+v", got)
+	}
+	if srv.opened.Load() != 4 {
+		t.Fatalf("%d connections opened, want 4", srv.opened.Load())
+	}
+	rt2.CloseIdleConnections()
+	waitFor(t, func() bool { return srv.closed.Load() == 4 })
 }
