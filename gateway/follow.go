@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -17,7 +18,7 @@ import (
 // begun before a reload stays with the retired gateway (Front.owner) until it
 // ends. So that its client is served what is configured now, and is told of
 // what changed (notifications/tools/list_changed), the retired gateway
-// follows the current one (Front.Replace calls follow):
+// follows the current one (Front.Replace calls followGateway, then mirror, outside its lock):
 //
 //   - its go-sdk server's tools become the current gateway's (mirror): the
 //     tools added, changed and removed are added, replaced and removed on it,
@@ -69,6 +70,7 @@ type sdkSet[D any, H any] struct {
 type sdkEntry[D any, H any] struct {
 	def D
 	h   H
+	sum *[sha256.Size]byte // what a client is shown of def, once asked (see sums)
 }
 
 func (s *sdkSet[D, H]) put(key string, def D, h H) {
@@ -77,7 +79,7 @@ func (s *sdkSet[D, H]) put(key string, def D, h H) {
 	if s.m == nil {
 		s.m = map[string]sdkEntry[D, H]{}
 	}
-	s.m[key] = sdkEntry[D, H]{def, h}
+	s.m[key] = sdkEntry[D, H]{def: def, h: h}
 }
 
 func (s *sdkSet[D, H]) remove(keys []string) {
@@ -95,15 +97,29 @@ func (s *sdkSet[D, H]) handler(key string) (H, bool) {
 	return e.h, ok
 }
 
-// defs returns a copy of the definitions, by key.
-func (s *sdkSet[D, H]) defs() map[string]D {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make(map[string]D, len(s.m))
+// sums returns the definitions, by key, and a digest of each one's JSON:
+// two definitions a client is shown alike have the same. Each is computed
+// once (Kubernetes' 1,123 tools: 60 ms), so a gateway followed across
+// several reloads, or by several retired gateways, pays it once.
+func (s *sdkSet[D, H]) sums() (map[string]D, map[string][sha256.Size]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defs := make(map[string]D, len(s.m))
+	sums := make(map[string][sha256.Size]byte, len(s.m))
 	for k, e := range s.m {
-		out[k] = e.def
+		if e.sum == nil {
+			data, err := json.Marshal(e.def)
+			if err != nil {
+				// Never alike: shown again whenever it is followed.
+				data = fmt.Appendf(nil, "unmarshalable %p", any(e.def))
+			}
+			sum := sha256.Sum256(data)
+			e.sum = &sum
+			s.m[k] = e
+		}
+		defs[k], sums[k] = e.def, *e.sum
 	}
-	return out
+	return defs, sums
 }
 
 // sdkRegistry is every kind a gateway registers with go-sdk.
@@ -122,10 +138,11 @@ type follower struct {
 	mu        sync.Mutex // serializes changes to the server's tools (mirror, changeSDKTools)
 	followers map[*Gateway]bool
 	// What the server shows while following (nil: its own).
-	shown     map[string]*mcp.Tool
-	prompts   map[string]*mcp.Prompt
-	resources map[string]*mcp.Resource
-	templates map[string]*mcp.ResourceTemplate
+	// Each kind's digests (sdkSet.sums).
+	shown     map[string][sha256.Size]byte
+	prompts   map[string][sha256.Size]byte
+	resources map[string][sha256.Size]byte
+	templates map[string][sha256.Size]byte
 }
 
 // serving is the gateway that serves g's sessions' calls: the one g follows,
@@ -290,9 +307,10 @@ func (g *Gateway) canFollow(next *Gateway) (bool, string) {
 	return true, ""
 }
 
-// followGateway has g's sessions served by next from now on, and g's
-// server show next's tools (mirror). It returns what mirror changed.
-func (g *Gateway) followGateway(next *Gateway) (added, changed, removed, others int) {
+// followGateway has g's sessions served by next from now on, and records g
+// as following next, which then tells g of its changes. g's server shows
+// next's tools once mirror has run (Front.Replace runs it).
+func (g *Gateway) followGateway(next *Gateway) {
 	g.follow.mu.Lock()
 	prev := g.succ.Swap(next)
 	g.follow.mu.Unlock()
@@ -307,7 +325,6 @@ func (g *Gateway) followGateway(next *Gateway) (added, changed, removed, others 
 	}
 	next.follow.followers[g] = true
 	next.follow.mu.Unlock()
-	return g.mirror()
 }
 
 // followed reports whether a gateway follows g: g serves its sessions, and
@@ -349,56 +366,49 @@ func (g *Gateway) mirror() (added, changed, removed, others int) {
 	fl := &g.follow
 	// The wanted sets are read under g's lock: of two mirrors, the later
 	// reads the later set.
-	added, changed, removed = mirrorSet(&fl.shown, &g.sdk.tools, s.sdk.tools.defs(), g.server.RemoveTools,
+	added, changed, removed = mirrorSet(&fl.shown, &g.sdk.tools, &s.sdk.tools, g.server.RemoveTools,
 		func(n string, t *mcp.Tool) { g.server.AddTool(t, g.followHandler(n)) })
-	a, c, r := mirrorSet(&fl.prompts, &g.sdk.prompts, s.sdk.prompts.defs(), g.server.RemovePrompts,
+	a, c, r := mirrorSet(&fl.prompts, &g.sdk.prompts, &s.sdk.prompts, g.server.RemovePrompts,
 		func(n string, p *mcp.Prompt) { g.server.AddPrompt(p, g.followPrompt(n)) })
 	others += a + c + r
-	a, c, r = mirrorSet(&fl.resources, &g.sdk.resources, s.sdk.resources.defs(), g.server.RemoveResources,
+	a, c, r = mirrorSet(&fl.resources, &g.sdk.resources, &s.sdk.resources, g.server.RemoveResources,
 		func(u string, res *mcp.Resource) { g.server.AddResource(res, g.followResource(u)) })
 	others += a + c + r
-	a, c, r = mirrorSet(&fl.templates, &g.sdk.templates, s.sdk.templates.defs(), g.server.RemoveResourceTemplates,
+	a, c, r = mirrorSet(&fl.templates, &g.sdk.templates, &s.sdk.templates, g.server.RemoveResourceTemplates,
 		func(u string, t *mcp.ResourceTemplate) { g.server.AddResourceTemplate(t, g.followTemplate(u)) })
 	others += a + c + r
 	return added, changed, removed, others
 }
 
-// mirrorSet makes a server's set of one kind, *shown (nil: own's
-// definitions), into want, with add and remove, and records want as shown.
-func mirrorSet[D any, H any](shown *map[string]D, own *sdkSet[D, H], want map[string]D, remove func(...string), add func(string, D)) (added, changed, removed int) {
+// mirrorSet makes a server's set of one kind, *shown (nil: own's), into
+// want's, with add and remove, and records want's as shown.
+func mirrorSet[D any, H any](shown *map[string][sha256.Size]byte, own, want *sdkSet[D, H], remove func(...string), add func(string, D)) (added, changed, removed int) {
 	cur := *shown
 	if cur == nil {
-		cur = own.defs()
+		_, cur = own.sums()
 	}
+	defs, sums := want.sums()
 	var gone []string
 	for k := range cur {
-		if _, ok := want[k]; !ok {
+		if _, ok := sums[k]; !ok {
 			gone = append(gone, k)
 		}
 	}
 	if removed = len(gone); removed > 0 {
 		remove(gone...)
 	}
-	for k, d := range want {
+	for k, sum := range sums {
 		old, ok := cur[k]
 		switch {
 		case !ok:
 			added++
-		case sameDef(old, d):
+		case old == sum:
 			continue
 		default:
 			changed++
 		}
-		add(k, d)
+		add(k, defs[k])
 	}
-	*shown = want
+	*shown = sums
 	return added, changed, removed
-}
-
-// sameDef reports whether a and b (definitions of one kind) would be
-// listed alike.
-func sameDef[D any](a, b D) bool {
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(ja) == string(jb)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -271,5 +273,39 @@ func TestReloadSessionFollowsPrompts(t *testing.T) {
 	comp, err := cs.Complete(t.Context(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "greet"}, Argument: mcp.CompleteParamsArgument{Name: "tone", Value: "c"}})
 	if err != nil || !slices.Equal(comp.Completion.Values, []string{"curt"}) {
 		t.Errorf("completion after the reload: %v %+v", err, comp)
+	}
+}
+
+// BenchmarkFollowMirror is what a reload costs a retired gateway with
+// sessions when nothing changed: comparing the digest of each of the current
+// gateway's tools with what its server shows (Kubernetes: 1,123 tools). The
+// digests are computed once per gateway, before the loop here (the first
+// mirror that reads them pays it).
+//
+//	go test ./gateway -run '^$' -bench FollowMirror -benchmem
+func BenchmarkFollowMirror(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join(corpusDir, "kubernetes-swagger-2.0.json"))
+	if err != nil {
+		b.Skipf("corpus document not found (%v): the shared corpus is not beside this clone", err)
+	}
+	build := func(prev *Gateway) *Gateway {
+		cfg := &Config{Stateful: true, Upstreams: []Upstream{{OpenAPI: "k8s.json", Document: data, ExposeAll: true, BaseURL: "http://127.0.0.1:1"}}}
+		g, err := New(context.Background(), cfg, &Options{Previous: prev})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { g.Close() })
+		return g
+	}
+	g1 := build(nil)
+	g2 := build(g1)
+	g1.succ.Store(g2)
+	g1.mirror()
+	b.ReportAllocs()
+	for b.Loop() {
+		g1.follow.shown = nil // from its own tools again
+		if added, changed, removed, _ := g1.mirror(); added+changed+removed != 0 {
+			b.Fatalf("%d added, %d changed, %d removed between two loads of one document", added, changed, removed)
+		}
 	}
 }

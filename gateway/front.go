@@ -138,7 +138,6 @@ func (f *Front) Current() *Gateway { return f.cur.Load().g }
 // closed.
 func (f *Front) Replace(g *Gateway) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	for name, r := range g.runners {
 		// A re-send of a call whose run the old gateway drives joins it.
 		r.Succeed(f.cur.Load().g.runners[name])
@@ -148,6 +147,11 @@ func (f *Front) Replace(g *Gateway) {
 	f.reloads.WithLabelValues("success").Inc()
 	f.retired = append(f.retired, old)
 	f.hasOld.Store(true)
+	type following struct {
+		g        *Gateway
+		sessions int
+	}
+	var follows []following
 	for _, s := range f.retired {
 		// Their stateful sessions are served by g from now on, and told
 		// what changed (follow.go), or keep their catalog, logged why.
@@ -159,8 +163,8 @@ func (f *Front) Replace(g *Gateway) {
 			continue // no session will begin on it: nothing to follow
 		}
 		if ok, why := s.g.canFollow(g); ok {
-			added, changed, removed, others := s.g.followGateway(g)
-			g.logger.Info("reload: stateful sessions begun before it follow it", "sessions", n, "added", added, "changed", changed, "removed", removed, "prompts_and_resources_changed", others)
+			s.g.followGateway(g)
+			follows = append(follows, following{s.g, n})
 		} else {
 			g.logger.Warn("reload: stateful sessions begun before it keep the catalog they have until they end", "sessions", n, "why", why)
 		}
@@ -170,6 +174,14 @@ func (f *Front) Replace(g *Gateway) {
 		s.closeSessions()
 	}
 	f.reapLocked()
+	f.mu.Unlock()
+	// Their servers show g's tools (and prompts and resources), outside
+	// the lock: the sessions' requests go on meanwhile (the first time a
+	// gateway is followed, its definitions' digests take tens of ms).
+	for _, fl := range follows {
+		added, changed, removed, others := fl.g.mirror()
+		g.logger.Info("reload: stateful sessions begun before it follow it", "sessions", fl.sessions, "added", added, "changed", changed, "removed", removed, "prompts_and_resources_changed", others)
+	}
 }
 
 // ReloadFailed records a reload that failed: the state served is unchanged.
