@@ -18,7 +18,8 @@ import (
 // begun before a reload stays with the retired gateway (Front.owner) until it
 // ends. So that its client is served what is configured now, and is told of
 // what changed (notifications/tools/list_changed), the retired gateway
-// follows the current one (Front.Replace calls followGateway, then mirror, outside its lock):
+// follows the current one (Front.Replace calls followGateway, then mirror
+// outside its lock):
 //
 //   - its go-sdk server's tools become the current gateway's (mirror): the
 //     tools added, changed and removed are added, replaced and removed on it,
