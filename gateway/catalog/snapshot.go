@@ -227,7 +227,7 @@ func WriteSnapshot(ctx context.Context, cfg *config.Config, w io.Writer, opts *S
 	if err != nil {
 		return nil, err
 	}
-	payload, err := json.Marshal(p)
+	payload, err := marshalPayload(p)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %v", err)
 	}
@@ -262,8 +262,7 @@ func (c *Catalog) snapshotPayload(ws []string) (*snapshotPayload, error) {
 		if t.Binding == nil || t.Playbook != nil || t.Federated != nil {
 			return nil, &SnapshotError{What: "unsupported", Detail: fmt.Sprintf("tool %s is not an OpenAPI operation's", t.Tool.Name)}
 		}
-		if !sameMap(t.Tool.InputSchema, t.Binding.InputSchema) || t.Binding.OutputSchema != nil && !sameMap(t.Tool.OutputSchema, t.Binding.OutputSchema) ||
-			t.Binding.OutputSchema == nil && t.Tool.OutputSchema != nil {
+		if !schemasAreBinding(t) {
 			return nil, fmt.Errorf("snapshot: tool %s: its schemas are not its binding's", t.Tool.Name)
 		}
 		if !reflect.DeepEqual(t.Tool.Meta, toolMeta(t.Derived)) {
@@ -317,11 +316,27 @@ func (c *Catalog) snapshotPayload(ws []string) (*snapshotPayload, error) {
 	return p, nil
 }
 
+// marshalPayload is the payload's JSON, with <, > and & as they are: the
+// schemas' JSON in it is served as written (upstream.BindingSnapshot), and
+// an escaping encoder would change it.
+func marshalPayload(p *snapshotPayload) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
 // LoadSnapshot returns the catalog the snapshot data holds when it was
 // written by this build (opts.Build) from cfg and the documents as they are
 // now; otherwise a *SnapshotError saying which hash differs or what is
 // wrong with the file, and the caller builds the catalog with Build. It
 // never panics on a corrupt file.
+//
+// The catalog keeps data: its strings and schemas are read from it in
+// place (see restoreSnapshot), so data must not be changed afterwards.
 //
 // o is Build's: o.Validated, when set, is called once with the warnings
 // the snapshot's build found (after o.ValidateAfter says true), as Build
@@ -399,9 +414,12 @@ func restoreSnapshot(cfg *config.Config, payload []byte, opts *Options) (*Catalo
 		o = *opts
 	}
 	// segmentio's decoder (go-sdk's): 2–3× encoding/json's speed here, the
-	// largest single step of a start from a snapshot.
+	// largest single step of a start from a snapshot. ZeroCopy: its
+	// strings and the schemas' JSON are read in place, not copied (a new
+	// process pays for every page of fresh memory it touches), so they
+	// keep payload, which nothing writes, for as long as they are served.
 	var p snapshotPayload
-	if err := sjson.Unmarshal(payload, &p); err != nil {
+	if _, err := sjson.Parse(payload, &p, sjson.ZeroCopy); err != nil {
 		return nil, err
 	}
 	cat := &Catalog{
@@ -427,7 +445,7 @@ func restoreSnapshot(cfg *config.Config, payload []byte, opts *Options) (*Catalo
 	if cat.Prompts, err = buildPrompts(cfg, cfg.SanitizesText()); err != nil {
 		return nil, err
 	}
-	// Decoding the schemas is most of the work: on every core.
+	// On every core: each tool's JSON and checks of its schemas' JSON.
 	cat.Tools = make([]*Tool, len(p.Tools))
 	errs := make([]error, len(p.Tools))
 	parallel.Do(len(p.Tools), func(i int) { cat.Tools[i], errs[i] = restoreTool(cfg, &p.Tools[i], p.ParamTexts) })
@@ -470,7 +488,7 @@ func restoreTool(cfg *config.Config, st *snapshotTool, texts []string) (*Tool, e
 		return nil, fmt.Errorf("unknown upstream %q", st.Upstream)
 	}
 	var tool mcp.Tool
-	if err := json.Unmarshal(st.Tool, &tool); err != nil {
+	if _, err := sjson.Parse(st.Tool, &tool, sjson.ZeroCopy); err != nil {
 		return nil, err
 	}
 	if tool.Name == "" {
@@ -480,12 +498,21 @@ func restoreTool(cfg *config.Config, st *snapshotTool, texts []string) (*Tool, e
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", tool.Name, err)
 	}
-	if err := noHeaderAnnotations(b.InputSchema, ""); err != nil {
-		return nil, fmt.Errorf("%s: input schema: %v", tool.Name, err)
+	// The tool serves its schemas as the snapshot's JSON (Restore checked
+	// it): a tools/list copies the bytes, where it marshalled maps, and
+	// the binding decodes them on the tool's first call.
+	in, out := b.RawSchemas()
+	if mayHaveHeaderAnnotation(in) {
+		if err := b.DecodeSchemas(); err != nil {
+			return nil, fmt.Errorf("%s: %v", tool.Name, err)
+		}
+		if err := noHeaderAnnotations(b.InputSchema, ""); err != nil {
+			return nil, fmt.Errorf("%s: input schema: %v", tool.Name, err)
+		}
 	}
-	tool.InputSchema = b.InputSchema
-	if b.OutputSchema != nil {
-		tool.OutputSchema = b.OutputSchema
+	tool.InputSchema = in
+	if out != nil {
+		tool.OutputSchema = out
 	}
 	tool.Meta = toolMeta(st.Derived)
 	var descs map[string]string
@@ -505,6 +532,15 @@ func restoreTool(cfg *config.Config, st *snapshotTool, texts []string) (*Tool, e
 		baseDescription: st.BaseDescription, size: st.Size, descriptionSHA: st.DescriptionSHA, titleSHA: st.TitleSHA,
 		outputSHA: st.OutputSHA, outputHashed: st.OutputHashed, paramDescriptions: descs,
 	}, nil
+}
+
+// mayHaveHeaderAnnotation reports whether the JSON of an input schema may
+// name an x-mcp-header (see noHeaderAnnotations), without decoding it: the
+// name spelt out, or any \u escape, which could spell it (the name has no
+// character another JSON escape makes). A schema a document made has
+// neither but in rare texts, so nearly every tool's check is this scan.
+func mayHaveHeaderAnnotation(schema json.RawMessage) bool {
+	return bytes.Contains(schema, []byte("x-mcp-header")) || bytes.Contains(schema, []byte(`\u`))
 }
 
 // noHeaderAnnotations refuses an input schema with an x-mcp-header on a
@@ -538,6 +574,9 @@ func restoreResource(cfg *config.Config, sr *snapshotResource) (*Resource, error
 		return nil, fmt.Errorf("unknown upstream %q", sr.Upstream)
 	}
 	b, err := sr.Binding.Restore()
+	if err == nil {
+		err = b.DecodeSchemas() // read at once (its URI's arguments): resources are few
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -585,6 +624,20 @@ func toolMeta(d annotations.Derived) mcp.Meta {
 		meta[MetaLarge] = true
 	}
 	return meta
+}
+
+// schemasAreBinding reports whether t's schemas are its binding's: the
+// binding's maps themselves, or for a tool from a snapshot, the binding's
+// JSON (see restoreTool).
+func schemasAreBinding(t *Tool) bool {
+	b := t.Binding
+	if in, out := b.RawSchemas(); in != nil {
+		tin, _ := t.Tool.InputSchema.(json.RawMessage)
+		tout, _ := t.Tool.OutputSchema.(json.RawMessage)
+		return bytes.Equal(tin, in) && (out == nil) == (t.Tool.OutputSchema == nil) && bytes.Equal(tout, out)
+	}
+	return sameMap(t.Tool.InputSchema, b.InputSchema) && (b.OutputSchema == nil) == (t.Tool.OutputSchema == nil) &&
+		(b.OutputSchema == nil || sameMap(t.Tool.OutputSchema, b.OutputSchema))
 }
 
 // sameMap reports whether schema is the map m itself (not a copy).
