@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/mcpgate/mcpgate/gateway/internal/parallel"
 	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -173,10 +175,19 @@ func buildToolPages(served []*Tool, meta []*mcp.Tool, pageSize int, cacheScope s
 	tools = append(tools, meta...)
 	slices.SortFunc(tools, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
 	tasks := taskToolNames(served) // go-sdk's answer gets them from taskDoor.middleware
+	// Each tool's JSON on every core, then each page's around them (see
+	// spliceTools): one marshal of the page held a growing buffer of its
+	// size twice over.
+	wire := make([][]byte, len(tools))
+	errs := make([]error, len(tools))
+	parallel.Do(len(tools), func(i int) { wire[i], errs[i] = sdkwire.Marshal(tools[i]) })
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("gateway: prebuild tools/list: %v", err)
+	}
 	p := &toolPages{cursors: map[string]int{}, after: map[string]int{}}
 	for start := 0; ; start += pageSize {
 		end := min(start+pageSize, len(tools))
-		res := &mcp.ListToolsResult{Tools: tools[start:end]}
+		res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
 		res.CacheScope = cacheScope
 		if end < len(tools) {
 			last := tools[end-1].Name
@@ -190,6 +201,9 @@ func buildToolPages(served []*Tool, meta []*mcp.Tool, pageSize int, cacheScope s
 		}
 		b, err := sdkwire.Marshal(res)
 		if err == nil {
+			b, err = spliceTools(b, wire[start:end])
+		}
+		if err == nil {
 			b, err = withTaskSupport(b, tasks)
 		}
 		if err != nil {
@@ -200,6 +214,33 @@ func buildToolPages(served []*Tool, meta []*mcp.Tool, pageSize int, cacheScope s
 			return p, nil
 		}
 	}
+}
+
+// spliceTools puts the tools' JSON into a page's, marshalled with no tool:
+// what marshalling the page with them gives, byte for byte, since
+// encoding/json writes a slice's elements as it writes each alone, one
+// comma apart (TestSpliceTools). The page's "tools":[] is found once: no
+// other key of the result can hold it (its cursor is base64, its _meta
+// unset).
+func spliceTools(page []byte, tools [][]byte) ([]byte, error) {
+	empty := []byte(`"tools":[]`)
+	i := bytes.Index(page, empty)
+	if i < 0 || bytes.LastIndex(page, empty) != i {
+		return nil, errors.New(`the list's "tools" is not where it was expected`)
+	}
+	n := len(page)
+	for _, t := range tools {
+		n += len(t) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, page[:i+len(empty)-1]...)
+	for k, t := range tools {
+		if k > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, t...)
+	}
+	return append(out, page[i+len(empty)-1:]...), nil
 }
 
 // page returns the index of the page a cursor names: one of the fast path's

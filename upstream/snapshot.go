@@ -228,12 +228,16 @@ func checkSchemaJSON(raw json.RawMessage, input bool) error {
 	if !input {
 		return nil
 	}
-	// Only the top level's keys: the values stay bytes of raw.
-	var top map[string]json.RawMessage
-	if _, err := sjson.Parse(t, &top, sjson.ZeroCopy); err != nil {
+	// Only the top level's "type", matched exactly as go-sdk's map lookup
+	// matches it (not case-insensitively, as struct fields are by
+	// default); the rest is skipped, and the last "type" wins, as in a map.
+	var top struct {
+		Type json.RawMessage `json:"type"`
+	}
+	if _, err := sjson.Parse(t, &top, sjson.ZeroCopy|sjson.DontMatchCaseInsensitiveStructFields); err != nil {
 		return err
 	}
-	if string(top["type"]) != `"object"` {
+	if string(top.Type) != `"object"` {
 		return errors.New(`not of type "object"`)
 	}
 	return nil

@@ -124,20 +124,24 @@ type snapshotTool struct {
 	// ParamDescriptions are the operation's parameters' descriptions, for
 	// search mode's index (SearchDoc), which reads them from the document:
 	// a parameter's name → its text in ParamTexts.
-	ParamDescriptions map[string]int                `json:"paramDescriptions,omitempty"`
-	Derived           annotations.Derived           `json:"derived"`
-	Mangled           bool                          `json:"mangled,omitempty"`
-	SourceName        string                        `json:"sourceName"`
-	NameTakenBy       string                        `json:"nameTakenBy,omitempty"`
-	Security          openapi3.SecurityRequirements `json:"security"`
-	OAuthScopes       [][]string                    `json:"oauthScopes,omitempty"`
-	Source            string                        `json:"source"`
-	BaseDescription   string                        `json:"baseDescription,omitempty"`
-	Size              int                           `json:"size"`
-	DescriptionSHA    string                        `json:"descriptionSHA"`
-	TitleSHA          string                        `json:"titleSHA"`
-	OutputSHA         string                        `json:"outputSHA,omitempty"`
-	OutputHashed      bool                          `json:"outputHashed,omitempty"`
+	ParamDescriptions map[string]int      `json:"paramDescriptions,omitempty"`
+	Derived           annotations.Derived `json:"derived"`
+	Mangled           bool                `json:"mangled,omitempty"`
+	SourceName        string              `json:"sourceName"`
+	NameTakenBy       string              `json:"nameTakenBy,omitempty"`
+	// Security is the tool's openapi3.SecurityRequirements, as JSON: most
+	// tools share their document's, and restoreSnapshot decodes each
+	// distinct one once (Kubernetes' 1,123 tools: one, where a map per
+	// tool was 5 MB).
+	Security        json.RawMessage `json:"security"`
+	OAuthScopes     [][]string      `json:"oauthScopes,omitempty"`
+	Source          string          `json:"source"`
+	BaseDescription string          `json:"baseDescription,omitempty"`
+	Size            int             `json:"size"`
+	DescriptionSHA  string          `json:"descriptionSHA"`
+	TitleSHA        string          `json:"titleSHA"`
+	OutputSHA       string          `json:"outputSHA,omitempty"`
+	OutputHashed    bool            `json:"outputHashed,omitempty"`
 }
 
 type snapshotResource struct {
@@ -278,10 +282,14 @@ func (c *Catalog) snapshotPayload(ws []string) (*snapshotPayload, error) {
 		if err != nil {
 			return nil, fmt.Errorf("snapshot: tool %s: %v", t.Tool.Name, err)
 		}
+		sec, err := json.Marshal(t.Security)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: tool %s: %v", t.Tool.Name, err)
+		}
 		st := snapshotTool{
 			Tool: raw, Binding: bs, Upstream: t.Upstream, Operation: operationSnapshot(t.Operation),
 			Derived: t.Derived, Mangled: t.Mangled, SourceName: t.SourceName, NameTakenBy: t.NameTakenBy,
-			Security: t.Security, OAuthScopes: t.OAuthScopes, Source: t.Source, BaseDescription: t.baseDescription,
+			Security: sec, OAuthScopes: t.OAuthScopes, Source: t.Source, BaseDescription: t.baseDescription,
 			Size: t.size, DescriptionSHA: t.descriptionSHA, TitleSHA: t.titleSHA, OutputSHA: t.outputSHA, OutputHashed: t.outputHashed,
 		}
 		descs := t.paramDescriptions
@@ -448,7 +456,20 @@ func restoreSnapshot(cfg *config.Config, payload []byte, opts *Options) (*Catalo
 	// On every core: each tool's JSON and checks of its schemas' JSON.
 	cat.Tools = make([]*Tool, len(p.Tools))
 	errs := make([]error, len(p.Tools))
-	parallel.Do(len(p.Tools), func(i int) { cat.Tools[i], errs[i] = restoreTool(cfg, &p.Tools[i], p.ParamTexts) })
+	secs := make([]openapi3.SecurityRequirements, len(p.Tools))
+	distinct := map[string]openapi3.SecurityRequirements{}
+	for i := range p.Tools {
+		raw := p.Tools[i].Security
+		sec, ok := distinct[string(raw)]
+		if !ok {
+			if _, err := sjson.Parse(raw, &sec, sjson.ZeroCopy); err != nil {
+				return nil, fmt.Errorf("tool %d: security: %v", i, err)
+			}
+			distinct[string(raw)] = sec
+		}
+		secs[i] = sec // shared, as a full load shares its document's
+	}
+	parallel.Do(len(p.Tools), func(i int) { cat.Tools[i], errs[i] = restoreTool(cfg, &p.Tools[i], secs[i], p.ParamTexts) })
 	names := make(map[string]bool, len(p.Tools))
 	for i, err := range errs {
 		if err != nil {
@@ -480,7 +501,7 @@ func restoreSnapshot(cfg *config.Config, payload []byte, opts *Options) (*Catalo
 	return cat, nil
 }
 
-func restoreTool(cfg *config.Config, st *snapshotTool, texts []string) (*Tool, error) {
+func restoreTool(cfg *config.Config, st *snapshotTool, sec openapi3.SecurityRequirements, texts []string) (*Tool, error) {
 	if st.Binding == nil {
 		return nil, errors.New("no binding")
 	}
@@ -528,7 +549,7 @@ func restoreTool(cfg *config.Config, st *snapshotTool, texts []string) (*Tool, e
 	return &Tool{
 		Tool: &tool, Binding: b, Upstream: st.Upstream, Operation: st.Operation.operation(),
 		Derived: st.Derived, Mangled: st.Mangled, SourceName: st.SourceName, NameTakenBy: st.NameTakenBy,
-		Security: st.Security, OAuthScopes: st.OAuthScopes, Source: st.Source,
+		Security: sec, OAuthScopes: st.OAuthScopes, Source: st.Source,
 		baseDescription: st.BaseDescription, size: st.Size, descriptionSHA: st.DescriptionSHA, titleSHA: st.TitleSHA,
 		outputSHA: st.OutputSHA, outputHashed: st.OutputHashed, paramDescriptions: descs,
 	}, nil
