@@ -15,6 +15,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -426,7 +427,13 @@ func restoreSnapshot(cfg *config.Config, payload []byte, opts *Options) (*Catalo
 	// strings and the schemas' JSON are read in place, not copied (a new
 	// process pays for every page of fresh memory it touches), so they
 	// keep payload, which nothing writes, for as long as they are served.
-	var p snapshotPayload
+	//
+	// The tools are most of the payload: this decode only finds each
+	// one's JSON, and each is decoded on every core below.
+	var p struct {
+		snapshotPayload
+		Tools []json.RawMessage `json:"tools"`
+	}
 	if _, err := sjson.Parse(payload, &p, sjson.ZeroCopy); err != nil {
 		return nil, err
 	}
@@ -456,20 +463,15 @@ func restoreSnapshot(cfg *config.Config, payload []byte, opts *Options) (*Catalo
 	// On every core: each tool's JSON and checks of its schemas' JSON.
 	cat.Tools = make([]*Tool, len(p.Tools))
 	errs := make([]error, len(p.Tools))
-	secs := make([]openapi3.SecurityRequirements, len(p.Tools))
-	distinct := map[string]openapi3.SecurityRequirements{}
-	for i := range p.Tools {
-		raw := p.Tools[i].Security
-		sec, ok := distinct[string(raw)]
-		if !ok {
-			if _, err := sjson.Parse(raw, &sec, sjson.ZeroCopy); err != nil {
-				return nil, fmt.Errorf("tool %d: security: %v", i, err)
-			}
-			distinct[string(raw)] = sec
+	secs := &securities{distinct: map[string]openapi3.SecurityRequirements{}}
+	parallel.Do(len(p.Tools), func(i int) {
+		var st snapshotTool
+		if _, err := sjson.Parse(p.Tools[i], &st, sjson.ZeroCopy); err != nil {
+			errs[i] = err
+			return
 		}
-		secs[i] = sec // shared, as a full load shares its document's
-	}
-	parallel.Do(len(p.Tools), func(i int) { cat.Tools[i], errs[i] = restoreTool(cfg, &p.Tools[i], secs[i], p.ParamTexts) })
+		cat.Tools[i], errs[i] = restoreTool(cfg, &st, secs, p.ParamTexts)
+	})
 	names := make(map[string]bool, len(p.Tools))
 	for i, err := range errs {
 		if err != nil {
@@ -501,7 +503,28 @@ func restoreSnapshot(cfg *config.Config, payload []byte, opts *Options) (*Catalo
 	return cat, nil
 }
 
-func restoreTool(cfg *config.Config, st *snapshotTool, sec openapi3.SecurityRequirements, texts []string) (*Tool, error) {
+// securities decodes each distinct security requirement of a snapshot's
+// tools once (see snapshotTool.Security), for restoreTool on every core.
+type securities struct {
+	mu       sync.Mutex
+	distinct map[string]openapi3.SecurityRequirements
+}
+
+func (s *securities) of(raw json.RawMessage) (openapi3.SecurityRequirements, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sec, ok := s.distinct[string(raw)]; ok {
+		return sec, nil // shared, as a full load shares its document's
+	}
+	var sec openapi3.SecurityRequirements
+	if _, err := sjson.Parse(raw, &sec, sjson.ZeroCopy); err != nil {
+		return nil, fmt.Errorf("security: %v", err)
+	}
+	s.distinct[string(raw)] = sec
+	return sec, nil
+}
+
+func restoreTool(cfg *config.Config, st *snapshotTool, secs *securities, texts []string) (*Tool, error) {
 	if st.Binding == nil {
 		return nil, errors.New("no binding")
 	}
@@ -511,6 +534,10 @@ func restoreTool(cfg *config.Config, st *snapshotTool, sec openapi3.SecurityRequ
 	var tool mcp.Tool
 	if _, err := sjson.Parse(st.Tool, &tool, sjson.ZeroCopy); err != nil {
 		return nil, err
+	}
+	sec, err := secs.of(st.Security)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", tool.Name, err)
 	}
 	if tool.Name == "" {
 		return nil, errors.New("a tool without a name")
