@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -180,7 +181,7 @@ func buildToolPages(served []*Tool, meta []*mcp.Tool, pageSize int, cacheScope s
 	// size twice over.
 	wire := make([][]byte, len(tools))
 	errs := make([]error, len(tools))
-	parallel.Do(len(tools), func(i int) { wire[i], errs[i] = sdkwire.Marshal(tools[i]) })
+	parallel.Do(len(tools), func(i int) { wire[i], errs[i] = toolJSON(tools[i]) })
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("gateway: prebuild tools/list: %v", err)
 	}
@@ -241,6 +242,60 @@ func spliceTools(page []byte, tools [][]byte) ([]byte, error) {
 		out = append(out, t...)
 	}
 	return append(out, page[i+len(empty)-1:]...), nil
+}
+
+// toolJSON is sdkwire.Marshal(t). A tool from a snapshot holds its schemas
+// as JSON (json.RawMessage) its snapshot's reader checked: encoding/json
+// would check it twice more and copy it compacted, a third of a start's
+// work for Kubernetes' list. Here the tool is marshalled with a one-byte
+// stand-in for each schema, each then replaced by the schema's bytes: the
+// same bytes, since a snapshot's schemas are compact as written
+// (TestSpliceTools). A stand-in is found once or not at all (no string
+// can hold `"inputSchema":0`, its quotes would be escaped; _meta is the
+// gateway's own), else the tool is marshalled whole.
+func toolJSON(t *mcp.Tool) ([]byte, error) {
+	in, ok := t.InputSchema.(json.RawMessage)
+	out, outOK := t.OutputSchema.(json.RawMessage)
+	if !ok || t.OutputSchema != nil && !outOK {
+		return sdkwire.Marshal(t)
+	}
+	bare := *t
+	bare.InputSchema = json.RawMessage("0")
+	if out != nil {
+		bare.OutputSchema = json.RawMessage("1")
+	}
+	b, err := sdkwire.Marshal(&bare)
+	if err != nil {
+		return nil, err
+	}
+	inAt := standIn(b, `"inputSchema":0`)
+	outAt := len(b)
+	if out != nil {
+		outAt = standIn(b, `"outputSchema":1`)
+	}
+	if inAt < 0 || outAt < 0 || outAt < inAt {
+		return sdkwire.Marshal(t)
+	}
+	n := len(b) + len(in) + len(out)
+	w := make([]byte, 0, n)
+	w = append(w, b[:inAt]...)
+	w = append(w, in...)
+	if out == nil {
+		return append(w, b[inAt+1:]...), nil
+	}
+	w = append(w, b[inAt+1:outAt]...)
+	w = append(w, out...)
+	return append(w, b[outAt+1:]...), nil
+}
+
+// standIn returns where key's one-byte value is in b — the index of the
+// byte after key's colon — or -1 when key is not there exactly once.
+func standIn(b []byte, key string) int {
+	i := bytes.Index(b, []byte(key))
+	if i < 0 || bytes.LastIndex(b, []byte(key)) != i {
+		return -1
+	}
+	return i + len(key) - 1
 }
 
 // page returns the index of the page a cursor names: one of the fast path's

@@ -25,11 +25,13 @@ func TestSpliceTools(t *testing.T) {
 			Description: "a <b>bold</b> & \u2028 line\nand \xff" + strings.Repeat("x", i),
 			InputSchema: map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string", "description": "<&>"}}},
 		}
-		switch i % 3 {
-		case 1:
+		switch {
+		case i == 6:
+			tool.InputSchema = json.RawMessage(`{"type":"object","description":"no output schema: \"inputSchema\":0"}`)
+		case i%3 == 1:
 			tool.InputSchema = json.RawMessage(`{"properties":{"n":{"maximum":9007199254740993,"type":"integer","description":"a < b && c > d"}},"type":"object"}`)
 			tool.OutputSchema = json.RawMessage(`{"type":"object"}`)
-		case 2:
+		case i%3 == 2:
 			tool.Meta = mcp.Meta{"mcpgate/provenance": map[string]any{"title": "operationId"}}
 			tool.Annotations = &mcp.ToolAnnotations{Title: "T & <t>", ReadOnlyHint: true}
 		}
@@ -87,6 +89,21 @@ func wholePages(t *testing.T, served []*Tool, meta []*mcp.Tool, pageSize int, sc
 		if end == len(tools) {
 			return pages
 		}
+	}
+}
+
+// TestToolJSONNotCompact: a schema's JSON that is not compact (not as
+// build writes it: a payload made by hand) is served as it is, still one
+// valid JSON object per tool.
+func TestToolJSONNotCompact(t *testing.T) {
+	tool := &mcp.Tool{Name: "t", InputSchema: json.RawMessage(`{ "type" : "object" }`), OutputSchema: json.RawMessage(`{"type": "object"}`)}
+	b, err := toolJSON(tool)
+	if err != nil || !json.Valid(b) {
+		t.Fatalf("got %s, %v", b, err)
+	}
+	var back struct{ InputSchema, OutputSchema map[string]any }
+	if err := json.Unmarshal(b, &back); err != nil || back.InputSchema["type"] != "object" || back.OutputSchema["type"] != "object" {
+		t.Fatalf("got %s (%v)", b, err)
 	}
 }
 
