@@ -394,34 +394,64 @@ func LoadSnapshot(ctx context.Context, cfg *config.Config, data []byte, opts *Sn
 		if d.Upstream != u.Name || d.Source != u.OpenAPI {
 			return nil, &SnapshotError{What: "config", Detail: fmt.Sprintf("upstream %s: the snapshot's document is %s, the configuration's %s", u.Name, d.Source, u.OpenAPI)}
 		}
-		sum, err := documentSHA256(ctx, u, &upstream.LoadOptions{Client: so.Client})
-		if err != nil {
-			return nil, &SnapshotError{What: "read", Detail: fmt.Sprintf("upstream %s: cannot read %s to hash it: %v", u.Name, u.OpenAPI, err)}
-		}
-		if sum != d.SHA256 {
-			return nil, &SnapshotError{What: "document", Detail: fmt.Sprintf("upstream %s: the hash of document %s differs", u.Name, u.OpenAPI)}
-		}
 	}
+	// The documents are read and hashed while the payload is checked and
+	// decoded (each is a few ms of a start: Kubernetes' is 4 MB); the
+	// catalog is used only once every hash matches, and a failing check
+	// is reported in the order of the table in docs/snapshot.md.
+	docErr := make(chan error, 1)
+	go func() { docErr <- checkDocuments(ctx, cfg, h.Documents, &so) }()
 	payload := data[nl+1:]
+	var cat *Catalog
+	var validation []string
+	var payloadErr error
 	if sha256Hex(payload) != h.Payload {
-		return nil, &SnapshotError{What: "payload", Detail: "the catalog in the file does not match its hash (truncated or altered)"}
+		payloadErr = &SnapshotError{What: "payload", Detail: "the catalog in the file does not match its hash (truncated or altered)"}
+	} else if cat, validation, err = restoreSnapshot(cfg, payload); err != nil {
+		payloadErr = &SnapshotError{What: "payload", Detail: "the catalog in the file cannot be read: " + err.Error()}
 	}
-	cat, err := restoreSnapshot(cfg, payload, o)
-	if err != nil {
-		return nil, &SnapshotError{What: "payload", Detail: "the catalog in the file cannot be read: " + err.Error()}
+	if err := <-docErr; err != nil {
+		return nil, err
+	}
+	if payloadErr != nil {
+		return nil, payloadErr
+	}
+	if o != nil && o.Validated != nil {
+		go func() {
+			if o.ValidateAfter != nil {
+				if start := <-o.ValidateAfter; !start {
+					return
+				}
+			}
+			o.Validated(validation)
+		}()
 	}
 	return cat, nil
 }
 
-// restoreSnapshot makes the catalog a payload holds. Every check a call
-// relies on is made here (BindingSnapshot.Restore, the URI templates), so
-// that a payload that decodes but was not written by WriteSnapshot is an
-// error, not a panic later.
-func restoreSnapshot(cfg *config.Config, payload []byte, opts *Options) (*Catalog, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
+// checkDocuments hashes each upstream's document as it is now and compares
+// it with the snapshot's hash of it (in the configuration's order: the
+// first that differs is the reason).
+func checkDocuments(ctx context.Context, cfg *config.Config, docs []snapshotDocument, so *SnapshotOptions) error {
+	for i := range cfg.Upstreams {
+		u, d := &cfg.Upstreams[i], docs[i]
+		sum, err := documentSHA256(ctx, u, &upstream.LoadOptions{Client: so.Client})
+		if err != nil {
+			return &SnapshotError{What: "read", Detail: fmt.Sprintf("upstream %s: cannot read %s to hash it: %v", u.Name, u.OpenAPI, err)}
+		}
+		if sum != d.SHA256 {
+			return &SnapshotError{What: "document", Detail: fmt.Sprintf("upstream %s: the hash of document %s differs", u.Name, u.OpenAPI)}
+		}
 	}
+	return nil
+}
+
+// restoreSnapshot makes the catalog a payload holds, and returns the
+// warnings its build's validation found. Every check a call relies on is
+// made here (BindingSnapshot.Restore, the URI templates), so that a payload
+// that decodes but was not written by WriteSnapshot is an error, not a
+// panic later.
+func restoreSnapshot(cfg *config.Config, payload []byte) (*Catalog, []string, error) {
 	// segmentio's decoder (go-sdk's): 2–3× encoding/json's speed here, the
 	// largest single step of a start from a snapshot. ZeroCopy: its
 	// strings and the schemas' JSON are read in place, not copied (a new
@@ -435,7 +465,7 @@ func restoreSnapshot(cfg *config.Config, payload []byte, opts *Options) (*Catalo
 		Tools []json.RawMessage `json:"tools"`
 	}
 	if _, err := sjson.Parse(payload, &p, sjson.ZeroCopy); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cat := &Catalog{
 		bases: map[string]baseURL{}, sanitized: p.Sanitized, resourceURIs: p.ResourceURIs,
@@ -453,12 +483,12 @@ func restoreSnapshot(cfg *config.Config, payload []byte, opts *Options) (*Catalo
 	}
 	for i := range cfg.Upstreams {
 		if _, ok := cat.bases[cfg.Upstreams[i].Name]; !ok {
-			return nil, fmt.Errorf("no base URL for upstream %s", cfg.Upstreams[i].Name)
+			return nil, nil, fmt.Errorf("no base URL for upstream %s", cfg.Upstreams[i].Name)
 		}
 	}
 	var err error
 	if cat.Prompts, err = buildPrompts(cfg, cfg.SanitizesText()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// On every core: each tool's JSON and checks of its schemas' JSON.
 	cat.Tools = make([]*Tool, len(p.Tools))
@@ -475,10 +505,10 @@ func restoreSnapshot(cfg *config.Config, payload []byte, opts *Options) (*Catalo
 	names := make(map[string]bool, len(p.Tools))
 	for i, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("tool %d: %v", i, err)
+			return nil, nil, fmt.Errorf("tool %d: %v", i, err)
 		}
 		if n := cat.Tools[i].Tool.Name; names[n] {
-			return nil, fmt.Errorf("tool %s twice", n)
+			return nil, nil, fmt.Errorf("tool %s twice", n)
 		} else {
 			names[n] = true
 		}
@@ -486,21 +516,11 @@ func restoreSnapshot(cfg *config.Config, payload []byte, opts *Options) (*Catalo
 	for i := range p.Resources {
 		r, err := restoreResource(cfg, &p.Resources[i])
 		if err != nil {
-			return nil, fmt.Errorf("resource %d: %v", i, err)
+			return nil, nil, fmt.Errorf("resource %d: %v", i, err)
 		}
 		cat.Resources = append(cat.Resources, r)
 	}
-	if o.Validated != nil {
-		go func() {
-			if o.ValidateAfter != nil {
-				if start := <-o.ValidateAfter; !start {
-					return
-				}
-			}
-			o.Validated(p.Validation)
-		}()
-	}
-	return cat, nil
+	return cat, p.Validation, nil
 }
 
 // securities decodes each distinct security requirement of a snapshot's
