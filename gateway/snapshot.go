@@ -57,7 +57,6 @@ func readSnapshot(ctx context.Context, cfg *Config, path string, opts *CatalogOp
 	case fi.Size() > catalog.MaxSnapshotBytes:
 		return nil, &SnapshotError{What: "format", Detail: fmt.Sprintf("%s is over %d MiB", path, catalog.MaxSnapshotBytes>>20)}
 	}
-
 	data, err := readSnapshotFile(path, fi.Size()) // sized by the file: io.ReadAll's doubling cost 10 ms on 8 MB
 	if err != nil {
 		return nil, &SnapshotError{What: "read", Detail: err.Error()}
