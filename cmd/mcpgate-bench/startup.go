@@ -22,7 +22,7 @@ import (
 // rounds alternate full and snapshot so that a busy spell of this shared
 // machine lands on both.
 //
-//	go run ./cmd/mcpgate-bench startup [-rounds 5] [-specs a.json,b.json]
+//	go run ./cmd/mcpgate-bench startup [-rounds 5] [-specs a.json,b.json] [-modes full,snapshot]
 func runStartup(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("mcpgate-bench startup", flag.ContinueOnError)
 	specs := fs.String("specs", "../shared/corpus/kubernetes-swagger-2.0.json,../shared/corpus/stripe-spec3-2022.json", "comma-separated OpenAPI `documents`, each served with --all")
