@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -131,8 +132,11 @@ type Finding struct {
 }
 
 // destructiveWords are verbs that, in an operation's name or path, suggest it
-// destroys something.
-var destructiveWords = regexp.MustCompile(`(?i)(^|[^a-z])(delete|remove|purge|destroy|cancel|terminate|abort|wipe|erase|revoke|drop)`)
+// destroys something. Compiled on first use (the lint): under a millisecond,
+// but every process's start paid it.
+var destructiveWords = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(^|[^a-z])(delete|remove|purge|destroy|cancel|terminate|abort|wipe|erase|revoke|drop)`)
+})
 
 // LintRules are the audit's lint rules.
 var LintRules = []Rule{
@@ -204,7 +208,7 @@ var LintRules = []Rule{
 			}
 			// Cut camelCase apart first (processDelete, orderCancel), as
 			// titles are.
-			if m := destructiveWords.FindStringSubmatch(splitWords(t.OperationID) + " " + t.Path + " " + splitWords(t.Name)); m != nil {
+			if m := destructiveWords().FindStringSubmatch(splitWords(t.OperationID) + " " + t.Path + " " + splitWords(t.Name)); m != nil {
 				return fmt.Sprintf("%q suggests it is destructive, but destructiveHint is false (from %s)", strings.ToLower(m[2]), t.Provenance.Destructive)
 			}
 			return ""
@@ -283,7 +287,7 @@ var LintRules = []Rule{
 			if t.Method != "" || !t.Annotations.ReadOnlyHint {
 				return ""
 			}
-			if m := destructiveWords.FindStringSubmatch(splitWords(t.SourceName) + " " + splitWords(t.Name)); m != nil {
+			if m := destructiveWords().FindStringSubmatch(splitWords(t.SourceName) + " " + splitWords(t.Name)); m != nil {
 				return fmt.Sprintf("%q suggests it is destructive, but readOnlyHint is true (from %s)", strings.ToLower(m[2]), t.Provenance.ReadOnly)
 			}
 			return ""

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/mcpgate/mcpgate/gateway/internal/parallel"
 	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -173,10 +176,19 @@ func buildToolPages(served []*Tool, meta []*mcp.Tool, pageSize int, cacheScope s
 	tools = append(tools, meta...)
 	slices.SortFunc(tools, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
 	tasks := taskToolNames(served) // go-sdk's answer gets them from taskDoor.middleware
+	// Each tool's JSON on every core, then each page's around them (see
+	// spliceTools): one marshal of the page held a growing buffer of its
+	// size twice over.
+	wire := make([][]byte, len(tools))
+	errs := make([]error, len(tools))
+	parallel.Do(len(tools), func(i int) { wire[i], errs[i] = toolJSON(tools[i]) })
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("gateway: prebuild tools/list: %v", err)
+	}
 	p := &toolPages{cursors: map[string]int{}, after: map[string]int{}}
 	for start := 0; ; start += pageSize {
 		end := min(start+pageSize, len(tools))
-		res := &mcp.ListToolsResult{Tools: tools[start:end]}
+		res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
 		res.CacheScope = cacheScope
 		if end < len(tools) {
 			last := tools[end-1].Name
@@ -190,6 +202,9 @@ func buildToolPages(served []*Tool, meta []*mcp.Tool, pageSize int, cacheScope s
 		}
 		b, err := sdkwire.Marshal(res)
 		if err == nil {
+			b, err = spliceTools(b, wire[start:end])
+		}
+		if err == nil {
 			b, err = withTaskSupport(b, tasks)
 		}
 		if err != nil {
@@ -200,6 +215,87 @@ func buildToolPages(served []*Tool, meta []*mcp.Tool, pageSize int, cacheScope s
 			return p, nil
 		}
 	}
+}
+
+// spliceTools puts the tools' JSON into a page's, marshalled with no tool:
+// what marshalling the page with them gives, byte for byte, since
+// encoding/json writes a slice's elements as it writes each alone, one
+// comma apart (TestSpliceTools). The page's "tools":[] is found once: no
+// other key of the result can hold it (its cursor is base64, its _meta
+// unset).
+func spliceTools(page []byte, tools [][]byte) ([]byte, error) {
+	empty := []byte(`"tools":[]`)
+	i := bytes.Index(page, empty)
+	if i < 0 || bytes.LastIndex(page, empty) != i {
+		return nil, errors.New(`the list's "tools" is not where it was expected`)
+	}
+	n := len(page)
+	for _, t := range tools {
+		n += len(t) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, page[:i+len(empty)-1]...)
+	for k, t := range tools {
+		if k > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, t...)
+	}
+	return append(out, page[i+len(empty)-1:]...), nil
+}
+
+// toolJSON is sdkwire.Marshal(t). A tool from a snapshot holds its schemas
+// as JSON (json.RawMessage) its snapshot's reader checked: encoding/json
+// would check it twice more and copy it compacted, a third of a start's
+// work for Kubernetes' list. Here the tool is marshalled with a one-byte
+// stand-in for each schema, each then replaced by the schema's bytes: the
+// same bytes, since a snapshot's schemas are compact as written
+// (TestSpliceTools). A stand-in is found once or not at all (no string
+// can hold `"inputSchema":0`, its quotes would be escaped; _meta is the
+// gateway's own), else the tool is marshalled whole.
+func toolJSON(t *mcp.Tool) ([]byte, error) {
+	in, ok := t.InputSchema.(json.RawMessage)
+	out, outOK := t.OutputSchema.(json.RawMessage)
+	if !ok || t.OutputSchema != nil && !outOK {
+		return sdkwire.Marshal(t)
+	}
+	bare := *t
+	bare.InputSchema = json.RawMessage("0")
+	if out != nil {
+		bare.OutputSchema = json.RawMessage("1")
+	}
+	b, err := sdkwire.Marshal(&bare)
+	if err != nil {
+		return nil, err
+	}
+	inAt := standIn(b, `"inputSchema":0`)
+	outAt := len(b)
+	if out != nil {
+		outAt = standIn(b, `"outputSchema":1`)
+	}
+	if inAt < 0 || outAt < 0 || outAt < inAt {
+		return sdkwire.Marshal(t)
+	}
+	n := len(b) + len(in) + len(out)
+	w := make([]byte, 0, n)
+	w = append(w, b[:inAt]...)
+	w = append(w, in...)
+	if out == nil {
+		return append(w, b[inAt+1:]...), nil
+	}
+	w = append(w, b[inAt+1:outAt]...)
+	w = append(w, out...)
+	return append(w, b[outAt+1:]...), nil
+}
+
+// standIn returns where key's one-byte value is in b — the index of the
+// byte after key's colon — or -1 when key is not there exactly once.
+func standIn(b []byte, key string) int {
+	i := bytes.Index(b, []byte(key))
+	if i < 0 || bytes.LastIndex(b, []byte(key)) != i {
+		return -1
+	}
+	return i + len(key) - 1
 }
 
 // page returns the index of the page a cursor names: one of the fast path's

@@ -154,7 +154,8 @@ type Gateway struct {
 	// sdkTools is closed once go-sdk's server holds every tool (addTools):
 	// what go-sdk serves waits for it.
 	sdkTools     chan struct{}
-	fromSnapshot bool // the catalog came from Options.Snapshot
+	fromSnapshot bool    // the catalog came from Options.Snapshot
+	later        []*Tool // from a snapshot: the tools addToolsLater adds to go-sdk's server
 
 	// What go-sdk's server holds, and the reload's following (follow.go):
 	// sdk, the tools g registered and their handlers; succ, the gateway g's
@@ -357,6 +358,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 		g.live.ready = true // from now on, an upstream's changes are served (relist)
 		g.live.mu.Unlock()
 	}
+	g.addToolsLater() // from a snapshot: see addTools
 	return g, nil
 }
 

@@ -57,7 +57,7 @@ func readSnapshot(ctx context.Context, cfg *Config, path string, opts *CatalogOp
 	case fi.Size() > catalog.MaxSnapshotBytes:
 		return nil, &SnapshotError{What: "format", Detail: fmt.Sprintf("%s is over %d MiB", path, catalog.MaxSnapshotBytes>>20)}
 	}
-	data, err := os.ReadFile(path) // sized by the file: io.ReadAll's doubling cost 10 ms on 8 MB
+	data, err := readSnapshotFile(path, fi.Size()) // sized by the file: io.ReadAll's doubling cost 10 ms on 8 MB
 	if err != nil {
 		return nil, &SnapshotError{What: "read", Detail: err.Error()}
 	}
@@ -128,24 +128,38 @@ func goBuildID(exe string) string {
 // checked tool, and lists tools by name whatever the order they were added
 // in.
 //
-// From a snapshot, where it would be most of the start, it runs in the
-// background: the fast path (stateless tools/list and tools/call) serves
-// from the catalog and needs none of it, and whatever is handed to go-sdk
-// (initialize, stateful sessions, stdio, Server) waits on g.sdkTools, for
-// the tens of ms it takes.
+// From a snapshot, where it would be most of the start, it only notes the
+// tools: New's last step (addToolsLater) adds them in the background, so
+// that the rest of New does not share the machine's cores and fresh memory
+// with it (on 2 cores it doubled the fast path's build). The fast path
+// (stateless tools/list and tools/call) serves from the catalog and needs
+// none of it; whatever is handed to go-sdk (initialize, stateful sessions,
+// stdio, Server) waits on g.sdkTools, for the tens of ms it takes after
+// New returns.
 func (g *Gateway) addTools(served []*Tool) {
 	if g.fromSnapshot {
-		// One goroutine: the start goes on on the other cores.
-		go func() {
-			for _, t := range served {
-				g.addSDKTool(t.Tool, g.handler(t))
-			}
-			close(g.sdkTools)
-		}()
+		g.later = served
 		return
 	}
 	parallel.Do(len(served), func(i int) {
 		g.addSDKTool(served[i].Tool, g.handler(served[i]))
 	})
 	close(g.sdkTools)
+}
+
+// addToolsLater adds the tools addTools noted, in one goroutine (the start
+// goes on on the other cores), once New has built everything else. A New
+// that fails never starts it.
+func (g *Gateway) addToolsLater() {
+	if !g.fromSnapshot {
+		return
+	}
+	served := g.later
+	g.later = nil
+	go func() {
+		for _, t := range served {
+			g.addSDKTool(t.Tool, g.handler(t))
+		}
+		close(g.sdkTools)
+	}()
 }

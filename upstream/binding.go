@@ -29,10 +29,20 @@ type Binding struct {
 	// Path is the operation's path template, e.g. "/pets/{petId}".
 	Path string
 	// InputSchema is the tool's inputSchema: always {"type": "object", ...}.
+	// A binding restored from a snapshot has it only once DecodeSchemas
+	// (or its first call, or Compile) has run: see RawSchemas.
 	InputSchema map[string]any
 	// OutputSchema is the tool's outputSchema, or nil. It is always of type
 	// object; a non-object response schema is wrapped as {"result": ...}.
+	// From a snapshot, as InputSchema.
 	OutputSchema map[string]any
+
+	// rawIn and rawOut are a restored binding's schemas as the snapshot
+	// holds them (BindingSnapshot.Restore), decoded into InputSchema and
+	// OutputSchema once, by DecodeSchemas; nil for a binding made by Bind.
+	rawIn, rawOut json.RawMessage
+	rawOnce       sync.Once
+	rawErr        error
 
 	// Degraded says how the schemas were cut to fit the size budget, if
 	// they were.

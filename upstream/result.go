@@ -316,6 +316,9 @@ func (b *Binding) outputValidator() (*jsonschema.Schema, error) {
 }
 
 func (b *Binding) compileOutput() {
+	if b.outCompileErr = b.DecodeSchemas(); b.outCompileErr != nil {
+		return
+	}
 	b.outValidator, b.outCompileErr = compileTool(b.OutputSchema, "output")
 	b.outObjectOnly = !b.wrapResult && b.outCompileErr == nil && objectOnlySchema(b.OutputSchema)
 }

@@ -70,12 +70,16 @@ func (b *Binding) Snapshot() (*BindingSnapshot, error) {
 		WrapResult:          b.wrapResult, MaxResponse: b.maxResponse,
 	}
 	var err error
-	if s.InputSchema, err = json.Marshal(b.InputSchema); err != nil {
-		return nil, fmt.Errorf("input schema: %v", err)
-	}
-	if b.OutputSchema != nil {
-		if s.OutputSchema, err = json.Marshal(b.OutputSchema); err != nil {
-			return nil, fmt.Errorf("output schema: %v", err)
+	if b.rawIn != nil {
+		s.InputSchema, s.OutputSchema = b.rawIn, b.rawOut // restored: its schemas as they were read
+	} else {
+		if s.InputSchema, err = marshalSchema(b.InputSchema); err != nil {
+			return nil, fmt.Errorf("input schema: %v", err)
+		}
+		if b.OutputSchema != nil {
+			if s.OutputSchema, err = marshalSchema(b.OutputSchema); err != nil {
+				return nil, fmt.Errorf("output schema: %v", err)
+			}
 		}
 	}
 	for _, p := range b.params {
@@ -110,18 +114,20 @@ func (s *BindingSnapshot) Restore() (*Binding, error) {
 	if s.Method == "" || s.Method != strings.ToUpper(s.Method) {
 		return nil, fmt.Errorf("method %q is not an upper-case HTTP method", s.Method)
 	}
-	var err error
-	if b.InputSchema, err = decodeSchema(s.InputSchema); err != nil {
+	// The schemas are checked here and decoded on first use
+	// (DecodeSchemas): decoding them into maps was half of a start from a
+	// snapshot, for tools most replicas never call.
+	if err := checkSchemaJSON(s.InputSchema, true); err != nil {
 		return nil, fmt.Errorf("input schema: %v", err)
 	}
-	if b.InputSchema == nil || b.InputSchema["type"] != "object" {
-		return nil, errors.New(`input schema: not of type "object"`)
-	}
+	b.rawIn = s.InputSchema
 	if len(s.OutputSchema) > 0 {
-		if b.OutputSchema, err = decodeSchema(s.OutputSchema); err != nil {
+		if err := checkSchemaJSON(s.OutputSchema, false); err != nil {
 			return nil, fmt.Errorf("output schema: %v", err)
 		}
+		b.rawOut = s.OutputSchema
 	}
+	var err error
 	for _, p := range s.Params {
 		switch p.In {
 		case openapi3.ParameterInPath, openapi3.ParameterInQuery, openapi3.ParameterInHeader, openapi3.ParameterInCookie:
@@ -147,6 +153,94 @@ func (s *BindingSnapshot) Restore() (*Binding, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// RawSchemas returns a restored binding's input and output schemas as the
+// snapshot holds them — the JSON a tools/list serves, written by
+// marshalSchema — and nil for a binding made by Bind (its schemas are
+// InputSchema and OutputSchema). out is nil when the tool has no output
+// schema.
+func (b *Binding) RawSchemas() (in, out json.RawMessage) { return b.rawIn, b.rawOut }
+
+// DecodeSchemas makes a restored binding's InputSchema and OutputSchema
+// from its snapshot's JSON, once; later calls return the first outcome. It
+// is nil at once for a binding made by Bind. A call decodes them first
+// (Compile), so only code that reads the schemas of a restored binding
+// before any call needs it.
+//
+// Restore checked the JSON (checkSchemaJSON), so this fails only for a
+// schema nested past what the decoder takes; the error names the
+// operation, and the tool's calls answer with it.
+func (b *Binding) DecodeSchemas() error {
+	b.rawOnce.Do(func() {
+		if b.rawIn == nil {
+			return
+		}
+		in, err := decodeSchema(b.rawIn)
+		if err != nil {
+			b.rawErr = fmt.Errorf("%s %s: the snapshot's input schema cannot be read: %v", b.Method, b.Path, err)
+			return
+		}
+		var out map[string]any
+		if b.rawOut != nil {
+			if out, err = decodeSchema(b.rawOut); err != nil {
+				b.rawErr = fmt.Errorf("%s %s: the snapshot's output schema cannot be read: %v", b.Method, b.Path, err)
+				return
+			}
+		}
+		b.InputSchema, b.OutputSchema = in, out
+	})
+	return b.rawErr
+}
+
+// marshalSchema is a schema's JSON as a tools/list serves it: compact, map
+// keys sorted, and <, > and & left as they are (the gateway's encoder, see
+// sdkwire.Marshal). An encoder that escapes them (go-sdk's) escapes them
+// in this JSON too, when it writes it as a json.RawMessage; so a snapshot's
+// tool, whose schemas are this JSON, is served byte for byte as the tool
+// made from the document.
+func marshalSchema(schema map[string]any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(schema); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// checkSchemaJSON checks, without decoding it whole, what a served schema
+// must be: one JSON object and nothing after it, and for an input schema
+// one whose "type" is "object" (go-sdk's AddTool panics on any other; the
+// check is on the JSON text "object", so an escaped spelling of it is
+// refused too). The schema is served as these bytes (RawSchemas), so its
+// syntax is checked as the encoder that serves it checks it (encoding/json's
+// Valid): a payload that was not written by Snapshot is refused here, at
+// the start, not at its first tools/list.
+func checkSchemaJSON(raw json.RawMessage, input bool) error {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	if len(t) == 0 || t[0] != '{' {
+		return errors.New("not a JSON object")
+	}
+	if !json.Valid(t) {
+		return errors.New("not valid JSON")
+	}
+	if !input {
+		return nil
+	}
+	// Only the top level's "type", matched exactly as go-sdk's map lookup
+	// matches it (not case-insensitively, as struct fields are by
+	// default); the rest is skipped, and the last "type" wins, as in a map.
+	var top struct {
+		Type json.RawMessage `json:"type"`
+	}
+	if _, err := sjson.Parse(t, &top, sjson.ZeroCopy|sjson.DontMatchCaseInsensitiveStructFields); err != nil {
+		return err
+	}
+	if string(top.Type) != `"object"` {
+		return errors.New(`not of type "object"`)
+	}
+	return nil
 }
 
 // decodeSchema decodes a JSON object with numbers kept as json.Number: a

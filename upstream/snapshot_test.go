@@ -44,6 +44,17 @@ func TestBindingSnapshotRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The schemas stay JSON until DecodeSchemas (or the first call), and
+	// that JSON is the bound schemas' as the gateway's encoder writes them.
+	rin, rout := r.RawSchemas()
+	win, _ := marshalSchema(b.InputSchema)
+	wout, _ := marshalSchema(b.OutputSchema)
+	if r.InputSchema != nil || string(rin) != string(win) || string(rout) != string(wout) {
+		t.Fatalf("restored schemas: %v, %s, %s; want nil, %s, %s", r.InputSchema, rin, rout, win, wout)
+	}
+	if err := r.DecodeSchemas(); err != nil {
+		t.Fatal(err)
+	}
 	in1, _ := json.Marshal(b.InputSchema)
 	in2, _ := json.Marshal(r.InputSchema)
 	out1, _ := json.Marshal(b.OutputSchema)
@@ -83,6 +94,9 @@ func TestBindingSnapshotRefused(t *testing.T) {
 	}
 	// Numbers come back as their text: not the nearest float64 (and 1e400,
 	// which no float64 holds, is no error).
+	if err := b.DecodeSchemas(); err != nil {
+		t.Fatal(err)
+	}
 	if raw, _ := json.Marshal(b.InputSchema); string(raw) != string(exact.InputSchema) {
 		t.Fatalf("got %s", raw)
 	}
@@ -97,6 +111,13 @@ func TestBindingSnapshotRefused(t *testing.T) {
 		{"schema of another type", func(s *BindingSnapshot) { s.InputSchema = json.RawMessage(`{"type":"string"}`) }, `not of type "object"`},
 		{"no schema", func(s *BindingSnapshot) { s.InputSchema = nil }, "input schema"},
 		{"data after the schema", func(s *BindingSnapshot) { s.InputSchema = json.RawMessage(`{"type":"object"} {}`) }, "input schema"},
+		// go-sdk's AddTool reads the key "type" exactly: a decoder that
+		// matches keys case-insensitively must not pass {"Type": ...}.
+		{"type under another case", func(s *BindingSnapshot) { s.InputSchema = json.RawMessage(`{"Type":"object"}`) }, `not of type "object"`},
+		{"type spelt with an escape", func(s *BindingSnapshot) { s.InputSchema = json.RawMessage(`{"type":"obj\u0065ct"}`) }, `not of type "object"`},
+		{"the last type wins", func(s *BindingSnapshot) { s.InputSchema = json.RawMessage(`{"type":"object","type":"string"}`) }, `not of type "object"`},
+		{"invalid JSON inside", func(s *BindingSnapshot) { s.InputSchema = json.RawMessage(`{"type":"object","p":{"a":tru}}`) }, "input schema: not valid JSON"},
+		{"output schema not an object", func(s *BindingSnapshot) { s.OutputSchema = json.RawMessage(`null`) }, "output schema: not a JSON object"},
 		{"bad output schema", func(s *BindingSnapshot) { s.OutputSchema = json.RawMessage(`{`) }, "output schema"},
 		{"unknown location", func(s *BindingSnapshot) { s.Params[0].In = "body" }, `unknown location "body"`},
 		{"undeclared path parameter", func(s *BindingSnapshot) { s.Params = nil }, "which no path parameter declares"},

@@ -18,7 +18,9 @@ import (
 // compiling. Validate compiles on first use if Compile was not called.
 func (b *Binding) Compile() error {
 	b.compileOnce.Do(func() {
-		b.validator, b.compileErr = compileTool(b.InputSchema, "input")
+		if b.compileErr = b.DecodeSchemas(); b.compileErr == nil {
+			b.validator, b.compileErr = compileTool(b.InputSchema, "input")
+		}
 	})
 	return b.compileErr
 }
@@ -26,6 +28,9 @@ func (b *Binding) Compile() error {
 // CheckSchema reports whether the input schema compiles, as Compile would,
 // without keeping the validator (or compiling it for Validate).
 func (b *Binding) CheckSchema() error {
+	if err := b.DecodeSchemas(); err != nil {
+		return err
+	}
 	_, err := compileTool(b.InputSchema, "input")
 	return err
 }
@@ -75,7 +80,8 @@ var printer = message.NewPrinter(language.English)
 
 // Validate checks decoded arguments against the input schema.
 func (b *Binding) Validate(args map[string]any) error {
-	return validateArguments(b.Compile(), b.validator, b.InputSchema, args)
+	err := b.Compile() // first: it decodes a restored binding's schemas
+	return validateArguments(err, b.validator, b.InputSchema, args)
 }
 
 // validateArguments checks args against schema, compiled to v (or not: err).

@@ -22,17 +22,24 @@ import (
 // rounds alternate full and snapshot so that a busy spell of this shared
 // machine lands on both.
 //
-//	go run ./cmd/mcpgate-bench startup [-rounds 5] [-specs a.json,b.json]
+//	go run ./cmd/mcpgate-bench startup [-rounds 5] [-specs a.json,b.json] [-modes full,snapshot]
 func runStartup(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("mcpgate-bench startup", flag.ContinueOnError)
 	specs := fs.String("specs", "../shared/corpus/kubernetes-swagger-2.0.json,../shared/corpus/stripe-spec3-2022.json", "comma-separated OpenAPI `documents`, each served with --all")
 	rounds := fs.Int("rounds", 5, "starts per document and mode")
 	bin := fs.String("mcpgate-bin", "", "mcpgate `binary` to run (default: build ./cmd/mcpgate)")
+	modesFlag := fs.String("modes", "full,snapshot", "comma-separated `modes` to time: full (from the documents), snapshot")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	modes := strings.Split(*modesFlag, ",")
+	for _, m := range modes {
+		if m != "full" && m != "snapshot" {
+			return fmt.Errorf("-modes: %q is neither full nor snapshot", m)
+		}
 	}
 	if *rounds < 1 || *rounds > 1000 {
 		return fmt.Errorf("-rounds: %d is not between 1 and 1000", *rounds)
@@ -61,7 +68,7 @@ func runStartup(ctx context.Context, args []string, out io.Writer) error {
 		}
 		times, cpus := map[string][]time.Duration{}, map[string][]time.Duration{}
 		for range *rounds {
-			for _, mode := range []string{"full", "snapshot"} {
+			for _, mode := range modes {
 				args := slices.Clone(serve)
 				if mode == "snapshot" {
 					args = append(args, "--snapshot", snap)
@@ -73,7 +80,7 @@ func runStartup(ctx context.Context, args []string, out io.Writer) error {
 				times[mode], cpus[mode] = append(times[mode], d), append(cpus[mode], cpu)
 			}
 		}
-		for _, mode := range []string{"full", "snapshot"} {
+		for _, mode := range modes {
 			ts, cs := times[mode], cpus[mode]
 			slices.Sort(ts)
 			slices.Sort(cs)

@@ -38,7 +38,13 @@ func (t *Tool) SearchDoc() search.Doc {
 	if t.paramDescriptions != nil {
 		opParams = t.paramDescriptions // from a snapshot: no path item
 	}
-	props, _ := schemaMap(t.Tool.InputSchema)["properties"].(map[string]any)
+	schema := t.Tool.InputSchema
+	if b := t.Binding; b != nil {
+		if in, _ := b.RawSchemas(); in != nil && b.DecodeSchemas() == nil {
+			schema = b.InputSchema // from a snapshot: decoded once, for the calls too
+		}
+	}
+	props, _ := schemaMap(schema)["properties"].(map[string]any)
 	names := make([]string, 0, len(props))
 	for n := range props {
 		names = append(names, n)

@@ -15,6 +15,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -124,20 +125,24 @@ type snapshotTool struct {
 	// ParamDescriptions are the operation's parameters' descriptions, for
 	// search mode's index (SearchDoc), which reads them from the document:
 	// a parameter's name → its text in ParamTexts.
-	ParamDescriptions map[string]int                `json:"paramDescriptions,omitempty"`
-	Derived           annotations.Derived           `json:"derived"`
-	Mangled           bool                          `json:"mangled,omitempty"`
-	SourceName        string                        `json:"sourceName"`
-	NameTakenBy       string                        `json:"nameTakenBy,omitempty"`
-	Security          openapi3.SecurityRequirements `json:"security"`
-	OAuthScopes       [][]string                    `json:"oauthScopes,omitempty"`
-	Source            string                        `json:"source"`
-	BaseDescription   string                        `json:"baseDescription,omitempty"`
-	Size              int                           `json:"size"`
-	DescriptionSHA    string                        `json:"descriptionSHA"`
-	TitleSHA          string                        `json:"titleSHA"`
-	OutputSHA         string                        `json:"outputSHA,omitempty"`
-	OutputHashed      bool                          `json:"outputHashed,omitempty"`
+	ParamDescriptions map[string]int      `json:"paramDescriptions,omitempty"`
+	Derived           annotations.Derived `json:"derived"`
+	Mangled           bool                `json:"mangled,omitempty"`
+	SourceName        string              `json:"sourceName"`
+	NameTakenBy       string              `json:"nameTakenBy,omitempty"`
+	// Security is the tool's openapi3.SecurityRequirements, as JSON: most
+	// tools share their document's, and restoreSnapshot decodes each
+	// distinct one once (Kubernetes' 1,123 tools: one, where a map per
+	// tool was 5 MB).
+	Security        json.RawMessage `json:"security"`
+	OAuthScopes     [][]string      `json:"oauthScopes,omitempty"`
+	Source          string          `json:"source"`
+	BaseDescription string          `json:"baseDescription,omitempty"`
+	Size            int             `json:"size"`
+	DescriptionSHA  string          `json:"descriptionSHA"`
+	TitleSHA        string          `json:"titleSHA"`
+	OutputSHA       string          `json:"outputSHA,omitempty"`
+	OutputHashed    bool            `json:"outputHashed,omitempty"`
 }
 
 type snapshotResource struct {
@@ -227,7 +232,7 @@ func WriteSnapshot(ctx context.Context, cfg *config.Config, w io.Writer, opts *S
 	if err != nil {
 		return nil, err
 	}
-	payload, err := json.Marshal(p)
+	payload, err := marshalPayload(p)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %v", err)
 	}
@@ -262,8 +267,7 @@ func (c *Catalog) snapshotPayload(ws []string) (*snapshotPayload, error) {
 		if t.Binding == nil || t.Playbook != nil || t.Federated != nil {
 			return nil, &SnapshotError{What: "unsupported", Detail: fmt.Sprintf("tool %s is not an OpenAPI operation's", t.Tool.Name)}
 		}
-		if !sameMap(t.Tool.InputSchema, t.Binding.InputSchema) || t.Binding.OutputSchema != nil && !sameMap(t.Tool.OutputSchema, t.Binding.OutputSchema) ||
-			t.Binding.OutputSchema == nil && t.Tool.OutputSchema != nil {
+		if !schemasAreBinding(t) {
 			return nil, fmt.Errorf("snapshot: tool %s: its schemas are not its binding's", t.Tool.Name)
 		}
 		if !reflect.DeepEqual(t.Tool.Meta, toolMeta(t.Derived)) {
@@ -279,10 +283,14 @@ func (c *Catalog) snapshotPayload(ws []string) (*snapshotPayload, error) {
 		if err != nil {
 			return nil, fmt.Errorf("snapshot: tool %s: %v", t.Tool.Name, err)
 		}
+		sec, err := json.Marshal(t.Security)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: tool %s: %v", t.Tool.Name, err)
+		}
 		st := snapshotTool{
 			Tool: raw, Binding: bs, Upstream: t.Upstream, Operation: operationSnapshot(t.Operation),
 			Derived: t.Derived, Mangled: t.Mangled, SourceName: t.SourceName, NameTakenBy: t.NameTakenBy,
-			Security: t.Security, OAuthScopes: t.OAuthScopes, Source: t.Source, BaseDescription: t.baseDescription,
+			Security: sec, OAuthScopes: t.OAuthScopes, Source: t.Source, BaseDescription: t.baseDescription,
 			Size: t.size, DescriptionSHA: t.descriptionSHA, TitleSHA: t.titleSHA, OutputSHA: t.outputSHA, OutputHashed: t.outputHashed,
 		}
 		descs := t.paramDescriptions
@@ -317,11 +325,27 @@ func (c *Catalog) snapshotPayload(ws []string) (*snapshotPayload, error) {
 	return p, nil
 }
 
+// marshalPayload is the payload's JSON, with <, > and & as they are: the
+// schemas' JSON in it is served as written (upstream.BindingSnapshot), and
+// an escaping encoder would change it.
+func marshalPayload(p *snapshotPayload) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
 // LoadSnapshot returns the catalog the snapshot data holds when it was
 // written by this build (opts.Build) from cfg and the documents as they are
 // now; otherwise a *SnapshotError saying which hash differs or what is
 // wrong with the file, and the caller builds the catalog with Build. It
 // never panics on a corrupt file.
+//
+// The catalog keeps data: its strings and schemas are read from it in
+// place (see restoreSnapshot), so data must not be changed afterwards.
 //
 // o is Build's: o.Validated, when set, is called once with the warnings
 // the snapshot's build found (after o.ValidateAfter says true), as Build
@@ -370,39 +394,78 @@ func LoadSnapshot(ctx context.Context, cfg *config.Config, data []byte, opts *Sn
 		if d.Upstream != u.Name || d.Source != u.OpenAPI {
 			return nil, &SnapshotError{What: "config", Detail: fmt.Sprintf("upstream %s: the snapshot's document is %s, the configuration's %s", u.Name, d.Source, u.OpenAPI)}
 		}
-		sum, err := documentSHA256(ctx, u, &upstream.LoadOptions{Client: so.Client})
-		if err != nil {
-			return nil, &SnapshotError{What: "read", Detail: fmt.Sprintf("upstream %s: cannot read %s to hash it: %v", u.Name, u.OpenAPI, err)}
-		}
-		if sum != d.SHA256 {
-			return nil, &SnapshotError{What: "document", Detail: fmt.Sprintf("upstream %s: the hash of document %s differs", u.Name, u.OpenAPI)}
-		}
 	}
+	// The documents are read and hashed while the payload is checked and
+	// decoded (each is a few ms of a start: Kubernetes' is 4 MB); the
+	// catalog is used only once every hash matches, and a failing check
+	// is reported in the order of the table in docs/snapshot.md.
+	docErr := make(chan error, 1)
+	go func() { docErr <- checkDocuments(ctx, cfg, h.Documents, &so) }()
 	payload := data[nl+1:]
+	var cat *Catalog
+	var validation []string
+	var payloadErr error
 	if sha256Hex(payload) != h.Payload {
-		return nil, &SnapshotError{What: "payload", Detail: "the catalog in the file does not match its hash (truncated or altered)"}
+		payloadErr = &SnapshotError{What: "payload", Detail: "the catalog in the file does not match its hash (truncated or altered)"}
+	} else if cat, validation, err = restoreSnapshot(cfg, payload); err != nil {
+		payloadErr = &SnapshotError{What: "payload", Detail: "the catalog in the file cannot be read: " + err.Error()}
 	}
-	cat, err := restoreSnapshot(cfg, payload, o)
-	if err != nil {
-		return nil, &SnapshotError{What: "payload", Detail: "the catalog in the file cannot be read: " + err.Error()}
+	if err := <-docErr; err != nil {
+		return nil, err
+	}
+	if payloadErr != nil {
+		return nil, payloadErr
+	}
+	if o != nil && o.Validated != nil {
+		go func() {
+			if o.ValidateAfter != nil {
+				if start := <-o.ValidateAfter; !start {
+					return
+				}
+			}
+			o.Validated(validation)
+		}()
 	}
 	return cat, nil
 }
 
-// restoreSnapshot makes the catalog a payload holds. Every check a call
-// relies on is made here (BindingSnapshot.Restore, the URI templates), so
-// that a payload that decodes but was not written by WriteSnapshot is an
-// error, not a panic later.
-func restoreSnapshot(cfg *config.Config, payload []byte, opts *Options) (*Catalog, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
+// checkDocuments hashes each upstream's document as it is now and compares
+// it with the snapshot's hash of it (in the configuration's order: the
+// first that differs is the reason).
+func checkDocuments(ctx context.Context, cfg *config.Config, docs []snapshotDocument, so *SnapshotOptions) error {
+	for i := range cfg.Upstreams {
+		u, d := &cfg.Upstreams[i], docs[i]
+		sum, err := documentSHA256(ctx, u, &upstream.LoadOptions{Client: so.Client})
+		if err != nil {
+			return &SnapshotError{What: "read", Detail: fmt.Sprintf("upstream %s: cannot read %s to hash it: %v", u.Name, u.OpenAPI, err)}
+		}
+		if sum != d.SHA256 {
+			return &SnapshotError{What: "document", Detail: fmt.Sprintf("upstream %s: the hash of document %s differs", u.Name, u.OpenAPI)}
+		}
 	}
+	return nil
+}
+
+// restoreSnapshot makes the catalog a payload holds, and returns the
+// warnings its build's validation found. Every check a call relies on is
+// made here (BindingSnapshot.Restore, the URI templates), so that a payload
+// that decodes but was not written by WriteSnapshot is an error, not a
+// panic later.
+func restoreSnapshot(cfg *config.Config, payload []byte) (*Catalog, []string, error) {
 	// segmentio's decoder (go-sdk's): 2–3× encoding/json's speed here, the
-	// largest single step of a start from a snapshot.
-	var p snapshotPayload
-	if err := sjson.Unmarshal(payload, &p); err != nil {
-		return nil, err
+	// largest single step of a start from a snapshot. ZeroCopy: its
+	// strings and the schemas' JSON are read in place, not copied (a new
+	// process pays for every page of fresh memory it touches), so they
+	// keep payload, which nothing writes, for as long as they are served.
+	//
+	// The tools are most of the payload: this decode only finds each
+	// one's JSON, and each is decoded on every core below.
+	var p struct {
+		snapshotPayload
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if _, err := sjson.Parse(payload, &p, sjson.ZeroCopy); err != nil {
+		return nil, nil, err
 	}
 	cat := &Catalog{
 		bases: map[string]baseURL{}, sanitized: p.Sanitized, resourceURIs: p.ResourceURIs,
@@ -420,24 +483,32 @@ func restoreSnapshot(cfg *config.Config, payload []byte, opts *Options) (*Catalo
 	}
 	for i := range cfg.Upstreams {
 		if _, ok := cat.bases[cfg.Upstreams[i].Name]; !ok {
-			return nil, fmt.Errorf("no base URL for upstream %s", cfg.Upstreams[i].Name)
+			return nil, nil, fmt.Errorf("no base URL for upstream %s", cfg.Upstreams[i].Name)
 		}
 	}
 	var err error
 	if cat.Prompts, err = buildPrompts(cfg, cfg.SanitizesText()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	// Decoding the schemas is most of the work: on every core.
+	// On every core: each tool's JSON and checks of its schemas' JSON.
 	cat.Tools = make([]*Tool, len(p.Tools))
 	errs := make([]error, len(p.Tools))
-	parallel.Do(len(p.Tools), func(i int) { cat.Tools[i], errs[i] = restoreTool(cfg, &p.Tools[i], p.ParamTexts) })
+	secs := &securities{distinct: map[string]openapi3.SecurityRequirements{}}
+	parallel.Do(len(p.Tools), func(i int) {
+		var st snapshotTool
+		if _, err := sjson.Parse(p.Tools[i], &st, sjson.ZeroCopy); err != nil {
+			errs[i] = err
+			return
+		}
+		cat.Tools[i], errs[i] = restoreTool(cfg, &st, secs, p.ParamTexts)
+	})
 	names := make(map[string]bool, len(p.Tools))
 	for i, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("tool %d: %v", i, err)
+			return nil, nil, fmt.Errorf("tool %d: %v", i, err)
 		}
 		if n := cat.Tools[i].Tool.Name; names[n] {
-			return nil, fmt.Errorf("tool %s twice", n)
+			return nil, nil, fmt.Errorf("tool %s twice", n)
 		} else {
 			names[n] = true
 		}
@@ -445,24 +516,35 @@ func restoreSnapshot(cfg *config.Config, payload []byte, opts *Options) (*Catalo
 	for i := range p.Resources {
 		r, err := restoreResource(cfg, &p.Resources[i])
 		if err != nil {
-			return nil, fmt.Errorf("resource %d: %v", i, err)
+			return nil, nil, fmt.Errorf("resource %d: %v", i, err)
 		}
 		cat.Resources = append(cat.Resources, r)
 	}
-	if o.Validated != nil {
-		go func() {
-			if o.ValidateAfter != nil {
-				if start := <-o.ValidateAfter; !start {
-					return
-				}
-			}
-			o.Validated(p.Validation)
-		}()
-	}
-	return cat, nil
+	return cat, p.Validation, nil
 }
 
-func restoreTool(cfg *config.Config, st *snapshotTool, texts []string) (*Tool, error) {
+// securities decodes each distinct security requirement of a snapshot's
+// tools once (see snapshotTool.Security), for restoreTool on every core.
+type securities struct {
+	mu       sync.Mutex
+	distinct map[string]openapi3.SecurityRequirements
+}
+
+func (s *securities) of(raw json.RawMessage) (openapi3.SecurityRequirements, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sec, ok := s.distinct[string(raw)]; ok {
+		return sec, nil // shared, as a full load shares its document's
+	}
+	var sec openapi3.SecurityRequirements
+	if _, err := sjson.Parse(raw, &sec, sjson.ZeroCopy); err != nil {
+		return nil, fmt.Errorf("security: %v", err)
+	}
+	s.distinct[string(raw)] = sec
+	return sec, nil
+}
+
+func restoreTool(cfg *config.Config, st *snapshotTool, secs *securities, texts []string) (*Tool, error) {
 	if st.Binding == nil {
 		return nil, errors.New("no binding")
 	}
@@ -470,8 +552,12 @@ func restoreTool(cfg *config.Config, st *snapshotTool, texts []string) (*Tool, e
 		return nil, fmt.Errorf("unknown upstream %q", st.Upstream)
 	}
 	var tool mcp.Tool
-	if err := json.Unmarshal(st.Tool, &tool); err != nil {
+	if _, err := sjson.Parse(st.Tool, &tool, sjson.ZeroCopy); err != nil {
 		return nil, err
+	}
+	sec, err := secs.of(st.Security)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", tool.Name, err)
 	}
 	if tool.Name == "" {
 		return nil, errors.New("a tool without a name")
@@ -480,12 +566,21 @@ func restoreTool(cfg *config.Config, st *snapshotTool, texts []string) (*Tool, e
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", tool.Name, err)
 	}
-	if err := noHeaderAnnotations(b.InputSchema, ""); err != nil {
-		return nil, fmt.Errorf("%s: input schema: %v", tool.Name, err)
+	// The tool serves its schemas as the snapshot's JSON (Restore checked
+	// it): a tools/list copies the bytes, where it marshalled maps, and
+	// the binding decodes them on the tool's first call.
+	in, out := b.RawSchemas()
+	if mayHaveHeaderAnnotation(in) {
+		if err := b.DecodeSchemas(); err != nil {
+			return nil, fmt.Errorf("%s: %v", tool.Name, err)
+		}
+		if err := noHeaderAnnotations(b.InputSchema, ""); err != nil {
+			return nil, fmt.Errorf("%s: input schema: %v", tool.Name, err)
+		}
 	}
-	tool.InputSchema = b.InputSchema
-	if b.OutputSchema != nil {
-		tool.OutputSchema = b.OutputSchema
+	tool.InputSchema = in
+	if out != nil {
+		tool.OutputSchema = out
 	}
 	tool.Meta = toolMeta(st.Derived)
 	var descs map[string]string
@@ -501,10 +596,19 @@ func restoreTool(cfg *config.Config, st *snapshotTool, texts []string) (*Tool, e
 	return &Tool{
 		Tool: &tool, Binding: b, Upstream: st.Upstream, Operation: st.Operation.operation(),
 		Derived: st.Derived, Mangled: st.Mangled, SourceName: st.SourceName, NameTakenBy: st.NameTakenBy,
-		Security: st.Security, OAuthScopes: st.OAuthScopes, Source: st.Source,
+		Security: sec, OAuthScopes: st.OAuthScopes, Source: st.Source,
 		baseDescription: st.BaseDescription, size: st.Size, descriptionSHA: st.DescriptionSHA, titleSHA: st.TitleSHA,
 		outputSHA: st.OutputSHA, outputHashed: st.OutputHashed, paramDescriptions: descs,
 	}, nil
+}
+
+// mayHaveHeaderAnnotation reports whether the JSON of an input schema may
+// name an x-mcp-header (see noHeaderAnnotations), without decoding it: the
+// name spelt out, or any \u escape, which could spell it (the name has no
+// character another JSON escape makes). A schema a document made has
+// neither but in rare texts, so nearly every tool's check is this scan.
+func mayHaveHeaderAnnotation(schema json.RawMessage) bool {
+	return bytes.Contains(schema, []byte("x-mcp-header")) || bytes.Contains(schema, []byte(`\u`))
 }
 
 // noHeaderAnnotations refuses an input schema with an x-mcp-header on a
@@ -538,6 +642,9 @@ func restoreResource(cfg *config.Config, sr *snapshotResource) (*Resource, error
 		return nil, fmt.Errorf("unknown upstream %q", sr.Upstream)
 	}
 	b, err := sr.Binding.Restore()
+	if err == nil {
+		err = b.DecodeSchemas() // read at once (its URI's arguments): resources are few
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -585,6 +692,20 @@ func toolMeta(d annotations.Derived) mcp.Meta {
 		meta[MetaLarge] = true
 	}
 	return meta
+}
+
+// schemasAreBinding reports whether t's schemas are its binding's: the
+// binding's maps themselves, or for a tool from a snapshot, the binding's
+// JSON (see restoreTool).
+func schemasAreBinding(t *Tool) bool {
+	b := t.Binding
+	if in, out := b.RawSchemas(); in != nil {
+		tin, _ := t.Tool.InputSchema.(json.RawMessage)
+		tout, _ := t.Tool.OutputSchema.(json.RawMessage)
+		return bytes.Equal(tin, in) && (out == nil) == (t.Tool.OutputSchema == nil) && bytes.Equal(tout, out)
+	}
+	return sameMap(t.Tool.InputSchema, b.InputSchema) && (b.OutputSchema == nil) == (t.Tool.OutputSchema == nil) &&
+		(b.OutputSchema == nil || sameMap(t.Tool.OutputSchema, b.OutputSchema))
 }
 
 // sameMap reports whether schema is the map m itself (not a copy).
