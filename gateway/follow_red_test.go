@@ -1,0 +1,156 @@
+package gateway
+
+// Red-team tests of stateful sessions following a reload (follow.go): each
+// one is a finding, proven by the test failing before its fix.
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/upstream/federation"
+)
+
+// blockingUpstream is a real go-sdk MCP server behind a real HTTP server
+// whose tool "block" answers only once release is closed (or its call is
+// cancelled), saying on started that a call reached it.
+type blockingUpstream struct {
+	srv     *httptest.Server
+	started chan struct{}
+	release chan struct{}
+}
+
+func newBlockingUpstream(t *testing.T) *blockingUpstream {
+	t.Helper()
+	b := &blockingUpstream{started: make(chan struct{}, 16), release: make(chan struct{})}
+	s := mcp.NewServer(&mcp.Implementation{Name: "blocking", Version: "1"}, nil)
+	type in struct {
+		Text string `json:"text" jsonschema:"the text"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "block", Description: "Answers when the test says so."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+			b.started <- struct{}{}
+			select {
+			case <-b.release:
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done " + a.Text}}}, nil, nil
+		})
+	b.srv = httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(b.srv.Close)
+	return b
+}
+
+// redWait waits for c, failing the test after a generous bound.
+func redWait(t *testing.T, c <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// TestRedFollowReapServingGateway: a session's call runs on the gateway
+// its retired gateway follows. When a second reload re-points the retired
+// gateway to the newest one, the gateway that was serving the call is
+// retired with no session, no follower and no request counted on it (the
+// POST is counted on the session's own gateway), so Replace's reap closed
+// it — its MCP upstream client with it, under the call still running.
+// Before following, the call would have run on the session's own gateway,
+// which is kept while the POST is served.
+func TestRedFollowReapServingGateway(t *testing.T) {
+	up := newBlockingUpstream(t)
+	logger := slog.New(slog.DiscardHandler)
+	build := func(prev *Gateway, timeout time.Duration) *Gateway {
+		// A different timeout each time: the upstream's entry changed, so
+		// each gateway has a client of its own (fedreuse.go).
+		cfg := &Config{Stateful: true, Upstreams: []Upstream{{Name: "fs", MCP: &federation.Config{URL: up.srv.URL, Timeout: timeout}}}}
+		g, err := New(t.Context(), cfg, &Options{Previous: prev, Logger: logger, DisableLogSampling: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	g1 := build(nil, time.Minute)
+	f := NewFront(g1)
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	t.Cleanup(f.Close)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
+		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, sessionOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+
+	g2 := build(g1, 2*time.Minute)
+	f.Replace(g2) // g1 follows g2
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fs_block", Arguments: map[string]any{"text": "x"}})
+		done <- answer{res, err}
+	}()
+	redWait(t, up.started, "the call to reach the upstream")
+
+	g3 := build(g2, 3*time.Minute)
+	replaced := make(chan struct{})
+	go func() {
+		f.Replace(g3) // g1 follows g3; g2, which runs the call, is retired
+		close(replaced)
+	}()
+	select {
+	case <-replaced:
+		close(up.release)
+	case <-time.After(10 * time.Second):
+		// Replace closed the gateway running the call, and its MCP client's
+		// Close waits for the call, under the Front's lock: the reload, and
+		// every request to a retired gateway, hang until the call ends.
+		t.Errorf("the second reload hangs while a session's call runs on the gateway it retires")
+		close(up.release)
+		<-replaced
+	}
+	var a answer
+	select {
+	case a = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call never answered")
+	}
+	if a.err != nil || a.res.IsError {
+		t.Fatalf("a call in flight on the gateway a session followed, across a second reload: %v %s", a.err, redText(a.res))
+	}
+	if got := a.res.Content[0].(*mcp.TextContent).Text; got != "done x" {
+		t.Errorf("answer %q, want %q", got, "done x")
+	}
+	// Once the call is over, nothing keeps g2.
+	f.Reap()
+	for _, s := range f.retired {
+		if s.g == g2 {
+			t.Errorf("the gateway that served the call is still kept after it ended")
+		}
+	}
+}
+
+// redText is a result's text, for a failure's message.
+func redText(r *mcp.CallToolResult) string {
+	if r == nil {
+		return "<nil>"
+	}
+	out := ""
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			out += tc.Text
+		}
+	}
+	return out
+}
