@@ -133,13 +133,40 @@ func (g *Gateway) sdkToolHandler(name string, h mcp.ToolHandler) mcp.ToolHandler
 // sessions now.
 func (g *Gateway) followHandler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		h, ok := g.serving().sdk.handler(name)
+		s, done := g.lend()
+		defer done()
+		h, ok := s.sdk.handler(name)
 		if !ok {
 			// Removed between go-sdk's lookup and this one: go-sdk's own
 			// answer to a tool it does not have.
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
 		}
 		return h(ctx, req)
+	}
+}
+
+// lend returns the gateway serving g's sessions, counted as running a call
+// for them until done is called: a gateway that g no longer follows (a
+// later reload re-pointed g) is not closed under a call it runs
+// (Front.reapLocked keeps it while its lent count is not zero, and marks
+// it closedMark when it closes it; a call that finds the mark asks again,
+// and finds the gateway g follows now).
+func (g *Gateway) lend() (s *Gateway, done func()) {
+	for {
+		s = g.serving()
+		if s == g {
+			return g, func() {}
+		}
+		if s.lent.Add(1) > 0 {
+			return s, func() { s.lent.Add(-1) }
+		}
+		s.lent.Add(-1)
+		if g.serving() == s {
+			// Closed, and g still points at it: g is closing too (only
+			// its Close unfollows without re-pointing), and has no
+			// session left to answer.
+			return s, func() {}
+		}
 	}
 }
 

@@ -196,7 +196,13 @@ func (f *Front) reapLocked() {
 	for _, s := range f.retired {
 		runs := s.g.runsActive() > 0
 		running = running || runs
-		if s.g.cfg.Stateful && s.g.sessionCount() > 0 || runs || s.g.followed() || !s.active.CompareAndSwap(0, closedMark) {
+		if s.g.cfg.Stateful && s.g.sessionCount() > 0 || runs || s.g.followed() ||
+			!s.g.lent.CompareAndSwap(0, closedMark) { // a follower's call runs on it (follow.go's lend)
+			kept = append(kept, s)
+			continue
+		}
+		if !s.active.CompareAndSwap(0, closedMark) {
+			s.g.lent.Add(-closedMark) // open again: the lenders' +1 -1 in between net out
 			kept = append(kept, s)
 			continue
 		}

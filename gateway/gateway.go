@@ -155,6 +155,7 @@ type Gateway struct {
 	sdk    sdkToolSet
 	succ   atomic.Pointer[Gateway]
 	follow follower
+	lent   atomic.Int64 // calls g runs for the sessions of gateways following it (lend)
 }
 
 // New resolves cfg (a copy: see [Config.Resolve]), loads every upstream's
