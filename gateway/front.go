@@ -196,8 +196,15 @@ func (f *Front) reapLocked() {
 	for _, s := range f.retired {
 		runs := s.g.runsActive() > 0
 		running = running || runs
-		if s.g.cfg.Stateful && s.g.sessionCount() > 0 || runs || s.g.followed() ||
-			!s.g.lent.CompareAndSwap(0, closedMark) { // a follower's call runs on it (follow.go's lend)
+		if s.g.cfg.Stateful && s.g.sessionCount() > 0 || runs || s.g.followed() {
+			kept = append(kept, s)
+			continue
+		}
+		if !s.g.lent.CompareAndSwap(0, closedMark) {
+			// A follower's call runs on it (follow.go's lend), counted on
+			// the follower, whose session's GET stream keeps its own
+			// count from reaching zero: look again, as for runs.
+			running = true
 			kept = append(kept, s)
 			continue
 		}
