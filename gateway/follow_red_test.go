@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -159,4 +160,63 @@ func redText(r *mcp.CallToolResult) string {
 		}
 	}
 	return out
+}
+
+// TestRedFollowRelistInSwapWindow: followGateway points a retired gateway
+// at its successor (succ) and only then, with its lock let go, mirrors. A
+// relist of the retired gateway's own MCP upstream landing in between (a
+// shared client tells every gateway that uses it) puts the tool in the
+// retired gateway's own set but not on its server, since it follows now;
+// mirror then took that set for what the server shows, found the tool the
+// same on the successor, and never added it: the session could not list
+// or call it. The steps are replayed in the order they interleave.
+func TestRedFollowRelistInSwapWindow(t *testing.T) {
+	build := func() *Gateway {
+		_, base := newRecorder(t)
+		cfg := &Config{Stateful: true, Upstreams: []Upstream{{Name: "api", OpenAPI: "front.json", Document: []byte(frontDoc), BaseURL: base}}}
+		g, err := New(t.Context(), cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Close() })
+		return g
+	}
+	g1, g2 := build(), build()
+	extra := &Tool{Tool: &mcp.Tool{Name: "fs_extra", Description: "Came with a relist.", InputSchema: map[string]any{"type": "object"}}}
+	h := func(*Tool) mcp.ToolHandler {
+		return func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "extra"}}}, nil
+		}
+	}
+	g2.changeSDKTools([]*Tool{extra}, h, nil) // the successor has it
+
+	// followGateway's first step, then g1's own relist, then the rest.
+	g1.follow.mu.Lock()
+	g1.succ.Store(g2)
+	g1.follow.mu.Unlock()
+	g1.changeSDKTools([]*Tool{extra}, h, nil)
+	g1.followGateway(g2)
+
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := g1.Server().Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+	}
+	if !slices.Contains(names, "fs_extra") {
+		t.Errorf("the retired gateway's server lists %v: no fs_extra, which the gateway it follows has", names)
+	}
 }
