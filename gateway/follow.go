@@ -227,9 +227,7 @@ func (g *Gateway) canFollow(next *Gateway) (bool, string) {
 // followGateway has g's sessions served by next from now on, and g's
 // server show next's tools (mirror). It returns what mirror changed.
 func (g *Gateway) followGateway(next *Gateway) (added, changed, removed int) {
-	g.follow.mu.Lock()
-	prev := g.succ.Swap(next)
-	g.follow.mu.Unlock()
+	prev := g.pointAt(next)
 	if prev != nil && prev != next {
 		prev.follow.mu.Lock()
 		delete(prev.follow.followers, g)
@@ -242,6 +240,21 @@ func (g *Gateway) followGateway(next *Gateway) (added, changed, removed int) {
 	next.follow.followers[g] = true
 	next.follow.mu.Unlock()
 	return g.mirror()
+}
+
+// pointAt is followGateway's first step: g's sessions are served by next
+// from now on. It returns the gateway they were served by before (nil: g).
+func (g *Gateway) pointAt(next *Gateway) (prev *Gateway) {
+	g.follow.mu.Lock()
+	defer g.follow.mu.Unlock()
+	if g.follow.shown == nil {
+		// What its server shows, fixed as it starts to follow: from now on
+		// its own relists change g.sdk only (changeSDKTools), and mirror,
+		// which runs once the lock is let go, must not take those for
+		// what the server shows.
+		g.follow.shown = g.sdk.defs()
+	}
+	return g.succ.Swap(next)
 }
 
 // followed reports whether a gateway follows g: g serves its sessions, and

@@ -191,9 +191,7 @@ func TestRedFollowRelistInSwapWindow(t *testing.T) {
 	g2.changeSDKTools([]*Tool{extra}, h, nil) // the successor has it
 
 	// followGateway's first step, then g1's own relist, then the rest.
-	g1.follow.mu.Lock()
-	g1.succ.Store(g2)
-	g1.follow.mu.Unlock()
+	g1.pointAt(g2)
 	g1.changeSDKTools([]*Tool{extra}, h, nil)
 	g1.followGateway(g2)
 
