@@ -5,10 +5,13 @@ package gateway
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -216,5 +219,100 @@ func TestRedFollowRelistInSwapWindow(t *testing.T) {
 	}
 	if !slices.Contains(names, "fs_extra") {
 		t.Errorf("the retired gateway's server lists %v: no fs_extra, which the gateway it follows has", names)
+	}
+}
+
+// TestRedFollowReloadStorm: one session lives through many reloads while
+// it calls a tool without pause and the current gateway relists its MCP
+// upstream (whose description keeps changing) at the same time as each
+// Replace. Run with -race: the following's locks (Front.mu, each
+// gateway's follow.mu, go-sdk's server lock, sdkToolSet's) are taken in
+// every order these paths take them. No call fails, nothing deadlocks, the
+// retired gateways do not pile up (the session's own, and at most the
+// ones reaped later), and the session ends listing the last description.
+func TestRedFollowReloadStorm(t *testing.T) {
+	up := newFedUpstream(t)
+	logger := slog.New(slog.DiscardHandler)
+	build := func(prev *Gateway) *Gateway {
+		cfg := &Config{Stateful: true, Upstreams: []Upstream{{Name: "fs", MCP: &federation.Config{URL: up.srv.URL}}}}
+		g, err := New(t.Context(), cfg, &Options{Previous: prev, Logger: logger, DisableLogSampling: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	g := build(nil)
+	f := NewFront(g)
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	t.Cleanup(f.Close)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
+		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, sessionOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+
+	stop := make(chan struct{})
+	calls := make(chan error, 1)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				if n == 0 {
+					calls <- errors.New("no call was made")
+					return
+				}
+				calls <- nil
+				return
+			default:
+			}
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fs_echo", Arguments: map[string]any{"text": "hi"}})
+			if err != nil || res.IsError {
+				calls <- fmt.Errorf("call %d: %v %s", n, err, redText(res))
+				return
+			}
+			n++
+		}
+	}()
+	const reloads = 12
+	for i := range reloads {
+		up.desc.Store(fmt.Sprintf("Echoes its text (%d).", i))
+		next := build(f.Current())
+		var wg sync.WaitGroup
+		cur := f.Current()
+		wg.Go(func() { cur.relist("fs") })
+		wg.Go(func() { next.relist("fs") })
+		wg.Go(func() { f.Replace(next) })
+		wg.Wait()
+	}
+	close(stop)
+	if err := <-calls; err != nil {
+		t.Fatalf("a call across the reloads: %v", err)
+	}
+	// The last relist of the current gateway may have read the upstream
+	// before its description's last change: read it once more.
+	f.Current().relist("fs")
+	want := fmt.Sprintf("Echoes its text (%d).", reloads-1)
+	waitFor(t, "the session to list the last description", func() bool {
+		res, err := cs.ListTools(t.Context(), nil)
+		if err != nil {
+			return false
+		}
+		for _, tl := range res.Tools {
+			if tl.Name == "fs_echo" {
+				return tl.Description == want
+			}
+		}
+		return false
+	})
+	waitFor(t, "the retired gateways to come down to the session's own", func() bool { return f.Retired() == 1 })
+	cur := f.Current()
+	cur.follow.mu.Lock()
+	n := len(cur.follow.followers)
+	cur.follow.mu.Unlock()
+	if n != 1 {
+		t.Errorf("the current gateway has %d followers, want 1", n)
 	}
 }
