@@ -11,12 +11,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpgate/mcpgate/auth"
 	"github.com/mcpgate/mcpgate/upstream/federation"
 )
 
@@ -315,4 +317,96 @@ func TestRedFollowReloadStorm(t *testing.T) {
 	if n != 1 {
 		t.Errorf("the current gateway has %d followers, want 1", n)
 	}
+}
+
+// TestRedFollowAuth: a session begun before a reload is checked against
+// the new gateway's state after it, on both paths a call takes (the
+// session fast path and go-sdk's handler): step-up requirements that
+// came or went with the document (the auth section itself unchanged),
+// auth.list: callable's view, a tool removed, and another subject holding
+// the session's id.
+func TestRedFollowAuth(t *testing.T) {
+	is := newAuthIssuer(t)
+	rec := &credRecorder{}
+	api := httptest.NewServer(rec)
+	t.Cleanup(api.Close)
+	open := strings.Replace(authDoc, `"security": [{"oa": ["things:read"]}],`, ``, 1) // list_things needs no scope
+	gone := strings.Replace(authDoc, `"operationId": "list_things"`, `"operationId": "list_things2"`, 1)
+	if open == authDoc || gone == authDoc {
+		t.Fatal("the document edits did not apply")
+	}
+	listThings := toolCall("list_things", "{}")
+	const listTools = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	for _, fast := range []bool{true, false} {
+		for _, tt := range []struct {
+			name          string
+			before, after string
+			wantBefore    int  // the call's status before the reload
+			wantCall      int  // the call's status after the reload
+			wantReach     bool // and it reached the upstream
+			wantListed    bool // list_things in the session's tools/list
+		}{
+			{"scope required by the new document", open, authDoc, http.StatusOK, http.StatusForbidden, false, false},
+			{"scope no longer required", authDoc, open, http.StatusForbidden, http.StatusOK, true, true},
+			{"tool removed", open, gone, http.StatusOK, http.StatusOK, false, false}, // go-sdk's error answer, in 200
+		} {
+			t.Run(fmt.Sprintf("fast=%v/%s", fast, tt.name), func(t *testing.T) {
+				build := func(doc string, prev *Gateway) *Gateway {
+					cfg := &Config{Stateful: true,
+						Auth:      &auth.Config{Issuer: is.URL, Audience: authAudience, Scopes: []string{"mcp"}, List: auth.ListCallable},
+						Upstreams: []Upstream{{Name: "api", OpenAPI: "auth.json", Document: []byte(doc), BaseURL: api.URL}}}
+					g, err := New(t.Context(), cfg, &Options{Previous: prev, DisableFastPath: !fast})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return g
+				}
+				g1 := build(tt.before, nil)
+				f := NewFront(g1)
+				srv := httptest.NewServer(f)
+				t.Cleanup(srv.Close)
+				t.Cleanup(f.Close)
+				url := srv.URL + "/mcp"
+				bearer := "Bearer " + is.tokenFor(t, "alice", "mcp") // no things:read
+				id := openSession(t, url, bearer)
+				if resp, body := post(t, url, listThings, sessionHeader(id, bearer)); resp.StatusCode != tt.wantBefore {
+					t.Fatalf("list_things before the reload: %d %s, want %d", resp.StatusCode, body, tt.wantBefore)
+				}
+
+				f.Replace(build(tt.after, g1))
+				if f.Retired() != 1 {
+					t.Fatalf("the session's gateway is not kept: %d retired", f.Retired())
+				}
+				n := len(rec.all())
+				resp, body := post(t, url, listThings, sessionHeader(id, bearer))
+				if resp.StatusCode != tt.wantCall {
+					t.Errorf("list_things after the reload: %d %s, want %d", resp.StatusCode, body, tt.wantCall)
+				}
+				if reached := len(rec.all()) > n; reached != tt.wantReach {
+					t.Errorf("list_things reached the upstream: %v, want %v (%s)", reached, tt.wantReach, body)
+				}
+				_, body = post(t, url, listTools, sessionHeader(id, bearer))
+				if listed := strings.Contains(body, `"list_things"`); listed != tt.wantListed {
+					t.Errorf("list_things listed: %v, want %v: %s", listed, tt.wantListed, body)
+				}
+
+				// Another subject with the session's id: not its session.
+				mallory := "Bearer " + is.tokenFor(t, "mallory", "mcp things:read")
+				n = len(rec.all())
+				if resp, body := post(t, url, listThings, sessionHeader(id, mallory)); resp.StatusCode != http.StatusNotFound {
+					t.Errorf("another subject's call on the session: %d %s, want 404", resp.StatusCode, body)
+				}
+				if len(rec.all()) > n {
+					t.Error("another subject's call reached the upstream")
+				}
+			})
+		}
+	}
+}
+
+// all is every request's credential headers so far.
+func (c *credRecorder) all() []http.Header {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.got)
 }
