@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -409,4 +410,75 @@ func (c *credRecorder) all() []http.Header {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.got)
+}
+
+// TestRedFollowInitializeAcrossSwap: an initialize that reached the old
+// gateway before a reload's swap and makes its session after Replace ran
+// (here its body is still on the way) leaves a session on the retired
+// gateway that Replace did not see (it had none then), so it did not
+// follow: the session was served the old catalog, a tool the reload
+// removed included, until the next reload.
+func TestRedFollowInitializeAcrossSwap(t *testing.T) {
+	build := func(doc string, prev *Gateway) (*recorder, *Gateway) {
+		rec, base := newRecorder(t)
+		cfg := &Config{Stateful: true, Upstreams: []Upstream{{Name: "api", OpenAPI: "front.json", Document: []byte(doc), BaseURL: base, Timeout: time.Minute}}}
+		g, err := New(t.Context(), cfg, &Options{Previous: prev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec, g
+	}
+	rec1, g1 := build(frontDoc, nil)
+	f := NewFront(g1)
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	t.Cleanup(f.Close)
+	url := srv.URL + "/mcp"
+
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest(http.MethodPost, url, pr)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	answered := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			answered <- nil
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		answered <- resp
+	}()
+	half := len(initialize) / 2
+	io.WriteString(pw, initialize[:half])
+	served := f.cur.Load()
+	waitFor(t, "the initialize to be served on the first gateway", func() bool { return served.active.Load() == 1 })
+
+	_, g2 := build(followDoc, g1) // nap is gone, nap2 came
+	f.Replace(g2)
+	io.WriteString(pw, initialize[half:])
+	pw.Close()
+	resp := <-answered
+	if resp == nil {
+		return
+	}
+	id := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || id == "" {
+		t.Fatalf("initialize: %d, session %q", resp.StatusCode, id)
+	}
+	h := sessionHeader(id, "")
+	if resp, body := post(t, url, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, h); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("initialized: %d %s", resp.StatusCode, body)
+	}
+	_, body := post(t, url, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, h)
+	if !strings.Contains(body, `"nap2"`) || strings.Contains(body, `"nap"`) {
+		t.Errorf("a session made across the swap lists the old catalog: %s", body)
+	}
+	before, _, _ := rec1.counts()
+	post(t, url, toolCall("nap", `{}`), h)
+	if n, _, _ := rec1.counts(); n != before {
+		t.Errorf("a tool the reload removed was called on the old gateway's upstream")
+	}
 }
