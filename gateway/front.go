@@ -148,20 +148,25 @@ func (f *Front) Replace(g *Gateway) {
 	f.reloads.WithLabelValues("success").Inc()
 	f.retired = append(f.retired, old)
 	f.hasOld.Store(true)
+	// What serves nothing is closed first: a request that was on its way to
+	// it then goes to g (closedMark). Every stateful gateway still kept
+	// follows, with sessions or not: one may be serving an initialize that
+	// reached it before the swap, whose session would otherwise never
+	// follow.
+	f.reapLocked()
 	for _, s := range f.retired {
 		// Their stateful sessions are served by g from now on, and told
 		// what changed (follow.go), or keep their catalog, logged why.
-		n := 0
-		if s.g.cfg.Stateful {
-			n = s.g.sessionCount()
+		if !s.g.cfg.Stateful {
+			continue
 		}
-		if n == 0 {
-			continue // no session will begin on it: nothing to follow
-		}
+		n := s.g.sessionCount()
 		if ok, why := s.g.canFollow(g); ok {
 			added, changed, removed := s.g.followGateway(g)
-			g.logger.Info("reload: stateful sessions begun before it follow it", "sessions", n, "added", added, "changed", changed, "removed", removed)
-		} else {
+			if n > 0 {
+				g.logger.Info("reload: stateful sessions begun before it follow it", "sessions", n, "added", added, "changed", changed, "removed", removed)
+			}
+		} else if n > 0 {
 			g.logger.Warn("reload: stateful sessions begun before it keep the catalog they have until they end", "sessions", n, "why", why)
 		}
 	}
