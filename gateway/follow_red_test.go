@@ -482,3 +482,75 @@ func TestRedFollowInitializeAcrossSwap(t *testing.T) {
 		t.Errorf("a tool the reload removed was called on the old gateway's upstream")
 	}
 }
+
+// TestRedFollowCancel: notifications/cancelled of a call that a session
+// begun before a reload makes after it — the call served by the new
+// gateway, through the session fast path or go-sdk's handler — reaches
+// the new gateway's upstream request; so does the client hanging up.
+func TestRedFollowCancel(t *testing.T) {
+	for _, fast := range []bool{true, false} {
+		for _, how := range []string{"notifications/cancelled", "hang-up"} {
+			t.Run(fmt.Sprintf("fast=%v/%s", fast, how), func(t *testing.T) {
+				build := func(doc string, prev *Gateway) (*recorder, *Gateway) {
+					rec, base := newRecorder(t)
+					cfg := &Config{Stateful: true, Upstreams: []Upstream{{Name: "api", OpenAPI: "front.json", Document: []byte(doc), BaseURL: base, Timeout: time.Minute}}}
+					g, err := New(t.Context(), cfg, &Options{Previous: prev, DisableFastPath: !fast})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return rec, g
+				}
+				_, g1 := build(frontDoc, nil)
+				f := NewFront(g1)
+				srv := httptest.NewServer(f)
+				t.Cleanup(srv.Close)
+				t.Cleanup(f.Close)
+				rec2, g2 := build(followDoc, g1)
+				var id string
+				var callDone chan struct{}
+				switch how {
+				case "notifications/cancelled":
+					cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
+						Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, sessionOpts)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { cs.Close() })
+					f.Replace(g2)
+					ctx, cancel := context.WithCancel(t.Context())
+					callDone = make(chan struct{})
+					go func() {
+						defer close(callDone)
+						cs.CallTool(ctx, &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{}})
+					}()
+					waitFor(t, "the call to reach the new gateway's upstream", func() bool { _, s, _ := rec2.counts(); return s == 1 })
+					cancel() // go-sdk's client sends notifications/cancelled
+				case "hang-up":
+					id = openSession(t, srv.URL+"/mcp", "")
+					f.Replace(g2)
+					ctx, cancel := context.WithCancel(t.Context())
+					req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/mcp", strings.NewReader(toolCall("wait", "{}")))
+					req.Header = sessionHeader(id, "")
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Accept", "application/json, text/event-stream")
+					callDone = make(chan struct{})
+					go func() {
+						defer close(callDone)
+						if resp, err := http.DefaultClient.Do(req); err == nil {
+							io.Copy(io.Discard, resp.Body)
+							resp.Body.Close()
+						}
+					}()
+					waitFor(t, "the call to reach the new gateway's upstream", func() bool { _, s, _ := rec2.counts(); return s == 1 })
+					cancel()
+				}
+				select {
+				case <-rec2.ended:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the upstream request of a cancelled call served by the new gateway goes on")
+				}
+				<-callDone
+			})
+		}
+	}
+}
