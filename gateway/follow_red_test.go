@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
 	"github.com/mcpgate/mcpgate/upstream/federation"
 )
 
@@ -552,5 +553,76 @@ func TestRedFollowCancel(t *testing.T) {
 				<-callDone
 			})
 		}
+	}
+}
+
+// TestRedFollowTasks: MCP tasks on a session begun before a reload — one
+// made before it, one made after it (on the new gateway's task door) —
+// are read (tasks/get), cancelled (tasks/cancel) and told of
+// (notifications/tasks/status on the session's GET stream, which the
+// session's own gateway holds) as on a session of the current gateway.
+func TestRedFollowTasks(t *testing.T) {
+	e := engine.New(&engine.Options{Step: 100 * time.Millisecond})
+	api := httptest.NewServer(http.HandlerFunc(fastAPI))
+	t.Cleanup(api.Close)
+	build := func(prev *Gateway) *Gateway {
+		cfg := &Config{Stateful: true, Upstreams: []Upstream{
+			{Name: "noetl", OpenAPI: "/openapi.json", Handler: e.Handler(),
+				Playbooks: &Playbooks{PollInterval: 100 * time.Millisecond, Timeout: time.Minute}},
+			{Name: "api", OpenAPI: "fast.json", Document: fastDoc(0), BaseURL: api.URL},
+		}}
+		g, err := New(t.Context(), cfg, &Options{Previous: prev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	g1 := build(nil)
+	f := NewFront(g1)
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	t.Cleanup(f.Close)
+	te := &taskEnv{g: g1, e: e, url: srv.URL + "/mcp"}
+	const carol = "Bearer carol"
+	sid := openSession(t, te.url, carol)
+	stream := openStream(t, te.url, sid, carol)
+	waitFor(t, "the stream registered", func() bool {
+		g1.streams.mu.Lock()
+		defer g1.streams.mu.Unlock()
+		return g1.streams.m[sid] != nil
+	})
+	h := sessionHeader(sid, carol)
+	create := func(label string) string {
+		t.Helper()
+		res, rerr := te.send(t, carol, "tools/call", fmt.Sprintf(`{"name":"demo_slow","arguments":{"label":%q},"task":{}}`, label), h)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		return res["task"].(map[string]any)["taskId"].(string)
+	}
+	before := create("before")
+	f.Replace(build(g1))
+	after := create("after")
+	for _, id := range []string{before, after} {
+		if task, rerr := te.send(t, carol, "tasks/get", taskIDParams(id), h); rerr != nil || task["status"] != "working" {
+			t.Errorf("tasks/get after the reload: %v %v", task, rerr)
+		}
+	}
+	if _, rerr := te.send(t, carol, "tasks/cancel", taskIDParams(after), h); rerr != nil {
+		t.Fatalf("tasks/cancel of the task made after the reload: %v", rerr)
+	}
+	want := map[string]string{before: "completed", after: "cancelled"}
+	for range 2 {
+		n := nextMessage(t, stream, 30*time.Second)
+		p, _ := n["params"].(map[string]any)
+		id, _ := p["taskId"].(string)
+		if n["method"] != "notifications/tasks/status" || want[id] == "" || p["status"] != want[id] {
+			t.Fatalf("on the session's stream: %v (want %v)", n, want)
+		}
+		delete(want, id)
+	}
+	res, rerr := te.send(t, carol, "tasks/result", taskIDParams(before), h)
+	if rerr != nil || !strings.Contains(text0(res), "counted 5 steps") {
+		t.Errorf("tasks/result of the task made before the reload: %v %v", res, rerr)
 	}
 }
