@@ -626,3 +626,64 @@ func TestRedFollowTasks(t *testing.T) {
 		t.Errorf("tasks/result of the task made before the reload: %v %v", res, rerr)
 	}
 }
+
+// TestRedFollowMirrorOffFrontLock: Replace mirrored each retired
+// gateway's server (2 JSON encodings a tool to compare, and go-sdk's
+// AddTool for what changed) under the Front's lock, which every request
+// carrying an Mcp-Session-Id takes while a retired gateway is kept
+// (Front.owner) — the current gateway's sessions' too. With Stripe's 417
+// tools that was 0.1–0.9 s per reload on this machine during which every
+// stateful session stalled. Here the mirror is held up the way a
+// gateway's go-sdk tools still registering hold it (sdkTools open), and a
+// session of the new gateway must still be served meanwhile.
+func TestRedFollowMirrorOffFrontLock(t *testing.T) {
+	build := func(doc string, prev *Gateway) *Gateway {
+		_, base := newRecorder(t)
+		cfg := &Config{Stateful: true, Upstreams: []Upstream{{Name: "api", OpenAPI: "front.json", Document: []byte(doc), BaseURL: base, Timeout: time.Minute}}}
+		g, err := New(t.Context(), cfg, &Options{Previous: prev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	g1 := build(frontDoc, nil)
+	f := NewFront(g1)
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	t.Cleanup(f.Close)
+	url := srv.URL + "/mcp"
+	old := openSession(t, url, "")
+
+	g2 := build(followDoc, g1)
+	registered := g2.sdkTools
+	held := make(chan struct{})
+	g2.sdkTools = held // its tools "still registering": mirror waits
+	replaced := make(chan struct{})
+	go func() {
+		f.Replace(g2)
+		close(replaced)
+	}()
+	waitFor(t, "the new gateway to be served", func() bool { return f.Current() == g2 })
+
+	listed := make(chan string, 1)
+	go func() {
+		id := openSession(t, url, "") // on g2: no session id yet
+		_, body := post(t, url, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, sessionHeader(id, ""))
+		listed <- body
+	}()
+	select {
+	case body := <-listed:
+		if !strings.Contains(body, `"nap2"`) {
+			t.Errorf("the new gateway's session lists %s", body)
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("a session of the new gateway waits for the retired gateways' mirror (the Front's lock)")
+	}
+	<-registered
+	close(held)
+	<-replaced
+	_, body := post(t, url, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, sessionHeader(old, ""))
+	if !strings.Contains(body, `"nap2"`) {
+		t.Errorf("the old session, once mirrored, lists %s", body)
+	}
+}
