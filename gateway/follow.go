@@ -227,6 +227,15 @@ func (g *Gateway) canFollow(next *Gateway) (bool, string) {
 // followGateway has g's sessions served by next from now on, and g's
 // server show next's tools (mirror). It returns what mirror changed.
 func (g *Gateway) followGateway(next *Gateway) (added, changed, removed int) {
+	g.follow1(next)
+	return g.mirror()
+}
+
+// follow1 is followGateway but for the mirror: Front.Replace does it under
+// its lock, and mirrors once it has let go of it (a mirror encodes every
+// tool twice to compare, and the Front's lock is taken by every request
+// that carries a session id while a retired gateway is kept).
+func (g *Gateway) follow1(next *Gateway) {
 	prev := g.pointAt(next)
 	if prev != nil && prev != next {
 		prev.follow.mu.Lock()
@@ -239,7 +248,6 @@ func (g *Gateway) followGateway(next *Gateway) (added, changed, removed int) {
 	}
 	next.follow.followers[g] = true
 	next.follow.mu.Unlock()
-	return g.mirror()
 }
 
 // pointAt is followGateway's first step: g's sessions are served by next

@@ -634,8 +634,9 @@ func TestRedFollowTasks(t *testing.T) {
 // (Front.owner) — the current gateway's sessions' too. With Stripe's 417
 // tools that was 0.1–0.9 s per reload on this machine during which every
 // stateful session stalled. Here the mirror is held up the way a
-// gateway's go-sdk tools still registering hold it (sdkTools open), and a
-// session of the new gateway must still be served meanwhile.
+// retired gateway's go-sdk tools still registering hold it (sdkTools
+// open: it started from a snapshot moments ago), and a session of the new
+// gateway must still be served meanwhile.
 func TestRedFollowMirrorOffFrontLock(t *testing.T) {
 	build := func(doc string, prev *Gateway) *Gateway {
 		_, base := newRecorder(t)
@@ -655,9 +656,9 @@ func TestRedFollowMirrorOffFrontLock(t *testing.T) {
 	old := openSession(t, url, "")
 
 	g2 := build(followDoc, g1)
-	registered := g2.sdkTools
+	registered := g1.sdkTools
 	held := make(chan struct{})
-	g2.sdkTools = held // its tools "still registering": mirror waits
+	g1.sdkTools = held // its tools "still registering" (started from a snapshot): mirror waits
 	replaced := make(chan struct{})
 	go func() {
 		f.Replace(g2)

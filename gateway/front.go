@@ -138,7 +138,13 @@ func (f *Front) Current() *Gateway { return f.cur.Load().g }
 // closed.
 func (f *Front) Replace(g *Gateway) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	var mirrors []func() // run once f.mu is let go (follow1)
+	defer func() {
+		f.mu.Unlock()
+		for _, m := range mirrors {
+			m()
+		}
+	}()
 	for name, r := range g.runners {
 		// A re-send of a call whose run the old gateway drives joins it.
 		r.Succeed(f.cur.Load().g.runners[name])
@@ -162,10 +168,13 @@ func (f *Front) Replace(g *Gateway) {
 		}
 		n := s.g.sessionCount()
 		if ok, why := s.g.canFollow(g); ok {
-			added, changed, removed := s.g.followGateway(g)
-			if n > 0 {
-				g.logger.Info("reload: stateful sessions begun before it follow it", "sessions", n, "added", added, "changed", changed, "removed", removed)
-			}
+			s.g.follow1(g)
+			mirrors = append(mirrors, func() {
+				added, changed, removed := s.g.mirror()
+				if n > 0 {
+					g.logger.Info("reload: stateful sessions begun before it follow it", "sessions", n, "added", added, "changed", changed, "removed", removed)
+				}
+			})
 		} else if n > 0 {
 			g.logger.Warn("reload: stateful sessions begun before it keep the catalog they have until they end", "sessions", n, "why", why)
 		}
