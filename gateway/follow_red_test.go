@@ -688,3 +688,68 @@ func TestRedFollowMirrorOffFrontLock(t *testing.T) {
 		t.Errorf("the old session, once mirrored, lists %s", body)
 	}
 }
+
+// TestRedFollowPlaybookProgress: a playbook call on a session begun before
+// a reload, run by the new gateway's runner, sends its progress to the
+// session (notifications/progress), on both call paths, and a
+// notifications/cancelled of it cancels the run at the engine.
+func TestRedFollowPlaybookProgress(t *testing.T) {
+	for _, fast := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fast=%v", fast), func(t *testing.T) {
+			e := engine.New(&engine.Options{Step: 100 * time.Millisecond})
+			build := func(prev *Gateway) *Gateway {
+				cfg := &Config{Stateful: true, Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: e.Handler(),
+					Playbooks: &Playbooks{PollInterval: 100 * time.Millisecond, Timeout: time.Minute}}}}
+				g, err := New(t.Context(), cfg, &Options{Previous: prev, DisableFastPath: !fast})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return g
+			}
+			g1 := build(nil)
+			f := NewFront(g1)
+			srv := httptest.NewServer(f)
+			t.Cleanup(srv.Close)
+			t.Cleanup(f.Close)
+			var mu sync.Mutex
+			var progress []string
+			client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+				ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+					mu.Lock()
+					progress = append(progress, r.Params.Message)
+					mu.Unlock()
+				},
+			})
+			cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, sessionOpts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cs.Close() })
+			f.Replace(build(g1))
+
+			params := &mcp.CallToolParams{Name: "demo_slow", Arguments: map[string]any{"label": "x"}}
+			params.SetProgressToken("p1")
+			res, err := cs.CallTool(t.Context(), params)
+			if err != nil || res.IsError || redText(res) != "x: counted 5 steps" {
+				t.Fatalf("a playbook call after the reload: %v %s", err, redText(res))
+			}
+			waitFor(t, "progress on the session", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(progress) >= 3
+			})
+
+			cancelled := e.Counts().Cancelled
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				cs.CallTool(ctx, &mcp.CallToolParams{Name: "demo_slow", Arguments: map[string]any{"label": "y"}})
+			}()
+			waitFor(t, "the second run to start", func() bool { return e.Counts().Started >= 2 })
+			cancel()
+			<-done
+			waitFor(t, "the engine to see the run cancelled", func() bool { return e.Counts().Cancelled > cancelled })
+		})
+	}
+}
