@@ -753,3 +753,45 @@ func TestRedFollowPlaybookProgress(t *testing.T) {
 		})
 	}
 }
+
+// TestRedFollowAlternatingReloads: reloads that alternate between a
+// configuration the session can follow and one it cannot (search mode)
+// keep at most the session's own gateway and the one it follows, however
+// many there are; the session ends on the last catalog it could follow.
+func TestRedFollowAlternatingReloads(t *testing.T) {
+	build := func(doc, mode string, prev *Gateway) *Gateway {
+		_, base := newRecorder(t)
+		cfg := &Config{Stateful: true, Upstreams: []Upstream{{Name: "api", OpenAPI: "front.json", Document: []byte(doc), BaseURL: base, Timeout: time.Minute}}}
+		cfg.Catalog.Mode = mode
+		g, err := New(t.Context(), cfg, &Options{Previous: prev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	g1 := build(frontDoc, "", nil)
+	f := NewFront(g1)
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	t.Cleanup(f.Close)
+	url := srv.URL + "/mcp"
+	id := openSession(t, url, "")
+	for i := range 10 {
+		doc, mode := frontDoc, "search"
+		if i%2 == 1 {
+			doc, mode = followDoc, ""
+			if i%4 == 3 {
+				doc = frontDoc
+			}
+		}
+		f.Replace(build(doc, mode, f.Current()))
+		if n := f.Retired(); n > 2 {
+			t.Fatalf("after reload %d: %d retired gateways kept, want at most 2 (the session's and the one it follows)", i, n)
+		}
+	}
+	// The last reload it could follow (i = 9) served followDoc.
+	_, body := post(t, url, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, sessionHeader(id, ""))
+	if !strings.Contains(body, `"nap2"`) || strings.Contains(body, `"nap"`) {
+		t.Errorf("the session lists %s", body)
+	}
+}
