@@ -795,3 +795,58 @@ func TestRedFollowAlternatingReloads(t *testing.T) {
 		t.Errorf("the session lists %s", body)
 	}
 }
+
+// TestRedFollowTaskList: tasks/list on a session begun before a reload
+// lists the tasks that session made before it. Its tasks/list is the new
+// gateway's task door's now (follow.go), and with state: memory each
+// gateway kept its own task records, so the session's own earlier tasks
+// were gone from its list (tasks/get still read them: their ids are
+// sealed with the process's key) — where before following, the old
+// gateway's door answered with the old records.
+func TestRedFollowTaskList(t *testing.T) {
+	e := engine.New(&engine.Options{Step: 20 * time.Millisecond})
+	build := func(prev *Gateway) *Gateway {
+		cfg := &Config{Stateful: true, Upstreams: []Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: e.Handler(),
+			Playbooks: &Playbooks{PollInterval: 100 * time.Millisecond, Timeout: time.Minute}}}}
+		g, err := New(t.Context(), cfg, &Options{Previous: prev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	g1 := build(nil)
+	f := NewFront(g1)
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	t.Cleanup(f.Close)
+	te := &taskEnv{g: g1, e: e, url: srv.URL + "/mcp"}
+	const carol = "Bearer carol"
+	sid := openSession(t, te.url, carol)
+	h := sessionHeader(sid, carol)
+	res, rerr := te.send(t, carol, "tools/call", `{"name":"demo_fast","arguments":{},"task":{}}`, h)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	id := res["task"].(map[string]any)["taskId"].(string)
+	listed := func() bool {
+		t.Helper()
+		res, rerr := te.send(t, carol, "tasks/list", `{}`, h)
+		if rerr != nil {
+			t.Fatalf("tasks/list: %v", rerr)
+		}
+		tasks, _ := res["tasks"].([]any)
+		for _, tk := range tasks {
+			if tk.(map[string]any)["taskId"] == id {
+				return true
+			}
+		}
+		return false
+	}
+	if !listed() {
+		t.Fatal("tasks/list before the reload does not list the task")
+	}
+	f.Replace(build(g1))
+	if !listed() {
+		t.Error("tasks/list on the same session after the reload does not list the task it made before")
+	}
+}
