@@ -343,6 +343,9 @@ func splitWords(id string) string {
 func pythonTitle(src string) string {
 	var sb strings.Builder
 	sb.Grow(len(src))
+	// x/text's Casers keep state while they work: one per call, since
+	// catalogs are built at the same time (a reload's beside a relist).
+	lowerCaser, titleCaser := cases.Lower(language.Und), cases.Title(language.Und)
 	// Python lower-cases a run with the full Unicode mappings and in context
 	// (final sigma), then title-cases its first character with the full
 	// mapping (ß → "Ss", ﬁ → "Fi"). Do the same, a run at a time.
@@ -369,11 +372,6 @@ func pythonTitle(src string) string {
 	}
 	return sb.String()
 }
-
-var (
-	lowerCaser = cases.Lower(language.Und)
-	titleCaser = cases.Title(language.Und)
-)
 
 // isCased reports whether Python counts r as cased: a letter of category Lu,
 // Ll or Lt, or one with the Other_Lowercase or Other_Uppercase property

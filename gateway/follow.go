@@ -170,13 +170,40 @@ func (g *Gateway) sdkToolHandler(name string, h mcp.ToolHandler) mcp.ToolHandler
 // sessions now.
 func (g *Gateway) followHandler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		h, ok := g.serving().sdk.tools.handler(name)
+		s, done := g.lend()
+		defer done()
+		h, ok := s.sdk.tools.handler(name)
 		if !ok {
 			// Removed between go-sdk's lookup and this one: go-sdk's own
 			// answer to a tool it does not have.
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
 		}
 		return h(ctx, req)
+	}
+}
+
+// lend returns the gateway serving g's sessions, counted as running a call
+// for them until done is called: a gateway that g no longer follows (a
+// later reload re-pointed g) is not closed under a call it runs
+// (Front.reapLocked keeps it while its lent count is not zero, and marks
+// it closedMark when it closes it; a call that finds the mark asks again,
+// and finds the gateway g follows now).
+func (g *Gateway) lend() (s *Gateway, done func()) {
+	for {
+		s = g.serving()
+		if s == g {
+			return g, func() {}
+		}
+		if s.lent.Add(1) > 0 {
+			return s, func() { s.lent.Add(-1) }
+		}
+		s.lent.Add(-1)
+		if g.serving() == s {
+			// Closed, and g still points at it: g is closing too (only
+			// its Close unfollows without re-pointing), and has no
+			// session left to answer.
+			return s, func() {}
+		}
 	}
 }
 
@@ -268,6 +295,13 @@ func (g *Gateway) followTemplate(tmpl string) mcp.ResourceHandler {
 // the servers of the gateways following g.
 func (g *Gateway) changeSDKTools(put []*Tool, h func(*Tool) mcp.ToolHandler, gone []string) {
 	g.follow.mu.Lock()
+	if g.succ.Load() != nil && g.follow.shown == nil {
+		// It follows, and mirror has not run yet: what its server shows is
+		// its own tools as they are before this change, which from now on
+		// reaches its set only (a mirror must not take it for shown, and
+		// leave a tool the successor has off the server).
+		_, g.follow.shown = g.sdk.tools.sums()
+	}
 	hs := make([]mcp.ToolHandler, len(put))
 	for i, t := range put {
 		hs[i] = h(t)
@@ -312,9 +346,7 @@ func (g *Gateway) canFollow(next *Gateway) (bool, string) {
 // as following next, which then tells g of its changes. g's server shows
 // next's tools once mirror has run (Front.Replace runs it).
 func (g *Gateway) followGateway(next *Gateway) {
-	g.follow.mu.Lock()
-	prev := g.succ.Swap(next)
-	g.follow.mu.Unlock()
+	prev := g.pointAt(next)
 	if prev != nil && prev != next {
 		prev.follow.mu.Lock()
 		delete(prev.follow.followers, g)
@@ -326,6 +358,14 @@ func (g *Gateway) followGateway(next *Gateway) {
 	}
 	next.follow.followers[g] = true
 	next.follow.mu.Unlock()
+}
+
+// pointAt is followGateway's first step: g's sessions are served by next
+// from now on. It returns the gateway they were served by before (nil: g).
+func (g *Gateway) pointAt(next *Gateway) (prev *Gateway) {
+	g.follow.mu.Lock()
+	defer g.follow.mu.Unlock()
+	return g.succ.Swap(next)
 }
 
 // followed reports whether a gateway follows g: g serves its sessions, and

@@ -147,6 +147,12 @@ func (f *Front) Replace(g *Gateway) {
 	f.reloads.WithLabelValues("success").Inc()
 	f.retired = append(f.retired, old)
 	f.hasOld.Store(true)
+	// What serves nothing is closed first: a request that was on its way to
+	// it then goes to g (closedMark). Every stateful gateway still kept
+	// follows, with sessions or not: one may be serving an initialize that
+	// reached it before the swap, whose session would otherwise never
+	// follow.
+	f.reapLocked()
 	type following struct {
 		g        *Gateway
 		sessions int
@@ -155,32 +161,31 @@ func (f *Front) Replace(g *Gateway) {
 	for _, s := range f.retired {
 		// Their stateful sessions are served by g from now on, and told
 		// what changed (follow.go), or keep their catalog, logged why.
-		n := 0
-		if s.g.cfg.Stateful {
-			n = s.g.sessionCount()
+		if !s.g.cfg.Stateful {
+			continue
 		}
-		if n == 0 {
-			continue // no session will begin on it: nothing to follow
-		}
+		n := s.g.sessionCount()
 		if ok, why := s.g.canFollow(g); ok {
 			s.g.followGateway(g)
 			follows = append(follows, following{s.g, n})
-		} else {
+		} else if n > 0 {
 			g.logger.Warn("reload: stateful sessions begun before it keep the catalog they have until they end", "sessions", n, "why", why)
 		}
 	}
-	f.reapLocked()
 	for _, s := range f.retired[:max(len(f.retired)-maxRetired, 0)] {
 		s.closeSessions()
 	}
 	f.reapLocked()
 	f.mu.Unlock()
 	// Their servers show g's tools (and prompts and resources), outside
-	// the lock: the sessions' requests go on meanwhile (the first time a
-	// gateway is followed, its definitions' digests take tens of ms).
+	// the lock, which every request naming a session takes while a retired
+	// gateway is kept: the sessions' requests go on meanwhile (the first
+	// time a gateway is followed, its definitions' digests take tens of ms).
 	for _, fl := range follows {
 		added, changed, removed, others := fl.g.mirror()
-		g.logger.Info("reload: stateful sessions begun before it follow it", "sessions", fl.sessions, "added", added, "changed", changed, "removed", removed, "prompts_and_resources_changed", others)
+		if fl.sessions > 0 {
+			g.logger.Info("reload: stateful sessions begun before it follow it", "sessions", fl.sessions, "added", added, "changed", changed, "removed", removed, "prompts_and_resources_changed", others)
+		}
 	}
 }
 
@@ -208,7 +213,20 @@ func (f *Front) reapLocked() {
 	for _, s := range f.retired {
 		runs := s.g.runsActive() > 0
 		running = running || runs
-		if s.g.cfg.Stateful && s.g.sessionCount() > 0 || runs || s.g.followed() || !s.active.CompareAndSwap(0, closedMark) {
+		if s.g.cfg.Stateful && s.g.sessionCount() > 0 || runs || s.g.followed() {
+			kept = append(kept, s)
+			continue
+		}
+		if !s.g.lent.CompareAndSwap(0, closedMark) {
+			// A follower's call runs on it (follow.go's lend), counted on
+			// the follower, whose session's GET stream keeps its own
+			// count from reaching zero: look again, as for runs.
+			running = true
+			kept = append(kept, s)
+			continue
+		}
+		if !s.active.CompareAndSwap(0, closedMark) {
+			s.g.lent.Add(-closedMark) // open again: the lenders' +1 -1 in between net out
 			kept = append(kept, s)
 			continue
 		}

@@ -387,7 +387,9 @@ func (f *frontDoor) sessionFastPath(x *exchange) bool {
 		return true
 	}
 	fast := f.fast
-	if s := f.followed(); s != nil {
+	if f.followed() != nil {
+		s, done := f.gw.lend() // kept open while it answers (follow.go)
+		defer done()
 		if fast = s.fast; fast == nil {
 			return true // go-sdk's server shows the current gateway's tools
 		}

@@ -163,6 +163,7 @@ type Gateway struct {
 	sdk    sdkRegistry
 	succ   atomic.Pointer[Gateway]
 	follow follower
+	lent   atomic.Int64 // calls g runs for the sessions of gateways following it (lend)
 }
 
 // New resolves cfg (a copy: see [Config.Resolve]), loads every upstream's

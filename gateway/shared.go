@@ -45,6 +45,14 @@ func (g *Gateway) openShared(ctx context.Context) error {
 	g.noetlCalls.digests = g.callers
 	if !g.cfg.State.Shared() {
 		g.taskRecords = state.NewMemoryTasks()
+		if p := g.opts.Previous; p != nil {
+			if m, ok := p.taskRecords.(*state.MemoryTasks); ok {
+				// One process's records across its reloads: a session
+				// begun before one lists its tasks on this gateway's door
+				// from now on (follow.go), and so does any new request.
+				g.taskRecords = m
+			}
+		}
 		return nil
 	}
 	r := g.cfg.State.Redis
