@@ -406,12 +406,15 @@ func (f *frontDoor) followed() *Gateway {
 	return f.gw.succ.Load()
 }
 
-// taskDoor is the task door of the gateway serving this door's sessions.
-func (f *frontDoor) taskDoor() *taskDoor {
-	if s := f.followed(); s != nil {
-		return s.tasks
+// taskDoor is the task door of the gateway serving this door's sessions;
+// done ends its loan (follow.go's lend: the gateway followed is not closed
+// under a task request it answers).
+func (f *frontDoor) taskDoor() (d *taskDoor, done func()) {
+	if f.followed() != nil {
+		s, done := f.gw.lend()
+		return s.tasks, done
 	}
-	return f.tasks
+	return f.tasks, func() {}
 }
 
 // checkRPCID refuses an id go-sdk would answer as another (see checkID).
@@ -499,7 +502,12 @@ func (f *frontDoor) session(x *exchange) bool {
 		// go there (taskstatus.go).
 		x.w, x.unstream = f.streams.watch(x.w, id)
 	}
-	return !(x.rpc && x.r.Header.Get(sessionIDHeader) != "" && f.taskDoor().serve(x.w, x.r, x.body, x.msg))
+	if !x.rpc || x.r.Header.Get(sessionIDHeader) == "" {
+		return true
+	}
+	d, done := f.taskDoor()
+	defer done()
+	return !d.serve(x.w, x.r, x.body, x.msg)
 }
 
 // watchCancel, when stateless, answers a notifications/cancelled after it

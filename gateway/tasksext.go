@@ -121,8 +121,12 @@ var emptyAck = json.RawMessage(`{"resultType":"complete"}`)
 // mode. With no playbook tool it does nothing, and for a request of another
 // protocol version it reads one header.
 func (f *frontDoor) taskExtension(x *exchange) bool {
-	d := f.taskDoor()
-	return !(x.rpc && d != nil && d.serveExt(x.w, x.r, x.body, x.msg))
+	if !x.rpc {
+		return true
+	}
+	d, done := f.taskDoor()
+	defer done()
+	return !(d != nil && d.serveExt(x.w, x.r, x.body, x.msg))
 }
 
 // serveExt answers r when it is a request of the tasks extension: a
