@@ -87,10 +87,7 @@ func TestRedFollowReapServingGateway(t *testing.T) {
 		return g
 	}
 	g1 := build(nil, time.Minute)
-	f := NewFront(g1)
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	t.Cleanup(f.Close)
+	f, srv := serveFront(t, g1)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
 		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, sessionOpts)
 	if err != nil {
@@ -247,10 +244,7 @@ func TestRedFollowReloadStorm(t *testing.T) {
 		return g
 	}
 	g := build(nil)
-	f := NewFront(g)
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	t.Cleanup(f.Close)
+	f, srv := serveFront(t, g)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
 		Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, sessionOpts)
 	if err != nil {
@@ -365,10 +359,7 @@ func TestRedFollowAuth(t *testing.T) {
 					return g
 				}
 				g1 := build(tt.before, nil)
-				f := NewFront(g1)
-				srv := httptest.NewServer(f)
-				t.Cleanup(srv.Close)
-				t.Cleanup(f.Close)
+				f, srv := serveFront(t, g1)
 				url := srv.URL + "/mcp"
 				bearer := "Bearer " + is.tokenFor(t, "alice", "mcp") // no things:read
 				id := openSession(t, url, bearer)
@@ -431,10 +422,7 @@ func TestRedFollowInitializeAcrossSwap(t *testing.T) {
 		return rec, g
 	}
 	rec1, g1 := build(frontDoc, nil)
-	f := NewFront(g1)
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	t.Cleanup(f.Close)
+	f, srv := serveFront(t, g1)
 	url := srv.URL + "/mcp"
 
 	pr, pw := io.Pipe()
@@ -503,10 +491,7 @@ func TestRedFollowCancel(t *testing.T) {
 					return rec, g
 				}
 				_, g1 := build(frontDoc, nil)
-				f := NewFront(g1)
-				srv := httptest.NewServer(f)
-				t.Cleanup(srv.Close)
-				t.Cleanup(f.Close)
+				f, srv := serveFront(t, g1)
 				rec2, g2 := build(followDoc, g1)
 				var id string
 				var callDone chan struct{}
@@ -579,10 +564,7 @@ func TestRedFollowTasks(t *testing.T) {
 		return g
 	}
 	g1 := build(nil)
-	f := NewFront(g1)
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	t.Cleanup(f.Close)
+	f, srv := serveFront(t, g1)
 	te := &taskEnv{g: g1, e: e, url: srv.URL + "/mcp"}
 	const carol = "Bearer carol"
 	sid := openSession(t, te.url, carol)
@@ -649,10 +631,7 @@ func TestRedFollowMirrorOffFrontLock(t *testing.T) {
 		return g
 	}
 	g1 := build(frontDoc, nil)
-	f := NewFront(g1)
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	t.Cleanup(f.Close)
+	f, srv := serveFront(t, g1)
 	url := srv.URL + "/mcp"
 	old := openSession(t, url, "")
 
@@ -708,10 +687,7 @@ func TestRedFollowPlaybookProgress(t *testing.T) {
 				return g
 			}
 			g1 := build(nil)
-			f := NewFront(g1)
-			srv := httptest.NewServer(f)
-			t.Cleanup(srv.Close)
-			t.Cleanup(f.Close)
+			f, srv := serveFront(t, g1)
 			var mu sync.Mutex
 			var progress []string
 			client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
@@ -771,10 +747,7 @@ func TestRedFollowAlternatingReloads(t *testing.T) {
 		return g
 	}
 	g1 := build(frontDoc, "", nil)
-	f := NewFront(g1)
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	t.Cleanup(f.Close)
+	f, srv := serveFront(t, g1)
 	url := srv.URL + "/mcp"
 	id := openSession(t, url, "")
 	for i := range 10 {
@@ -816,10 +789,7 @@ func TestRedFollowTaskList(t *testing.T) {
 		return g
 	}
 	g1 := build(nil)
-	f := NewFront(g1)
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	t.Cleanup(f.Close)
+	f, srv := serveFront(t, g1)
 	te := &taskEnv{g: g1, e: e, url: srv.URL + "/mcp"}
 	const carol = "Bearer carol"
 	sid := openSession(t, te.url, carol)

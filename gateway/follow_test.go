@@ -16,6 +16,17 @@ import (
 	"github.com/mcpgate/mcpgate/upstream/federation"
 )
 
+// serveFront serves g through a Front, as mcpgate serve does, until the
+// test ends.
+func serveFront(t *testing.T, g *Gateway) (*Front, *httptest.Server) {
+	t.Helper()
+	f := NewFront(g)
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	t.Cleanup(f.Close)
+	return f, srv
+}
+
 // followDoc is frontDoc after an edit: get_thing's description changed, nap
 // renamed nap2, wait as it was.
 var followDoc = strings.NewReplacer(
@@ -44,10 +55,7 @@ func TestReloadSessionFollows(t *testing.T) {
 		return rec, g
 	}
 	rec1, g1 := build(frontDoc, nil, "")
-	f := NewFront(g1)
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	t.Cleanup(f.Close)
+	f, srv := serveFront(t, g1)
 
 	changed := make(chan struct{}, 16)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
@@ -161,10 +169,7 @@ func TestReloadSessionFollowsFederated(t *testing.T) {
 		return g
 	}
 	g1 := build(nil)
-	f := NewFront(g1)
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	t.Cleanup(f.Close)
+	f, srv := serveFront(t, g1)
 	changed := make(chan struct{}, 16)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
@@ -230,10 +235,7 @@ func TestReloadSessionFollowsPrompts(t *testing.T) {
 	g1 := build(nil,
 		Prompt{Name: "greet", Template: "Hello {{ input.tone }}", Arguments: tone("warm", "dry")},
 		Prompt{Name: "old", Template: "Old"})
-	f := NewFront(g1)
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	t.Cleanup(f.Close)
+	f, srv := serveFront(t, g1)
 	changed := make(chan struct{}, 16)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
 		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { changed <- struct{}{} },
