@@ -133,13 +133,14 @@ type sdkRegistry struct {
 	complete func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error)
 }
 
-// follower is a gateway's side of following: the gateway it follows, the
-// gateways that follow it, and what its server shows while it follows.
+// follower is a gateway's side of following (the gateway it follows is
+// Gateway.succ): the gateways that follow it, and what its server shows
+// while it follows.
 type follower struct {
 	mu        sync.Mutex // serializes changes to the server's tools (mirror, changeSDKTools)
 	followers map[*Gateway]bool
-	// What the server shows while following (nil: its own).
-	// Each kind's digests (sdkSet.sums).
+	// What the server shows while following, each kind's digests
+	// (sdkSet.sums); nil: its own.
 	shown     map[string][sha256.Size]byte
 	prompts   map[string][sha256.Size]byte
 	resources map[string][sha256.Size]byte
@@ -251,7 +252,8 @@ func (g *Gateway) sdkCompletion(c func(context.Context, *mcp.CompleteRequest) (*
 		return c
 	}
 	return func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
-		s := g.serving()
+		s, done := g.lend()
+		defer done()
 		if s.sdk.complete == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion is not served since the reload: no prompt or resource completes"}
 		}
@@ -261,7 +263,9 @@ func (g *Gateway) sdkCompletion(c func(context.Context, *mcp.CompleteRequest) (*
 
 func (g *Gateway) followPrompt(name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		h, ok := g.serving().sdk.prompts.handler(name)
+		s, done := g.lend()
+		defer done()
+		h, ok := s.sdk.prompts.handler(name)
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", name)}
 		}
@@ -271,7 +275,9 @@ func (g *Gateway) followPrompt(name string) mcp.PromptHandler {
 
 func (g *Gateway) followResource(uri string) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		h, ok := g.serving().sdk.resources.handler(uri)
+		s, done := g.lend()
+		defer done()
+		h, ok := s.sdk.resources.handler(uri)
 		if !ok {
 			return nil, mcp.ResourceNotFoundError(req.Params.URI)
 		}
@@ -281,7 +287,9 @@ func (g *Gateway) followResource(uri string) mcp.ResourceHandler {
 
 func (g *Gateway) followTemplate(tmpl string) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		h, ok := g.serving().sdk.templates.handler(tmpl)
+		s, done := g.lend()
+		defer done()
+		h, ok := s.sdk.templates.handler(tmpl)
 		if !ok {
 			return nil, mcp.ResourceNotFoundError(req.Params.URI)
 		}
