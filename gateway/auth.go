@@ -132,10 +132,16 @@ func (g *Gateway) requirements() map[string]auth.Requirement {
 // authorizeCall is the front door's step-up check (frontDoor.authorize).
 // Only tools/call of a known tool is decided here; go-sdk answers an
 // unknown tool itself.
+//
+// A retired gateway's session is checked against the gateway serving it
+// (follow.go): one step, not that gateway's own successor, which its auth
+// section may not match (canFollow).
 func (g *Gateway) authorizeCall(r *http.Request, method, tool string) (status int, challenge string, ok bool) {
-	if s := g.succ.Load(); s != nil {
-		return s.authorizeCall(r, method, tool) // a retired gateway's session (follow.go)
-	}
+	return g.serving().authorizeOwn(r, method, tool)
+}
+
+// authorizeOwn is authorizeCall against g's own requirements.
+func (g *Gateway) authorizeOwn(r *http.Request, method, tool string) (status int, challenge string, ok bool) {
 	if method != "tools/call" {
 		return 0, "", true
 	}
