@@ -166,6 +166,11 @@ func (m *cli) serve(ctx context.Context, args []string) error {
 		go rl.watch(stopWatch, reloads)
 	}
 	retry := rl.retryTimer(g)
+	// A retired gateway whose last stateful session ended idle
+	// (session_timeout) serves no request that would reap it: look from
+	// time to time.
+	reap := time.NewTicker(reapEvery)
+	defer reap.Stop()
 	var serveErr error
 	stops := 0 // SIGTERMs and SIGINTs received (see drain)
 loop:
@@ -185,6 +190,7 @@ loop:
 			rl.reload(why)
 		case <-retry.C():
 			rl.reload(retryTrigger)
+		case <-reap.C:
 		}
 		retry.Reset(front.Current())
 		front.Reap()
@@ -480,6 +486,10 @@ func diffTools(a, b *gateway.Catalog) (added, removed, changed int) {
 	return added, removed, changed
 }
 
+// reapEvery is how often serve closes the retired gateways that serve
+// nothing any more (Front.Reap), besides after each reload.
+const reapEvery = 30 * time.Second
+
 // retryBackoff is how a gateway with upstreams not loaded retries them:
 // from retryMin, doubling to retryMax, with ±20% jitter so that a fleet
 // started together does not retry together.
@@ -492,6 +502,7 @@ const (
 type retrier struct {
 	t       *time.Timer
 	backoff time.Duration
+	due     time.Time // when t fires, while armed
 }
 
 func (r *reloader) retryTimer(g *gateway.Gateway) *retrier {
@@ -505,25 +516,26 @@ func (r *reloader) retryTimer(g *gateway.Gateway) *retrier {
 func (rt *retrier) C() <-chan time.Time { return rt.t.C }
 
 // Reset arms the timer while g has upstreams not loaded, backing off, and
-// disarms it once every upstream is loaded.
-func (rt *retrier) Reset(g *gateway.Gateway) {
-	if len(g.NotLoaded()) == 0 {
+// disarms it once every upstream is loaded. serve's loop calls it after
+// every event, not only a retry's.
+func (rt *retrier) Reset(g *gateway.Gateway) { rt.reset(len(g.NotLoaded()), time.Now()) }
+
+func (rt *retrier) reset(notLoaded int, now time.Time) {
+	if notLoaded == 0 {
 		rt.backoff = 0
 		rt.t.Stop()
 		return
 	}
-	select {
-	case <-rt.t.C:
-	default:
-	}
-	if rt.backoff == 0 {
+	switch {
+	case rt.backoff == 0:
 		rt.backoff = retryMin
-	} else if rt.t.Stop() {
+	case now.Before(rt.due):
 		return // armed, not fired: another event came first; keep its due time
-	} else {
-		rt.backoff = min(2*rt.backoff, retryMax)
+	default:
+		rt.backoff = min(2*rt.backoff, retryMax) // it fired: the next one waits longer
 	}
 	jitter := time.Duration(float64(rt.backoff) * (0.8 + 0.4*rand.Float64()))
+	rt.due = now.Add(jitter)
 	rt.t.Reset(jitter)
 }
 
