@@ -82,10 +82,42 @@ func FuzzRedisURL(f *testing.F) {
 		if !strings.HasPrefix(err.Error(), "state.redis.url: ") {
 			t.Fatalf("error %q does not name state.redis.url", err)
 		}
+		// The message must not depend on the password: the same URL with
+		// another password is refused in the same words. (Looking for the
+		// password in the message would also find it where it equals the
+		// user name or the host, which are shown.)
 		if u, perr := url.Parse(raw); perr == nil && u.User != nil {
-			if pw, ok := u.User.Password(); ok && len(pw) >= 4 && strings.Contains(err.Error(), pw) {
-				t.Fatalf("error %q shows the password %q", err, pw)
+			if _, ok := u.User.Password(); ok {
+				if other, ok := withPassword(raw, "Qx7wOtherPassword"); ok {
+					c.Redis.URL = other
+					if err2 := c.validate(); err2 == nil || err2.Error() != err.Error() {
+						t.Fatalf("error %q, and with another password %v: the message depends on the password", err, err2)
+					}
+				}
 			}
 		}
 	})
+}
+
+// withPassword returns raw with the password of its authority's user
+// information replaced by pw, as url.Parse finds them.
+func withPassword(raw, pw string) (string, bool) {
+	i := strings.Index(raw, "//")
+	if i < 0 {
+		return "", false
+	}
+	rest := raw[i+2:]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return "", false
+	}
+	colon := strings.Index(rest[:at], ":")
+	if colon < 0 {
+		return "", false
+	}
+	return raw[:i+2] + rest[:colon+1] + pw + rest[at:], true
 }
