@@ -23,10 +23,11 @@ func TestRetrierKeepsItsDueTime(t *testing.T) {
 				return false
 			}
 		}
-		rt.reset(1, time.Now()) // an upstream not loaded: armed, about retryMin
-		time.Sleep(retryMin / 2)
-		rt.reset(1, time.Now()) // another event (a SIGHUP, a reload) before it fires
-		if !fired(retryMin) {
+		rt.reset(1, time.Now()) // an upstream not loaded: armed, retryMin ±20%
+		// Another event (a SIGHUP, a reload) half-way to it: reset is told
+		// the time it comes at, before the retry fires.
+		rt.reset(1, time.Now().Add(retryMin/2))
+		if !fired(retryMin * 13 / 10) {
 			t.Fatal("the retry did not fire by its due time after another event")
 		}
 		rt.reset(1, time.Now()) // the retry's own event: back off
