@@ -230,7 +230,7 @@ func (g *Gateway) addSDKPrompt(p *mcp.Prompt, h mcp.PromptHandler) {
 func (g *Gateway) addSDKResource(r *mcp.Resource, h mcp.ResourceHandler) {
 	g.sdk.resources.put(r.URI, r, h)
 	if g.cfg.Stateful {
-		h = g.followResource(r.URI)
+		h = followRead(g, resourcesOf, r.URI)
 	}
 	g.server.AddResource(r, h)
 }
@@ -238,7 +238,7 @@ func (g *Gateway) addSDKResource(r *mcp.Resource, h mcp.ResourceHandler) {
 func (g *Gateway) addSDKTemplate(t *mcp.ResourceTemplate, h mcp.ResourceHandler) {
 	g.sdk.templates.put(t.URITemplate, t, h)
 	if g.cfg.Stateful {
-		h = g.followTemplate(t.URITemplate)
+		h = followRead(g, templatesOf, t.URITemplate)
 	}
 	g.server.AddResourceTemplate(t, h)
 }
@@ -273,11 +273,13 @@ func (g *Gateway) followPrompt(name string) mcp.PromptHandler {
 	}
 }
 
-func (g *Gateway) followResource(uri string) mcp.ResourceHandler {
+// followRead reads the resource (or resource template) key of the set of
+// the gateway serving g's sessions that kind picks.
+func followRead[D any](g *Gateway, kind func(*sdkRegistry) *sdkSet[D, mcp.ResourceHandler], key string) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		s, done := g.lend()
 		defer done()
-		h, ok := s.sdk.resources.handler(uri)
+		h, ok := kind(&s.sdk).handler(key)
 		if !ok {
 			return nil, mcp.ResourceNotFoundError(req.Params.URI)
 		}
@@ -285,16 +287,10 @@ func (g *Gateway) followResource(uri string) mcp.ResourceHandler {
 	}
 }
 
-func (g *Gateway) followTemplate(tmpl string) mcp.ResourceHandler {
-	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		s, done := g.lend()
-		defer done()
-		h, ok := s.sdk.templates.handler(tmpl)
-		if !ok {
-			return nil, mcp.ResourceNotFoundError(req.Params.URI)
-		}
-		return h(ctx, req)
-	}
+func resourcesOf(r *sdkRegistry) *sdkSet[*mcp.Resource, mcp.ResourceHandler] { return &r.resources }
+
+func templatesOf(r *sdkRegistry) *sdkSet[*mcp.ResourceTemplate, mcp.ResourceHandler] {
+	return &r.templates
 }
 
 // changeSDKTools adds (or replaces) put and removes gone, as relist does
@@ -421,10 +417,12 @@ func (g *Gateway) mirror() (added, changed, removed, others int) {
 		func(n string, p *mcp.Prompt) { g.server.AddPrompt(p, g.followPrompt(n)) })
 	others += a + c + r
 	a, c, r = mirrorSet(&fl.resources, &g.sdk.resources, &s.sdk.resources, g.server.RemoveResources,
-		func(u string, res *mcp.Resource) { g.server.AddResource(res, g.followResource(u)) })
+		func(u string, res *mcp.Resource) { g.server.AddResource(res, followRead(g, resourcesOf, u)) })
 	others += a + c + r
 	a, c, r = mirrorSet(&fl.templates, &g.sdk.templates, &s.sdk.templates, g.server.RemoveResourceTemplates,
-		func(u string, t *mcp.ResourceTemplate) { g.server.AddResourceTemplate(t, g.followTemplate(u)) })
+		func(u string, t *mcp.ResourceTemplate) {
+			g.server.AddResourceTemplate(t, followRead(g, templatesOf, u))
+		})
 	others += a + c + r
 	return added, changed, removed, others
 }

@@ -27,7 +27,7 @@ import (
 // it. The retired gateway then follows the new one (follow.go): the session
 // is served the new catalog and told of its changes (list_changed), unless
 // the reload changed what the session negotiated (the auth section, search
-// mode, tasks), when it keeps the catalog it began with.
+// mode, tasks), when it keeps the catalog it has.
 //
 // Draining ([Front.Drain]) answers /readyz 503 "draining" at once, so that
 // load balancers stop sending new requests, while everything else is still
