@@ -212,7 +212,9 @@ func (g *Gateway) lend() (s *Gateway, done func()) {
 // on every core, so without g.follow's lock: nothing follows or is followed
 // before New returns, and mirror waits for sdkTools).
 func (g *Gateway) addSDKTool(t *mcp.Tool, h mcp.ToolHandler) {
-	g.sdk.tools.put(t.Name, t, h)
+	if g.cfg.Stateful { // a stateless gateway is never followed: nothing to record
+		g.sdk.tools.put(t.Name, t, h)
+	}
 	g.server.AddTool(t, g.sdkToolHandler(t.Name, h))
 }
 
@@ -220,24 +222,24 @@ func (g *Gateway) addSDKTool(t *mcp.Tool, h mcp.ToolHandler) {
 // stateful gateway's handler looks it up on the gateway serving its sessions
 // (see the top of this file), as do the three below.
 func (g *Gateway) addSDKPrompt(p *mcp.Prompt, h mcp.PromptHandler) {
-	g.sdk.prompts.put(p.Name, p, h)
 	if g.cfg.Stateful {
+		g.sdk.prompts.put(p.Name, p, h)
 		h = g.followPrompt(p.Name)
 	}
 	g.server.AddPrompt(p, h)
 }
 
 func (g *Gateway) addSDKResource(r *mcp.Resource, h mcp.ResourceHandler) {
-	g.sdk.resources.put(r.URI, r, h)
 	if g.cfg.Stateful {
+		g.sdk.resources.put(r.URI, r, h)
 		h = followRead(g, resourcesOf, r.URI)
 	}
 	g.server.AddResource(r, h)
 }
 
 func (g *Gateway) addSDKTemplate(t *mcp.ResourceTemplate, h mcp.ResourceHandler) {
-	g.sdk.templates.put(t.URITemplate, t, h)
 	if g.cfg.Stateful {
+		g.sdk.templates.put(t.URITemplate, t, h)
 		h = followRead(g, templatesOf, t.URITemplate)
 	}
 	g.server.AddResourceTemplate(t, h)
@@ -308,8 +310,9 @@ func (g *Gateway) changeSDKTools(put []*Tool, h func(*Tool) mcp.ToolHandler, gon
 	}
 	hs := make([]mcp.ToolHandler, len(put))
 	for i, t := range put {
-		hs[i] = h(t)
-		g.sdk.tools.put(t.Tool.Name, t.Tool, hs[i])
+		if hs[i] = h(t); g.cfg.Stateful {
+			g.sdk.tools.put(t.Tool.Name, t.Tool, hs[i])
+		}
 	}
 	g.sdk.tools.remove(gone)
 	if g.succ.Load() == nil {
