@@ -99,23 +99,32 @@ describe('drain on SIGTERM (TS SDK client)', () => {
   });
 });
 
-describe('reload on SIGHUP and --watch (TS SDK client)', () => {
-  let engine, api, gateway, cfg;
+// reloadable starts the engine, the orchestrator and a gateway serving the
+// engine alone from a config file a test rewrites, with flags; before and
+// after of a suite.
+function reloadable(...flags) {
+  const env = {};
   before(async () => {
-    engine = await startEngine();
-    api = await startOrchestrator();
-    cfg = join(mkdtempSync(join(tmpdir(), 'mcpgate-e2e-')), 'mcpgate.yaml');
-    writeConfig(cfg, `upstreams:\n${engineUpstream(engine.url)}`);
-    gateway = await start(MCPGATE_BIN, ['serve', '--addr', '127.0.0.1:0', '--config', cfg, '--watch'], /listening on (http:\/\/\S+\/mcp)/);
-    gateway.url = gateway.match[1];
+    env.engine = await startEngine();
+    env.api = await startOrchestrator();
+    env.cfg = join(mkdtempSync(join(tmpdir(), 'mcpgate-e2e-')), 'mcpgate.yaml');
+    writeConfig(env.cfg, `upstreams:\n${engineUpstream(env.engine.url)}`);
+    env.gateway = await start(MCPGATE_BIN, ['serve', '--addr', '127.0.0.1:0', '--config', env.cfg, ...flags], /listening on (http:\/\/\S+\/mcp)/);
+    env.gateway.url = env.gateway.match[1];
   });
   after(async () => {
-    await stop(gateway);
-    await stop(api);
-    await stop(engine);
+    await stop(env.gateway);
+    await stop(env.api);
+    await stop(env.engine);
   });
+  return env;
+}
+
+describe('reload on SIGHUP and --watch (TS SDK client)', () => {
+  const env = reloadable('--watch');
 
   test('SIGHUP serves a changed config with zero failed calls; a broken one keeps the old state', async () => {
+    const { gateway, cfg, engine, api } = env;
     const client = await connectHTTP(gateway.url);
     const names = async () => (await client.listTools()).tools.map((t) => t.name);
     assert.ok(!(await names()).includes('list_workflows'));
@@ -151,6 +160,7 @@ describe('reload on SIGHUP and --watch (TS SDK client)', () => {
   });
 
   test('--watch: an edited config is served without a signal', async () => {
+    const { gateway, cfg, engine, api } = env;
     const client = await connectHTTP(gateway.url);
     writeConfig(cfg, `upstreams:\n${engineUpstream(engine.url).replace('name: noetl', 'name: noetl\n    tool_prefix: wf_')}`);
     await waitUntil('the renamed tools', async () => (await client.listTools()).tools.some((t) => t.name === 'wf_demo_fast'), { timeoutMs: 20000 });
@@ -163,22 +173,10 @@ describe('reload on SIGHUP and --watch (TS SDK client)', () => {
 });
 
 describe('a stateful session follows a reload (TS SDK client)', () => {
-  let engine, api, gateway, cfg;
-  before(async () => {
-    engine = await startEngine();
-    api = await startOrchestrator();
-    cfg = join(mkdtempSync(join(tmpdir(), 'mcpgate-e2e-')), 'mcpgate.yaml');
-    writeConfig(cfg, `upstreams:\n${engineUpstream(engine.url)}`);
-    gateway = await start(MCPGATE_BIN, ['serve', '--addr', '127.0.0.1:0', '--config', cfg, '--stateful'], /listening on (http:\/\/\S+\/mcp)/);
-    gateway.url = gateway.match[1];
-  });
-  after(async () => {
-    await stop(gateway);
-    await stop(api);
-    await stop(engine);
-  });
+  const env = reloadable('--stateful');
 
   test('SIGHUP: the session is told (tools/list_changed), lists the new tools and calls them on the new upstream', async () => {
+    const { gateway, cfg, engine, api } = env;
     const client = await connectHTTP(gateway.url);
     let told = 0;
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => { told++; });
