@@ -90,6 +90,11 @@ type entry struct {
 	// summarized: the summary is written, or being written (by the timer,
 	// or by the next window's first record, whichever comes first).
 	summarized bool
+	// written is closed once the summary is written: the next window's
+	// first record, when the timer took the summary, waits for it, so the
+	// log reads "first line, summary, next first line" in that order.
+	// Made with the timer.
+	written chan struct{}
 }
 
 // New returns a Handler that passes what it does not drop to next.
@@ -165,21 +170,30 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	now := time.Now()
 	st.mu.Lock()
 	e := st.kinds[k]
-	if e != nil && now.Sub(e.start) < st.window {
+	// A window whose summary is taken counts no more: what it dropped is
+	// written. (A record timed just before the window's end can reach
+	// the lock after the timer.)
+	if e != nil && now.Sub(e.start) < st.window && !e.summarized {
 		e.dropped++
 		if e.timer == nil {
+			e.written = make(chan struct{})
 			e.timer = time.AfterFunc(e.start.Add(st.window).Sub(now), func() { st.flush(k, e) })
 		}
 		st.mu.Unlock()
 		return nil
 	}
-	// A new window. The last one's summary, if its timer has not run yet,
-	// is written now, before this window's first line.
+	// A new window. The last one's summary, if its timer has not taken it
+	// yet, is written now, before this window's first line; if the timer
+	// took it, this line waits until it is written.
 	var last *entry
-	if e != nil && e.timer != nil && !e.summarized {
-		e.timer.Stop()
-		e.summarized = true // its timer, if it has fired, writes nothing
-		last = e
+	var written chan struct{}
+	if e != nil && e.timer != nil {
+		if !e.summarized {
+			e.timer.Stop()
+			e.summarized = true // its timer, if it has fired, writes nothing
+			last = e
+		}
+		written = e.written
 	}
 	if e == nil && len(st.kinds) >= st.maxKinds {
 		st.prune(now)
@@ -190,6 +204,10 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	st.mu.Unlock()
 	if last != nil {
 		st.summary(last, last.dropped)
+		close(last.written)
+	}
+	if written != nil {
+		<-written
 	}
 	return h.next.Handle(ctx, r)
 }
@@ -204,20 +222,24 @@ func (st *state) prune(now time.Time) {
 	}
 }
 
-// flush writes e's summary, at the end of its window, and forgets it
-// unless a new window of its kind has begun.
+// flush writes e's summary, at the end of its window, and then forgets it
+// unless a new window of its kind has begun. e stays known while its
+// summary is written, so that a record of its kind waits for the summary.
 func (st *state) flush(k kind, e *entry) {
 	st.mu.Lock()
-	if st.kinds[k] == e {
-		delete(st.kinds, k)
-	}
 	done := e.summarized
 	e.summarized = true
 	n := e.dropped
 	st.mu.Unlock()
 	if !done {
 		st.summary(e, n)
+		close(e.written)
 	}
+	st.mu.Lock()
+	if st.kinds[k] == e {
+		delete(st.kinds, k)
+	}
+	st.mu.Unlock()
 }
 
 // summary writes the record that says e's window dropped n records.
