@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	sjson "github.com/segmentio/encoding/json"
@@ -225,6 +226,15 @@ func checkSchemaJSON(raw json.RawMessage, input bool) error {
 	if !json.Valid(t) {
 		return errors.New("not valid JSON")
 	}
+	// Served as these bytes: JSON is UTF-8 (RFC 8259 §8.1), and a client
+	// with a strict decoder would refuse the whole tools/list page.
+	// encoding/json's Valid lets invalid UTF-8 through in strings.
+	if !utf8.Valid(t) {
+		return errors.New("not valid UTF-8")
+	}
+	if err := checkSchemaDepth(t); err != nil {
+		return err
+	}
 	if !input {
 		return nil
 	}
@@ -239,6 +249,50 @@ func checkSchemaJSON(raw json.RawMessage, input bool) error {
 	}
 	if string(top.Type) != `"object"` {
 		return errors.New(`not of type "object"`)
+	}
+	return nil
+}
+
+// MaxSchemaDepth bounds how deep a snapshot's schema nests (objects and
+// arrays, the schema itself at depth 1): go-sdk's decoder refuses JSON
+// deeper than 1000 (its internal/json defaultMaxDepth), and its AddTool
+// panics on a schema it cannot decode — in the background, for a gateway
+// started from a snapshot, where the panic ends the process at every
+// start. encoding/json's Valid takes 10,000. A schema made from a
+// document nests a few dozen levels at most.
+const MaxSchemaDepth = 1000
+
+// checkSchemaDepth refuses JSON that nests deeper than MaxSchemaDepth,
+// counted as go-sdk counts it (every '{' and '[' outside strings). A
+// schema with no more brackets than that cannot, which spares nearly
+// every schema the byte-by-byte scan (bytes.Count is vectorised).
+func checkSchemaDepth(t []byte) error {
+	if bytes.Count(t, []byte{'{'})+bytes.Count(t, []byte{'['}) <= MaxSchemaDepth {
+		return nil
+	}
+	depth, inString, escaped := 0, false, false
+	for _, c := range t {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			if depth++; depth > MaxSchemaDepth {
+				return fmt.Errorf("nested deeper than %d levels (go-sdk's bound)", MaxSchemaDepth)
+			}
+		case '}', ']':
+			depth--
+		}
 	}
 	return nil
 }

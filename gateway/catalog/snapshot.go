@@ -577,6 +577,9 @@ func restoreTool(cfg *config.Config, st *snapshotTool, secs *securities, texts [
 		if err := noHeaderAnnotations(b.InputSchema, ""); err != nil {
 			return nil, fmt.Errorf("%s: input schema: %v", tool.Name, err)
 		}
+		if err := noSDKHeaderAnnotations(in); err != nil {
+			return nil, fmt.Errorf("%s: input schema: %v", tool.Name, err)
+		}
 	}
 	tool.InputSchema = in
 	if out != nil {
@@ -628,6 +631,43 @@ func noHeaderAnnotations(schema map[string]any, at string) error {
 			return fmt.Errorf("property %s%s: an x-mcp-header, which no document's tool has", at, name)
 		}
 		if err := noHeaderAnnotations(ps, at+name+"."); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sdkHeaderView is an input schema as go-sdk's AddTool reads it for its
+// x-mcp-header check (mcp.headerSchemaProperty, less its "type"): decoded
+// into a struct, whose map of properties a second "properties" key adds
+// to where a map[string]any (noHeaderAnnotations') is replaced by it.
+type sdkHeaderView struct {
+	XMCPHeader json.RawMessage          `json:"x-mcp-header"`
+	Properties map[string]sdkHeaderView `json:"properties"`
+}
+
+// noSDKHeaderAnnotations refuses an input schema in which go-sdk's own
+// reading finds an x-mcp-header on a property: with a key given twice,
+// {"properties":{"a":{"x-mcp-header":…}},"properties":{}}, the decoded map
+// noHeaderAnnotations walks has none, and go-sdk's struct still has it. It
+// decodes as go-sdk does (segmentio, field names matched exactly); a
+// schema that does not decode so is one go-sdk skips too (its view has
+// the same fields and a "type" more), and is left to noHeaderAnnotations.
+func noSDKHeaderAnnotations(raw json.RawMessage) error {
+	var v sdkHeaderView
+	if _, err := sjson.Parse(raw, &v, sjson.DontMatchCaseInsensitiveStructFields); err != nil {
+		return nil
+	}
+	return v.noHeader("")
+}
+
+func (v *sdkHeaderView) noHeader(at string) error {
+	for _, name := range slices.Sorted(maps.Keys(v.Properties)) {
+		p := v.Properties[name]
+		if p.XMCPHeader != nil {
+			return fmt.Errorf("property %s%s: an x-mcp-header, which no document's tool has", at, name)
+		}
+		if err := p.noHeader(at + name + "."); err != nil {
 			return err
 		}
 	}
