@@ -135,6 +135,11 @@ func (s *BindingSnapshot) Restore() (*Binding, error) {
 		default:
 			return nil, fmt.Errorf("parameter %q: unknown location %q", p.Name, p.In)
 		}
+		if p.In == openapi3.ParameterInHeader && !argumentHeader(p.Name) {
+			// Bind never makes it an argument (mergeParams): a model
+			// would set a credential, a forwarding or framing header.
+			return nil, fmt.Errorf("header parameter %q: no argument may set it", p.Name)
+		}
 		pb := paramBinding{arg: cmp.Or(p.Arg, p.Name), name: p.Name, in: p.In, style: p.Style, explode: p.Explode, required: p.Required}
 		if p.In == openapi3.ParameterInQuery {
 			pb.nameKey = queryNameKey(p.Name)

@@ -482,8 +482,13 @@ func restoreSnapshot(cfg *config.Config, payload []byte) (*Catalog, []string, er
 		cat.bases[name] = baseURL{url: b.URL, err: err}
 	}
 	for i := range cfg.Upstreams {
-		if _, ok := cat.bases[cfg.Upstreams[i].Name]; !ok {
-			return nil, nil, fmt.Errorf("no base URL for upstream %s", cfg.Upstreams[i].Name)
+		u := &cfg.Upstreams[i]
+		b, ok := cat.bases[u.Name]
+		if !ok {
+			return nil, nil, fmt.Errorf("no base URL for upstream %s", u.Name)
+		}
+		if err := checkBase(u, b); err != nil {
+			return nil, nil, fmt.Errorf("upstream %s: %v", u.Name, err)
 		}
 	}
 	var err error
@@ -521,6 +526,30 @@ func restoreSnapshot(cfg *config.Config, payload []byte) (*Catalog, []string, er
 		cat.Resources = append(cat.Resources, r)
 	}
 	return cat, p.Validation, nil
+}
+
+// checkBase refuses a payload's base URL for u that Build would not have
+// found (resolveBase): the calls of u's tools, and the caller's token with
+// them, go to it. With base_url set, it is base_url, which the
+// configuration (not the snapshot) says; without, the document's server,
+// whose document's hash matched: an absolute http(s) URL, or the error
+// saying there is none. (Which server the document names is not checked
+// without parsing it: the file is trusted as far as that, as the
+// configuration is.)
+func checkBase(u *config.Upstream, b baseURL) error {
+	if u.BaseURL != "" {
+		if b.err != nil || b.url != u.BaseURL {
+			return fmt.Errorf("base URL %q, the configuration's base_url is %q", b.url, u.BaseURL)
+		}
+		return nil
+	}
+	if b.err != nil {
+		return nil
+	}
+	if su, err := url.Parse(b.url); err != nil || su.Scheme != "http" && su.Scheme != "https" || su.Host == "" {
+		return fmt.Errorf("base URL %q is not an absolute http(s) URL", b.url)
+	}
+	return nil
 }
 
 // securities decodes each distinct security requirement of a snapshot's

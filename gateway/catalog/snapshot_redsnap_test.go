@@ -57,7 +57,10 @@ const okBase = `{"url":"http://127.0.0.1:1"}`
 // go-sdk's struct reading finds where the map the reader walked had none
 // (a "properties" key given twice), panicked go-sdk's AddTool in the
 // background, ending the process at every start from the file; a schema
-// of invalid UTF-8 was served as is in tools/list.
+// of invalid UTF-8 was served as is in tools/list; a header parameter
+// Bind refuses (Authorization, X-Forwarded-For, Mcp-Session-Id, …) let a
+// model set that header upstream; and a base URL other than the
+// configuration's base_url sent the calls, and their credentials, there.
 // The first rows are accepted, so that the table tells a refusal from a
 // reader that refuses everything.
 func TestSnapshotPayloadRefused(t *testing.T) {
@@ -71,6 +74,7 @@ func TestSnapshotPayloadRefused(t *testing.T) {
 		{"plain", oneTool(`"inputSchema":{"type":"object"}`, okBase), ""},
 		{"1000 levels", oneTool(`"inputSchema":{"type":"object","x":{"default":`+fine+`}}`, okBase), ""},
 		{"a boolean property schema", oneTool(`"inputSchema":{"type":"object","properties":{"a":true},"description":"\u00e9"}`, okBase), ""},
+		{"header parameter", oneTool(`"inputSchema":{"type":"object"},"params":[{"name":"X-Request-Tag","in":"header"}]`, okBase), ""},
 		{"input schema past go-sdk's depth", oneTool(`"inputSchema":{"type":"object","x":`+deep+`}`, okBase), "nested deeper than 1000"},
 		{"output schema past go-sdk's depth", oneTool(`"inputSchema":{"type":"object"},"outputSchema":{"x":`+deep+`}`, okBase), "output schema: nested deeper than 1000"},
 		{"invalid UTF-8", oneTool("\"inputSchema\":{\"type\":\"object\",\"description\":\"\xff\"}", okBase), "not valid UTF-8"},
@@ -78,6 +82,13 @@ func TestSnapshotPayloadRefused(t *testing.T) {
 			oneTool(`"inputSchema":{"type":"object","properties":{"a":{"x-mcp-header":"A"}},"properties":{}}`, okBase), "property a: an x-mcp-header"},
 		{"x-mcp-header, escaped, under a repeated properties key",
 			oneTool(`"inputSchema":{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"x-mcp-h\u0065ader":null}},"properties":{}}}}`, okBase), "property a.b: an x-mcp-header"},
+		{"Authorization parameter", oneTool(`"inputSchema":{"type":"object"},"params":[{"name":"Authorization","in":"header"}]`, okBase), `header parameter "Authorization"`},
+		{"X_Forwarded_For parameter", oneTool(`"inputSchema":{"type":"object"},"params":[{"name":"X_Forwarded_For","in":"header"}]`, okBase), `header parameter "X_Forwarded_For"`},
+		{"Mcp-Session-Id parameter", oneTool(`"inputSchema":{"type":"object"},"params":[{"arg":"s","name":"mcp-session-id","in":"header"}]`, okBase), `header parameter "mcp-session-id"`},
+		{"Host parameter", oneTool(`"inputSchema":{"type":"object"},"params":[{"name":"Host","in":"header"}]`, okBase), `header parameter "Host"`},
+		{"an invalid header name", oneTool(`"inputSchema":{"type":"object"},"params":[{"name":"A B","in":"header"}]`, okBase), `header parameter "A B"`},
+		{"another base URL than base_url", oneTool(`"inputSchema":{"type":"object"}`, `{"url":"https://elsewhere.example"}`), `the configuration's base_url is "http://127.0.0.1:1"`},
+		{"no base URL, base_url set", oneTool(`"inputSchema":{"type":"object"}`, `{"err":"no base_url"}`), "the configuration's base_url"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cat, err := load(tc.payload)
