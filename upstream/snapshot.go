@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -121,12 +122,17 @@ func (s *BindingSnapshot) Restore() (*Binding, error) {
 	if err := checkSchemaJSON(s.InputSchema, true); err != nil {
 		return nil, fmt.Errorf("input schema: %v", err)
 	}
-	b.rawIn = s.InputSchema
+	// Capped at their length: a snapshot's reader decodes them in place
+	// (segmentio's ZeroCopy), so each may alias the file's buffer with
+	// the rest of the file behind it, and an append to one — a tool's
+	// schema is handed to go-sdk and to whoever embeds the gateway —
+	// would write over the schemas after it instead of copying.
+	b.rawIn = slices.Clip(s.InputSchema)
 	if len(s.OutputSchema) > 0 {
 		if err := checkSchemaJSON(s.OutputSchema, false); err != nil {
 			return nil, fmt.Errorf("output schema: %v", err)
 		}
-		b.rawOut = s.OutputSchema
+		b.rawOut = slices.Clip(s.OutputSchema)
 	}
 	var err error
 	for _, p := range s.Params {
