@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -243,7 +244,7 @@ func checkSchemaJSON(raw json.RawMessage, input bool) error {
 	if !utf8.Valid(t) {
 		return errors.New("not valid UTF-8")
 	}
-	if err := checkSchemaDepth(t); err != nil {
+	if err := checkSchemaGoSDK(t); err != nil {
 		return err
 	}
 	if !input {
@@ -273,36 +274,56 @@ func checkSchemaJSON(raw json.RawMessage, input bool) error {
 // document nests a few dozen levels at most.
 const MaxSchemaDepth = 1000
 
-// checkSchemaDepth refuses JSON that nests deeper than MaxSchemaDepth,
-// counted as go-sdk counts it (every '{' and '[' outside strings). A
-// schema with no more brackets than that cannot, which spares nearly
-// every schema the byte-by-byte scan (bytes.Count is vectorised).
-func checkSchemaDepth(t []byte) error {
-	if bytes.Count(t, []byte{'{'})+bytes.Count(t, []byte{'['}) <= MaxSchemaDepth {
-		return nil
-	}
-	depth, inString, escaped := 0, false, false
-	for _, c := range t {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
+// checkSchemaGoSDK refuses valid JSON that go-sdk's AddTool cannot decode
+// (see MaxSchemaDepth), read as its decoder reads it: nested deeper than
+// MaxSchemaDepth (every '{' and '[' outside strings counted, as go-sdk
+// counts them), or holding a number out of float64's range (1e400: go-sdk
+// decodes a schema into map[string]any, its numbers into float64, and
+// fails on one too large). A schema Build made never has either: its
+// numbers are the document's, which kin-openapi read into float64. One
+// pass: strings are skipped a quote at a time (bytes.IndexByte), and only
+// a number with an exponent or over 308 digits is parsed.
+func checkSchemaGoSDK(t []byte) error {
+	depth := 0
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; {
+		case c == '"':
+			for {
+				q := bytes.IndexByte(t[i+1:], '"')
+				if q < 0 {
+					return nil // cannot happen: the JSON is valid
+				}
+				i += 1 + q
+				k := i - 1
+				for k >= 0 && t[k] == '\\' {
+					k--
+				}
+				if (i-1-k)%2 == 0 { // not escaped
+					break
+				}
 			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
+		case c == '{' || c == '[':
 			if depth++; depth > MaxSchemaDepth {
 				return fmt.Errorf("nested deeper than %d levels (go-sdk's bound)", MaxSchemaDepth)
 			}
-		case '}', ']':
+		case c == '}' || c == ']':
 			depth--
+		case c == '-' || c >= '0' && c <= '9':
+			j, exp := i+1, false
+			for ; j < len(t); j++ {
+				d := t[j]
+				if d == 'e' || d == 'E' {
+					exp = true
+				} else if !(d >= '0' && d <= '9' || d == '.' || d == '+' || d == '-') {
+					break
+				}
+			}
+			if exp || j-i > 308 {
+				if _, err := strconv.ParseFloat(string(t[i:j]), 64); err != nil {
+					return fmt.Errorf("the number %.40s is out of range of a float64 (go-sdk reads it as one)", t[i:j])
+				}
+			}
+			i = j - 1
 		}
 	}
 	return nil

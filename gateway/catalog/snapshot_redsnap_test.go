@@ -53,7 +53,8 @@ const okBase = `{"url":"http://127.0.0.1:1"}`
 // TestSnapshotPayloadRefused: payloads that match their hash, decode, and
 // are nothing WriteSnapshot writes, each found by reading what the reader
 // checks against what go-sdk and a call do with it. Every one was served:
-// a schema nested past go-sdk's decoder's 1000 levels, or an x-mcp-header
+// a schema nested past go-sdk's decoder's 1000 levels, holding a number
+// past float64's range (go-sdk decodes numbers into float64), or an x-mcp-header
 // go-sdk's struct reading finds where the map the reader walked had none
 // (a "properties" key given twice), panicked go-sdk's AddTool in the
 // background, ending the process at every start from the file; a schema
@@ -75,6 +76,11 @@ func TestSnapshotPayloadRefused(t *testing.T) {
 		{"1000 levels", oneTool(`"inputSchema":{"type":"object","x":{"default":`+fine+`}}`, okBase), ""},
 		{"a boolean property schema", oneTool(`"inputSchema":{"type":"object","properties":{"a":true},"description":"\u00e9"}`, okBase), ""},
 		{"header parameter", oneTool(`"inputSchema":{"type":"object"},"params":[{"name":"X-Request-Tag","in":"header"}]`, okBase), ""},
+		{"brackets in strings", oneTool(`"inputSchema":{"type":"object","description":"a\\\" `+deep+`\\","title":"\\"}`, okBase), ""},
+		{"numbers in range", oneTool(`"inputSchema":{"type":"object","default":[1e-400,1.7976931348623157e308,-5E+3,123456789012345678901234567890,0.5]}`, okBase), ""},
+		{"a number past float64", oneTool(`"inputSchema":{"type":"object","properties":{"n":{"default":1e400}}}`, okBase), "the number 1e400 is out of range"},
+		{"an output number past float64", oneTool(`"inputSchema":{"type":"object"},"outputSchema":{"maximum":-2E+308}`, okBase), "output schema: the number -2E+308 is out of range"},
+		{"400 digits", oneTool(`"inputSchema":{"type":"object","maximum":1`+strings.Repeat("0", 400)+`}`, okBase), "is out of range"},
 		{"input schema past go-sdk's depth", oneTool(`"inputSchema":{"type":"object","x":`+deep+`}`, okBase), "nested deeper than 1000"},
 		{"output schema past go-sdk's depth", oneTool(`"inputSchema":{"type":"object"},"outputSchema":{"x":`+deep+`}`, okBase), "output schema: nested deeper than 1000"},
 		{"invalid UTF-8", oneTool("\"inputSchema\":{\"type\":\"object\",\"description\":\"\xff\"}", okBase), "not valid UTF-8"},
