@@ -48,6 +48,7 @@ func FuzzSnapshotPayload(f *testing.F) {
 	deep := strings.Repeat("[", 1000) + strings.Repeat("]", 1000)
 	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"GET","path":"/","inputSchema":{"type":"object"},"outputSchema":{"a":` + deep + `}},"upstream":"petstore","security":null}],"bases":{"petstore":{"url":"http://127.0.0.1:1"}}}`))
 	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"GET","path":"/","inputSchema":{"type":"object","properties":{"a":{"x-mcp-header":"A"}},"properties":{}}},"upstream":"petstore","security":null}],"bases":{"petstore":{"url":"http://127.0.0.1:1"}}}`))
+	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"GET","path":"/","inputSchema":{"type":"object","default":[1e300,"\\\"["]}},"upstream":"petstore","security":null}],"bases":{"petstore":{"url":"http://127.0.0.1:1"}}}`))
 	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"GET","path":"/","inputSchema":{"type":"object"},"params":[{"name":"X-Tag","in":"header"}]},"upstream":"petstore","security":null}],"bases":{"petstore":{"url":"http://127.0.0.1:1"}}}`))
 	base, _ := url.Parse("http://127.0.0.1:1/")
 	args := []map[string]any{nil, {}, {"a": "1", "b": []any{"x", 2.5}, "body": map[string]any{"k": nil}, "petId": "7"}}
