@@ -50,18 +50,48 @@ func (g *Gateway) loadCatalog(ctx context.Context, cfg *Config, opts *CatalogOpt
 }
 
 func readSnapshot(ctx context.Context, cfg *Config, path string, opts *CatalogOptions) (*Catalog, error) {
-	fi, err := os.Stat(path)
-	switch {
-	case err != nil:
-		return nil, &SnapshotError{What: "read", Detail: err.Error()}
-	case fi.Size() > catalog.MaxSnapshotBytes:
-		return nil, &SnapshotError{What: "format", Detail: fmt.Sprintf("%s is over %d MiB", path, catalog.MaxSnapshotBytes>>20)}
+	data, err := readSnapshotPath(path)
+	if err != nil {
+		return nil, err
 	}
-	data, err := readSnapshotFile(path, fi.Size()) // sized by the file: io.ReadAll's doubling cost 10 ms on 8 MB
+	return catalog.LoadSnapshot(ctx, cfg, data, &catalog.SnapshotOptions{Build: snapshotBuild()}, opts)
+}
+
+// readSnapshotPath reads the snapshot file at path, or says in a
+// *SnapshotError why it does not. Only a regular file (or a link to one)
+// is read, and only as many bytes as its size said when it was opened,
+// at most catalog.MaxSnapshotBytes: a FIFO would hold the start until a
+// writer came, and /dev/zero, a character device of size 0, would be read
+// until memory ran out. The file is opened without blocking (a FIFO put
+// in its place since the check would block the open), and checked once
+// open (what is read is what was checked). A file made longer while it is
+// read is read to its old size, and its payload's hash then says it is
+// not what the header says; one made shorter is a read error.
+func readSnapshotPath(path string) ([]byte, error) {
+	if fi, err := os.Stat(path); err != nil {
+		return nil, &SnapshotError{What: "read", Detail: err.Error()}
+	} else if !fi.Mode().IsRegular() {
+		return nil, &SnapshotError{What: "read", Detail: fmt.Sprintf("%s is not a regular file (%s)", path, fi.Mode().Type())}
+	}
+	f, err := openSnapshotFile(path)
 	if err != nil {
 		return nil, &SnapshotError{What: "read", Detail: err.Error()}
 	}
-	return catalog.LoadSnapshot(ctx, cfg, data, &catalog.SnapshotOptions{Build: snapshotBuild()}, opts)
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, &SnapshotError{What: "read", Detail: err.Error()}
+	case !fi.Mode().IsRegular():
+		return nil, &SnapshotError{What: "read", Detail: fmt.Sprintf("%s is not a regular file (%s)", path, fi.Mode().Type())}
+	case fi.Size() > catalog.MaxSnapshotBytes:
+		return nil, &SnapshotError{What: "format", Detail: fmt.Sprintf("%s is over %d MiB", path, catalog.MaxSnapshotBytes>>20)}
+	}
+	data, err := readSnapshotFile(f, fi.Size()) // sized by the file: io.ReadAll's doubling cost 10 ms on 8 MB
+	if err != nil {
+		return nil, &SnapshotError{What: "read", Detail: fmt.Sprintf("%s: %v", path, err)}
+	}
+	return data, nil
 }
 
 // snapshotBuild identifies this build of mcpgate to its snapshots: its

@@ -54,7 +54,7 @@ func mergeParams(item *openapi3.PathItem, op *openapi3.Operation) (params []*ope
 	for _, p := range params {
 		if p.In == openapi3.ParameterInHeader {
 			switch h := headerKey(p.Name); {
-			case h == "accept" || h == "content-type" || h == "authorization":
+			case ignoredHeader(h):
 				continue // OpenAPI 3 §4.8.12.1: ignored
 			case forbiddenHeader(p.Name):
 				refused = append(refused, p.Name)
@@ -64,6 +64,19 @@ func mergeParams(item *openapi3.PathItem, op *openapi3.Operation) (params []*ope
 		kept = append(kept, p)
 	}
 	return kept, refused
+}
+
+// ignoredHeader reports whether a header parameter, its name folded by
+// headerKey, is one OpenAPI says to ignore (3.0 and 3.1 §4.8.12.1).
+func ignoredHeader(key string) bool {
+	return key == "accept" || key == "content-type" || key == "authorization"
+}
+
+// argumentHeader reports whether a header parameter named name may be a
+// tool argument: what mergeParams keeps. A binding restored from a
+// snapshot is held to it too (BindingSnapshot.Restore).
+func argumentHeader(name string) bool {
+	return !ignoredHeader(headerKey(name)) && !forbiddenHeader(name)
 }
 
 // forbiddenHeaders are request headers that no tool argument may set, whatever

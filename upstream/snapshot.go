@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	sjson "github.com/segmentio/encoding/json"
@@ -120,12 +123,17 @@ func (s *BindingSnapshot) Restore() (*Binding, error) {
 	if err := checkSchemaJSON(s.InputSchema, true); err != nil {
 		return nil, fmt.Errorf("input schema: %v", err)
 	}
-	b.rawIn = s.InputSchema
+	// Capped at their length: a snapshot's reader decodes them in place
+	// (segmentio's ZeroCopy), so each may alias the file's buffer with
+	// the rest of the file behind it, and an append to one — a tool's
+	// schema is handed to go-sdk and to whoever embeds the gateway —
+	// would write over the schemas after it instead of copying.
+	b.rawIn = slices.Clip(s.InputSchema)
 	if len(s.OutputSchema) > 0 {
 		if err := checkSchemaJSON(s.OutputSchema, false); err != nil {
 			return nil, fmt.Errorf("output schema: %v", err)
 		}
-		b.rawOut = s.OutputSchema
+		b.rawOut = slices.Clip(s.OutputSchema)
 	}
 	var err error
 	for _, p := range s.Params {
@@ -133,6 +141,11 @@ func (s *BindingSnapshot) Restore() (*Binding, error) {
 		case openapi3.ParameterInPath, openapi3.ParameterInQuery, openapi3.ParameterInHeader, openapi3.ParameterInCookie:
 		default:
 			return nil, fmt.Errorf("parameter %q: unknown location %q", p.Name, p.In)
+		}
+		if p.In == openapi3.ParameterInHeader && !argumentHeader(p.Name) {
+			// Bind never makes it an argument (mergeParams): a model
+			// would set a credential, a forwarding or framing header.
+			return nil, fmt.Errorf("header parameter %q: no argument may set it", p.Name)
 		}
 		pb := paramBinding{arg: cmp.Or(p.Arg, p.Name), name: p.Name, in: p.In, style: p.Style, explode: p.Explode, required: p.Required}
 		if p.In == openapi3.ParameterInQuery {
@@ -225,6 +238,15 @@ func checkSchemaJSON(raw json.RawMessage, input bool) error {
 	if !json.Valid(t) {
 		return errors.New("not valid JSON")
 	}
+	// Served as these bytes: JSON is UTF-8 (RFC 8259 §8.1), and a client
+	// with a strict decoder would refuse the whole tools/list page.
+	// encoding/json's Valid lets invalid UTF-8 through in strings.
+	if !utf8.Valid(t) {
+		return errors.New("not valid UTF-8")
+	}
+	if err := checkSchemaGoSDK(t); err != nil {
+		return err
+	}
 	if !input {
 		return nil
 	}
@@ -239,6 +261,70 @@ func checkSchemaJSON(raw json.RawMessage, input bool) error {
 	}
 	if string(top.Type) != `"object"` {
 		return errors.New(`not of type "object"`)
+	}
+	return nil
+}
+
+// MaxSchemaDepth bounds how deep a snapshot's schema nests (objects and
+// arrays, the schema itself at depth 1): go-sdk's decoder refuses JSON
+// deeper than 1000 (its internal/json defaultMaxDepth), and its AddTool
+// panics on a schema it cannot decode — in the background, for a gateway
+// started from a snapshot, where the panic ends the process at every
+// start. encoding/json's Valid takes 10,000. A schema made from a
+// document nests a few dozen levels at most.
+const MaxSchemaDepth = 1000
+
+// checkSchemaGoSDK refuses valid JSON that go-sdk's AddTool cannot decode
+// (see MaxSchemaDepth), read as its decoder reads it: nested deeper than
+// MaxSchemaDepth (every '{' and '[' outside strings counted, as go-sdk
+// counts them), or holding a number out of float64's range (1e400: go-sdk
+// decodes a schema into map[string]any, its numbers into float64, and
+// fails on one too large). A schema Build made never has either: its
+// numbers are the document's, which kin-openapi read into float64. One
+// pass: strings are skipped a quote at a time (bytes.IndexByte), and only
+// a number with an exponent or over 308 digits is parsed.
+func checkSchemaGoSDK(t []byte) error {
+	depth := 0
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; {
+		case c == '"':
+			for {
+				q := bytes.IndexByte(t[i+1:], '"')
+				if q < 0 {
+					return nil // cannot happen: the JSON is valid
+				}
+				i += 1 + q
+				k := i - 1
+				for k >= 0 && t[k] == '\\' {
+					k--
+				}
+				if (i-1-k)%2 == 0 { // not escaped
+					break
+				}
+			}
+		case c == '{' || c == '[':
+			if depth++; depth > MaxSchemaDepth {
+				return fmt.Errorf("nested deeper than %d levels (go-sdk's bound)", MaxSchemaDepth)
+			}
+		case c == '}' || c == ']':
+			depth--
+		case c == '-' || c >= '0' && c <= '9':
+			j, exp := i+1, false
+			for ; j < len(t); j++ {
+				d := t[j]
+				if d == 'e' || d == 'E' {
+					exp = true
+				} else if !(d >= '0' && d <= '9' || d == '.' || d == '+' || d == '-') {
+					break
+				}
+			}
+			if exp || j-i > 308 {
+				if _, err := strconv.ParseFloat(string(t[i:j]), 64); err != nil {
+					return fmt.Errorf("the number %.40s is out of range of a float64 (go-sdk reads it as one)", t[i:j])
+				}
+			}
+			i = j - 1
+		}
 	}
 	return nil
 }

@@ -482,8 +482,13 @@ func restoreSnapshot(cfg *config.Config, payload []byte) (*Catalog, []string, er
 		cat.bases[name] = baseURL{url: b.URL, err: err}
 	}
 	for i := range cfg.Upstreams {
-		if _, ok := cat.bases[cfg.Upstreams[i].Name]; !ok {
-			return nil, nil, fmt.Errorf("no base URL for upstream %s", cfg.Upstreams[i].Name)
+		u := &cfg.Upstreams[i]
+		b, ok := cat.bases[u.Name]
+		if !ok {
+			return nil, nil, fmt.Errorf("no base URL for upstream %s", u.Name)
+		}
+		if err := checkBase(u, b); err != nil {
+			return nil, nil, fmt.Errorf("upstream %s: %v", u.Name, err)
 		}
 	}
 	var err error
@@ -521,6 +526,30 @@ func restoreSnapshot(cfg *config.Config, payload []byte) (*Catalog, []string, er
 		cat.Resources = append(cat.Resources, r)
 	}
 	return cat, p.Validation, nil
+}
+
+// checkBase refuses a payload's base URL for u that Build would not have
+// found (resolveBase): the calls of u's tools, and the caller's token with
+// them, go to it. With base_url set, it is base_url, which the
+// configuration (not the snapshot) says; without, the document's server,
+// whose document's hash matched: an absolute http(s) URL, or the error
+// saying there is none. (Which server the document names is not checked
+// without parsing it: the file is trusted as far as that, as the
+// configuration is.)
+func checkBase(u *config.Upstream, b baseURL) error {
+	if u.BaseURL != "" {
+		if b.err != nil || b.url != u.BaseURL {
+			return fmt.Errorf("base URL %q, the configuration's base_url is %q", b.url, u.BaseURL)
+		}
+		return nil
+	}
+	if b.err != nil {
+		return nil
+	}
+	if su, err := url.Parse(b.url); err != nil || su.Scheme != "http" && su.Scheme != "https" || su.Host == "" {
+		return fmt.Errorf("base URL %q is not an absolute http(s) URL", b.url)
+	}
+	return nil
 }
 
 // securities decodes each distinct security requirement of a snapshot's
@@ -577,6 +606,9 @@ func restoreTool(cfg *config.Config, st *snapshotTool, secs *securities, texts [
 		if err := noHeaderAnnotations(b.InputSchema, ""); err != nil {
 			return nil, fmt.Errorf("%s: input schema: %v", tool.Name, err)
 		}
+		if err := noSDKHeaderAnnotations(in); err != nil {
+			return nil, fmt.Errorf("%s: input schema: %v", tool.Name, err)
+		}
 	}
 	tool.InputSchema = in
 	if out != nil {
@@ -628,6 +660,43 @@ func noHeaderAnnotations(schema map[string]any, at string) error {
 			return fmt.Errorf("property %s%s: an x-mcp-header, which no document's tool has", at, name)
 		}
 		if err := noHeaderAnnotations(ps, at+name+"."); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sdkHeaderView is an input schema as go-sdk's AddTool reads it for its
+// x-mcp-header check (mcp.headerSchemaProperty, less its "type"): decoded
+// into a struct, whose map of properties a second "properties" key adds
+// to where a map[string]any (noHeaderAnnotations') is replaced by it.
+type sdkHeaderView struct {
+	XMCPHeader json.RawMessage          `json:"x-mcp-header"`
+	Properties map[string]sdkHeaderView `json:"properties"`
+}
+
+// noSDKHeaderAnnotations refuses an input schema in which go-sdk's own
+// reading finds an x-mcp-header on a property: with a key given twice,
+// {"properties":{"a":{"x-mcp-header":…}},"properties":{}}, the decoded map
+// noHeaderAnnotations walks has none, and go-sdk's struct still has it. It
+// decodes as go-sdk does (segmentio, field names matched exactly); a
+// schema that does not decode so is one go-sdk skips too (its view has
+// the same fields and a "type" more), and is left to noHeaderAnnotations.
+func noSDKHeaderAnnotations(raw json.RawMessage) error {
+	var v sdkHeaderView
+	if _, err := sjson.Parse(raw, &v, sjson.DontMatchCaseInsensitiveStructFields); err != nil {
+		return nil
+	}
+	return v.noHeader("")
+}
+
+func (v *sdkHeaderView) noHeader(at string) error {
+	for _, name := range slices.Sorted(maps.Keys(v.Properties)) {
+		p := v.Properties[name]
+		if p.XMCPHeader != nil {
+			return fmt.Errorf("property %s%s: an x-mcp-header, which no document's tool has", at, name)
+		}
+		if err := p.noHeader(at + name + "."); err != nil {
 			return err
 		}
 	}

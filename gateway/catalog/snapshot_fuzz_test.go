@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,10 +39,17 @@ func FuzzSnapshotPayload(f *testing.F) {
 	nl := bytes.IndexByte(file.Bytes(), '\n')
 	header, payload := file.Bytes()[:nl], file.Bytes()[nl+1:]
 	f.Add(payload)
-	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"GET","path":"/{a}","inputSchema":{"type":"object"},"params":[{"arg":"a","name":"a","in":"path"}]},"upstream":"petstore"}],"bases":{"petstore":{}}}`))
-	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"GET","path":"/{a}","inputSchema":{"type":"object"}},"upstream":"petstore"}],"bases":{"petstore":{}}}`))
-	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"POST","path":"/","inputSchema":{"type":"object"},"body":{"mediaType":"multipart/form-data","props":[["a","b"]]}},"upstream":"petstore","paramDescriptions":{"a":7}}],"bases":{"petstore":{}},"paramTexts":["t"]}`))
-	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"GET","path":"/","inputSchema":{"type":"object","properties":{"a":{"type":"object","x-mcp-header":"X-A"}}}},"upstream":"petstore"}],"bases":{"petstore":{}}}`))
+	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"GET","path":"/{a}","inputSchema":{"type":"object"},"params":[{"arg":"a","name":"a","in":"path"}]},"upstream":"petstore","security":null}],"bases":{"petstore":{"url":"http://127.0.0.1:1"}}}`))
+	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"GET","path":"/{a}","inputSchema":{"type":"object"}},"upstream":"petstore","security":null}],"bases":{"petstore":{"url":"http://127.0.0.1:1"}}}`))
+	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"POST","path":"/","inputSchema":{"type":"object"},"body":{"mediaType":"multipart/form-data","props":[["a","b"]]}},"upstream":"petstore","security":null,"paramDescriptions":{"a":7}}],"bases":{"petstore":{"url":"http://127.0.0.1:1"}},"paramTexts":["t"]}`))
+	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"GET","path":"/","inputSchema":{"type":"object","properties":{"a":{"type":"object","x-mcp-header":"X-A"}}}},"upstream":"petstore","security":null}],"bases":{"petstore":{"url":"http://127.0.0.1:1"}}}`))
+	// What the reader refused only once a red team found it (see
+	// TestSnapshotPayloadRefused): the fuzzer mutates from there.
+	deep := strings.Repeat("[", 1000) + strings.Repeat("]", 1000)
+	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"GET","path":"/","inputSchema":{"type":"object"},"outputSchema":{"a":` + deep + `}},"upstream":"petstore","security":null}],"bases":{"petstore":{"url":"http://127.0.0.1:1"}}}`))
+	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"GET","path":"/","inputSchema":{"type":"object","properties":{"a":{"x-mcp-header":"A"}},"properties":{}}},"upstream":"petstore","security":null}],"bases":{"petstore":{"url":"http://127.0.0.1:1"}}}`))
+	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"GET","path":"/","inputSchema":{"type":"object","default":[1e300,"\\\"["]}},"upstream":"petstore","security":null}],"bases":{"petstore":{"url":"http://127.0.0.1:1"}}}`))
+	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"GET","path":"/","inputSchema":{"type":"object"},"params":[{"name":"X-Tag","in":"header"}]},"upstream":"petstore","security":null}],"bases":{"petstore":{"url":"http://127.0.0.1:1"}}}`))
 	base, _ := url.Parse("http://127.0.0.1:1/")
 	args := []map[string]any{nil, {}, {"a": "1", "b": []any{"x", 2.5}, "body": map[string]any{"k": nil}, "petId": "7"}}
 	f.Fuzz(func(t *testing.T, payload []byte) {

@@ -1,0 +1,91 @@
+//go:build linux
+
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate/gateway/catalog"
+)
+
+// TestSnapshotFileNotRegular: --snapshot naming something that is not a
+// regular file, or one over the bound, is a snapshot not used — one line
+// saying why, and the documents loaded — never a start that hangs or
+// reads until memory runs out. Found by trying what an operator may
+// mistype or a volume may hold: the old reader handed a file of size 0 to
+// os.ReadFile, which waited on a FIFO for a writer that never came (New
+// hung) and would have read /dev/zero for ever.
+func TestSnapshotFileNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "fast.json")
+	if err := os.WriteFile(doc, fastDoc(0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &Config{Upstreams: []Upstream{{OpenAPI: doc, ExposeAll: true, BaseURL: "http://127.0.0.1:1"}}}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.snapshot") // sparse: nothing is written
+	if f, err := os.Create(big); err != nil {
+		t.Fatal(err)
+	} else if err := f.Truncate(catalog.MaxSnapshotBytes + 1); err != nil {
+		t.Fatal(err)
+	} else {
+		f.Close()
+	}
+	empty := filepath.Join(dir, "empty.snapshot")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.snapshot")
+	if err := os.Symlink(fifo, link); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, path, reason string }{
+		{"FIFO", fifo, "is not a regular file"},
+		{"link to a FIFO", link, "is not a regular file"},
+		{"/dev/zero", "/dev/zero", "is not a regular file"},
+		{"directory", dir, "is not a regular file"},
+		{"over the bound", big, "is over 256 MiB"},
+		{"empty", empty, "no header line"},
+		{"missing", filepath.Join(dir, "none"), "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := os.Stat(tt.path); err != nil && tt.name == "/dev/zero" {
+				t.Skip(err)
+			}
+			var log syncBuffer
+			type result struct {
+				g   *Gateway
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				g, err := New(context.Background(), cfg, &Options{Snapshot: tt.path, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+				done <- result{g, err}
+			}()
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(30 * time.Second): // a bound on a hang, not a wait for timing
+				t.Fatalf("New has not returned after 30 s reading %s", tt.path)
+			}
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			defer r.g.Close()
+			if r.g.fromSnapshot || !strings.Contains(log.String(), "snapshot not used") || !strings.Contains(log.String(), tt.reason) {
+				t.Fatalf("want the snapshot not used, the reason saying %q; log:\n%s", tt.reason, log.String())
+			}
+		})
+	}
+}
