@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
 	"mime/multipart"
 	"net/textproto"
 	"net/url"
@@ -92,12 +93,44 @@ func pickBody(op *openapi3.Operation) (*bodyBinding, *openapi3.Schema) {
 	if media != nil && len(media.Encoding) > 0 {
 		bb.partTypes = map[string]string{}
 		for name, enc := range media.Encoding {
-			if enc != nil && enc.ContentType != "" {
-				bb.partTypes[name] = enc.ContentType
+			if enc == nil {
+				continue
+			}
+			if ct := partContentType(enc.ContentType); ct != "" {
+				bb.partTypes[name] = ct
 			}
 		}
 	}
 	return bb, schema
+}
+
+// partContentType is the Content-Type a multipart part is sent with, from
+// its encoding's contentType, which OpenAPI lets be a media type, a
+// wildcard (image/*) or a comma-separated list of them: the first concrete
+// type of the list, as mime formats it; application/octet-stream when the
+// list holds wildcards only (the part is still binary, and no header names
+// a wildcard); "" when no entry is a media type, so that the property is
+// sent as a part without an encoding is. The document's text never reaches
+// a part's header as it is: a CR or LF in it cannot add a header.
+func partContentType(list string) string {
+	wildcard := false
+	for _, e := range strings.Split(list, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(e))
+		if err != nil || !strings.Contains(mt, "/") { // mime takes a disposition ("png") too
+			continue
+		}
+		if strings.Contains(mt, "*") {
+			wildcard = true
+			continue
+		}
+		if ct := mime.FormatMediaType(mt, params); ct != "" {
+			return ct
+		}
+	}
+	if wildcard {
+		return "application/octet-stream"
+	}
+	return ""
 }
 
 func normalizeMedia(mt string) string {

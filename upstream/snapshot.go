@@ -157,6 +157,13 @@ func (s *BindingSnapshot) Restore() (*Binding, error) {
 		if sb.MediaType == "" {
 			return nil, errors.New("request body without a media type")
 		}
+		for name, ct := range sb.PartTypes {
+			if ct == "" || partContentType(ct) != ct {
+				// Bind writes a part's type as partContentType makes it:
+				// one media type, never a header's worth of other text.
+				return nil, fmt.Errorf("body part %q: content type %q is not one Bind makes", name, ct)
+			}
+		}
 		b.body = &bodyBinding{mediaType: sb.MediaType, contentKey: sb.ContentKey, whole: sb.Whole, required: sb.Required, partTypes: sb.PartTypes}
 		for _, p := range sb.Props {
 			b.body.props = append(b.body.props, bodyProp{arg: p[0], name: p[1]})
