@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/gorilla/mux"
@@ -178,7 +179,13 @@ func (g *Gateway) servePlaybookRPC(w http.ResponseWriter, r *http.Request) {
 	case "ping":
 		writeRPC(w, msg.ID, map[string]any{}, nil)
 	case "tools/list":
-		writeRPC(w, msg.ID, map[string]any{"tools": []*mcp.Tool{t.Tool}}, nil)
+		// Under auth.list: callable, as on /mcp: a caller whose verified
+		// scopes would not let it call the playbook is listed nothing.
+		tools := []*mcp.Tool{t.Tool}
+		if g.listCallable() && !g.mayCall(g.listKey()(sdkauth.TokenInfoFromContext(r.Context())))(t.Tool.Name) {
+			tools = []*mcp.Tool{}
+		}
+		writeRPC(w, msg.ID, map[string]any{"tools": tools}, nil)
 	case "tools/call":
 		g.playbookRPCCall(w, r, msg.ID, msg.Params, t)
 	default:
