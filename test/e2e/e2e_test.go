@@ -132,7 +132,11 @@ func TestClient(t *testing.T) {
 		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-30*time.Second))
 	}
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{"--test", "--test-reporter=spec", "--test-concurrency=1", "--test-timeout=180000"}, files...)...)
+	args := []string{"--test", "--test-reporter=spec", "--test-concurrency=1"}
+	if help, err := exec.Command("node", "--help").Output(); err == nil && bytes.Contains(help, []byte("--test-timeout")) {
+		args = append(args, "--test-timeout=180000") // Node 20.11 and later
+	}
+	cmd := exec.CommandContext(ctx, "node", append(args, files...)...)
 	cmd.Env = append(os.Environ(), "MCPGATE_BIN="+b.mcpgate, "ORCHESTRATOR_BIN="+b.orchestrator, "EMBEDDED_BIN="+b.embedded, "PLAYBOOKS_BIN="+b.playbooks)
 	out, err := cmd.CombinedOutput()
 	if err != nil || testing.Verbose() {
