@@ -80,8 +80,8 @@ func TestStatelessCancel(t *testing.T) {
 			select {
 			case <-rec.ended:
 				t.Logf("upstream request cancelled %v after the notification's answer (2 shared cores: noisy)", time.Since(start).Round(time.Millisecond))
-			case <-time.After(time.Second):
-				t.Fatal("the upstream request was not cancelled within 1s of notifications/cancelled")
+			case <-time.After(10 * time.Second): // a bound on a hang, not a measure: nothing else ends the call
+				t.Fatal("the upstream request was not cancelled within 10s of notifications/cancelled")
 			}
 			if got := readAnswer(t, conn); !strings.Contains(got, `"isError":true`) || !strings.Contains(got, `"id":"call-7"`) {
 				t.Errorf("the cancelled call's answer: %s", got)
@@ -104,8 +104,8 @@ func TestStatelessCancelIDs(t *testing.T) {
 	for i := range 2 {
 		select {
 		case <-rec.ended:
-		case <-time.After(time.Second):
-			t.Fatalf("%d of 2 calls cancelled within 1s", i)
+		case <-time.After(10 * time.Second): // a bound on a hang: nothing else ends the calls
+			t.Fatalf("%d of 2 calls cancelled within 10s", i)
 		}
 	}
 }
@@ -159,11 +159,10 @@ func TestStatelessCancelPlaybook(t *testing.T) {
 	start := time.Now()
 	sendCancel(t, url, "Bearer alice", "41")
 	waitFor(t, "the engine to see the cancel", func() bool { return e.Counts().Cancelled == 1 })
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("the run was cancelled upstream %v after notifications/cancelled; want at once (the linger is 2s)", d)
-	} else {
-		t.Logf("run cancelled upstream %v after the notification's answer (2 shared cores: noisy)", d.Round(time.Millisecond))
-	}
+	t.Logf("run cancelled upstream %v after the notification's answer (2 shared cores: noisy)", time.Since(start).Round(time.Millisecond))
+	// At once, not after the 2s linger: told by the answer, which names the
+	// linger ("unless the same call is re-sent within 2s") only when the
+	// call was left to it — not by a clock a loaded machine slows down.
 	got := readAnswer(t, conn)
 	if !strings.Contains(got, `"isError":true`) || !strings.Contains(got, "the gateway cancels the run upstream") || strings.Contains(got, "unless the same call is re-sent") {
 		t.Errorf("the cancelled call's answer: %s", got)

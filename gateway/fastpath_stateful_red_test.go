@@ -3,6 +3,7 @@ package gateway
 import (
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -32,6 +33,16 @@ func TestFastPathStatefulDifferentialSessionState(t *testing.T) {
 		{"call after setLevel debug", rpc("2", "tools/call", get), nil, true},
 		{"call failing after setLevel debug", rpc("3", "tools/call", `{"name":"fail"}`), nil, true},
 		{"cancel of no call in flight", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4,"reason":"x"}}`, nil, false},
+		// go-sdk reads a session's messages in order, but cancels in a
+		// goroutine of its own (canceller.Preempt: go conn.Cancel(id)):
+		// one that runs late cancels the next call with that id. The ping
+		// is read after the cancel, so once it is answered that goroutine
+		// has begun; the next cases wait for it to end.
+		{"ping after the cancel", rpc("40", "ping", ""), nil, false},
+	}
+	runFastDifferential(t, p, cases, onSession)
+	waitNoGoroutineIn(t, "jsonrpc2.(*Connection).Cancel")
+	cases = []fastCase{
 		{"call with the cancelled id", rpc("4", "tools/call", get), nil, true},
 		{"task-augmented call of a REST tool, no tasks served", rpc("5", "tools/call", `{"name":"get_thing","arguments":{"id":"7"},"task":{}}`), pv("2025-11-25"), true},
 		{"call at 2024-11-05 on a 2025-06-18 session", rpc("6", "tools/call", get), pv("2024-11-05"), true},
@@ -139,4 +150,21 @@ func TestFastPathStatefulHangUpCancels(t *testing.T) {
 	if served.Load() != 1 {
 		t.Errorf("fast-served %d calls, want 1", served.Load())
 	}
+}
+
+// waitNoGoroutineIn waits until no goroutine's stack holds fn (a function's
+// name as runtime.Stack writes it): a goroutine that a library starts and
+// nothing else tells the end of.
+func waitNoGoroutineIn(t *testing.T, fn string) {
+	t.Helper()
+	waitFor(t, "no goroutine in "+fn, func() bool {
+		buf := make([]byte, 1<<20)
+		for {
+			n := runtime.Stack(buf, true)
+			if n < len(buf) {
+				return !strings.Contains(string(buf[:n]), fn)
+			}
+			buf = make([]byte, 2*len(buf))
+		}
+	})
 }

@@ -401,6 +401,19 @@ func FuzzStatefulFastPathDifferential(f *testing.F) {
 			return fuzzServe(t, h, r)
 		}
 		sameAnswer(t, recordedAnswer(t, onSession(fast, fastID)), recordedAnswer(t, onSession(sdk, sdkID)), " on a session")
+		if bytes.Contains(body, []byte("notifications/cancelled")) {
+			// go-sdk cancels in a goroutine of its own, which could cancel
+			// the next input's call of that id on one gateway only: wait
+			// for it (see TestFastPathStatefulDifferentialSessionState).
+			ping := func(h http.Handler, id string) {
+				r := fuzzRequest([]byte(`{"jsonrpc":"2.0","id":"fuzz-ping","method":"ping"}`), 0, 0, 3, 0)
+				r.Header.Set("Mcp-Session-Id", id)
+				fuzzServe(t, h, r)
+			}
+			ping(fast, fastID)
+			ping(sdk, sdkID)
+			waitNoGoroutineIn(t, "jsonrpc2.(*Connection).Cancel")
+		}
 	})
 }
 

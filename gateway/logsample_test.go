@@ -21,9 +21,10 @@ import (
 // is in one window however slow the machine.
 func TestFailureLogSampling(t *testing.T) {
 	const calls = 2000
-	dead := httptest.NewServer(http.NotFoundHandler())
-	deadURL := dead.URL
-	dead.Close() // its port now refuses connections
+	// Port 1: nothing listens there, as in the other tests of a refusing
+	// upstream. A closed httptest server's port could be taken by another
+	// package's test meanwhile, and the calls would then be answered.
+	const deadURL = "http://127.0.0.1:1"
 	for _, c := range []struct {
 		name    string
 		disable bool

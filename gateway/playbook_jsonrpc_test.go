@@ -20,7 +20,11 @@ import (
 // (isError), access denied (−32020 with data.http_status), a hidden
 // playbook, and the workload's input schema.
 func TestPlaybookJSONRPC(t *testing.T) {
-	_, e, srv := playbookGateway(t, &engine.Options{Token: "tok", Step: 100 * time.Millisecond},
+	// demo/slow's steps take an hour: its run is the ceiling's (250 ms),
+	// and the engine counts a cancel only of a run still going (with
+	// 100 ms steps it ended on its own 500 ms after it started, and a
+	// loaded machine could be slower than that to cancel it).
+	_, e, srv := playbookGateway(t, &engine.Options{Token: "tok", Step: time.Hour},
 		// The engine wants a token for its catalog too, which the gateway
 		// reads without one at start-up: the items are listed here.
 		&Playbooks{PollInterval: 100 * time.Millisecond, Timeout: 250 * time.Millisecond, Items: []PlaybookItem{

@@ -291,9 +291,15 @@ func (m *cli) drain(srv *http.Server, front *gateway.Front, cfg *gateway.Config,
 
 // releaseGrace is how long before the end of shutdown_timeout the waiting
 // playbook calls are released, so that their answers are written before
-// the connections are cut: 2 s, or a tenth of a shorter timeout.
+// the connections are cut: 2 s, or a tenth of a shorter timeout — but at
+// least 1 s (and at most half the timeout). The answers must be written
+// and then seen: net/http's Shutdown checks whether the connections are
+// idle every 500 ms at most (plus 10 % jitter), and a drain whose last
+// answer was written after one check and before the timeout, but with the
+// next check past it, exited 1 as if calls had been cut (400 ms of grace
+// for a 4 s timeout: the fleet test failed so under load).
 func releaseGrace(timeout time.Duration) time.Duration {
-	return min(2*time.Second, timeout/10)
+	return min(2*time.Second, timeout/2, max(timeout/10, time.Second))
 }
 
 // readLockFlag reads --lock's file, or returns nil when it is not set.

@@ -630,7 +630,7 @@ func (r *Runner) poll(rn *run, req Request) *Outcome {
 	// The ceiling bounds the whole run, its requests included.
 	ctx, cancel := context.WithTimeout(rn.ctx, r.opts.Timeout)
 	defer cancel()
-	id, status, err := r.execute(ctx, req)
+	id, status, err := r.executeOnce(ctx, rn, req)
 	var bad *badIDError
 	if errors.As(err, &bad) {
 		// The engine started something the gateway cannot name back to it:
@@ -652,6 +652,11 @@ func (r *Runner) poll(rn *run, req Request) *Outcome {
 	}
 	close(rn.started)
 	out := &Outcome{ExecutionID: id}
+	if ctx.Err() != nil {
+		// Cancelled (or past the ceiling) while the execute was answered:
+		// the run exists upstream, and now has an id to cancel it by.
+		return r.stop(rn, req, out, nil)
+	}
 	tick := time.NewTimer(0) // the first poll at once: a fast run answers at once
 	defer tick.Stop()
 	failures := 0
@@ -697,6 +702,33 @@ func (r *Runner) poll(rn *run, req Request) *Outcome {
 		}
 		tick.Reset(r.opts.PollInterval)
 	}
+}
+
+// ExecuteGrace is how long the answer to a run's execute is still waited
+// for once the run is cancelled (its last waiter left) while the execute is
+// in flight. The engine may have started the run already, and only that
+// answer names it: cut short, the execute would leave the run going on
+// upstream, uncancelled, for as long as it lasts. Past the grace (an engine
+// that does not answer) the execute is given up. The ceiling bounds it too.
+const ExecuteGrace = 10 * time.Second
+
+// executeOnce is execute for rn under ctx, rn's ceiling; rn's cancellation
+// does not cut it short but gives it ExecuteGrace to be answered.
+func (r *Runner) executeOnce(ctx context.Context, rn *run, req Request) (string, int, error) {
+	deadline, _ := ctx.Deadline()
+	ectx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	stop := context.AfterFunc(rn.ctx, func() {
+		grace := time.NewTimer(ExecuteGrace)
+		defer grace.Stop()
+		select {
+		case <-grace.C:
+			cancel()
+		case <-ectx.Done():
+		}
+	})
+	defer stop()
+	defer cancel() // before stop: ends the grace's wait, if it began
+	return r.execute(ectx, req)
 }
 
 // stop ends a run whose context ended: past the ceiling, or abandoned.
