@@ -578,14 +578,15 @@ func TestFrontDoorSessionsPerCaller(t *testing.T) {
 // TestFrontDoorSessionExpiry checks session_timeout: an idle session is
 // closed, answers 404, and no longer counts against max_sessions.
 func TestFrontDoorSessionExpiry(t *testing.T) {
-	const timeout = 500 * time.Millisecond
+	const timeout = 2 * time.Second
 	var g *Gateway
 	rec, url := startGatewayOn(t, Config{Stateful: true, MaxSessions: 1, SessionTimeout: timeout}, nil, func(gg *Gateway, _ *http.Server) { g = gg })
 	id := openSession(t, url, "")
-	// Requests keep it alive: they come timeout/5 apart (the client's
-	// pace, with room for a slow machine), for longer than timeout.
-	for range 7 {
-		time.Sleep(timeout / 5)
+	// Requests keep it alive: they come timeout/10 apart (the client's
+	// pace, with 1.8 s of room for a loaded machine's late wake-ups and
+	// slow calls), for longer than timeout.
+	for range 12 {
+		time.Sleep(timeout / 10)
 		if resp, body := post(t, url, call(1, "get_thing", `{"id":"a"}`), sessionHeader(id, "")); resp.StatusCode != 200 {
 			t.Fatalf("a call on a live session: %d %s", resp.StatusCode, body)
 		}

@@ -203,7 +203,8 @@ func TestWrongClientCounted(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			r, err := runLoad(t.Context(), &loadSpec{
 				target: &target{name: "mixer", url: mixer.URL + "/mcp"},
-				c:      2, mode: mode, duration: 300 * time.Millisecond, protocol: "2025-06-18", listSize: 4,
+				// 1 s: at least ten calls even under -race on a loaded machine.
+				c: 2, mode: mode, duration: time.Second, protocol: "2025-06-18", listSize: 4,
 			})
 			if err != nil {
 				t.Fatal(err)
