@@ -4,14 +4,10 @@ import (
 	"bytes"
 	"context"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcpgate/mcpgate/gateway/config"
 )
 
 // FuzzSnapshotPayload hands LoadSnapshot arbitrary catalogs under a header
@@ -22,23 +18,8 @@ import (
 //
 //	go test ./gateway/catalog -run '^$' -fuzz FuzzSnapshotPayload -fuzztime 30s
 func FuzzSnapshotPayload(f *testing.F) {
-	dir := f.TempDir()
-	doc := filepath.Join(dir, "pets.yaml")
-	if err := os.WriteFile(doc, []byte(resourcesDoc), 0o644); err != nil {
-		f.Fatal(err)
-	}
-	cfg := &config.Config{Upstreams: []config.Upstream{{Name: "petstore", OpenAPI: doc, ExposeAll: true,
-		BaseURL: "http://127.0.0.1:1", Resources: []string{"GET *"}}}}
-	if err := cfg.Validate(); err != nil {
-		f.Fatal(err)
-	}
-	var file bytes.Buffer
-	if _, err := WriteSnapshot(context.Background(), cfg, &file, &SnapshotOptions{Build: "fuzz"}); err != nil {
-		f.Fatal(err)
-	}
-	nl := bytes.IndexByte(file.Bytes(), '\n')
-	header, payload := file.Bytes()[:nl], file.Bytes()[nl+1:]
-	f.Add(payload)
+	cfg, header, original := petSnapshot(f, "fuzz")
+	f.Add(original)
 	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"GET","path":"/{a}","inputSchema":{"type":"object"},"params":[{"arg":"a","name":"a","in":"path"}]},"upstream":"petstore","security":null}],"bases":{"petstore":{"url":"http://127.0.0.1:1"}}}`))
 	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"GET","path":"/{a}","inputSchema":{"type":"object"}},"upstream":"petstore","security":null}],"bases":{"petstore":{"url":"http://127.0.0.1:1"}}}`))
 	f.Add([]byte(`{"tools":[{"tool":{"name":"x"},"binding":{"method":"POST","path":"/","inputSchema":{"type":"object"},"body":{"mediaType":"multipart/form-data","props":[["a","b"]]}},"upstream":"petstore","security":null,"paramDescriptions":{"a":7}}],"bases":{"petstore":{"url":"http://127.0.0.1:1"}},"paramTexts":["t"]}`))
@@ -53,7 +34,7 @@ func FuzzSnapshotPayload(f *testing.F) {
 	base, _ := url.Parse("http://127.0.0.1:1/")
 	args := []map[string]any{nil, {}, {"a": "1", "b": []any{"x", 2.5}, "body": map[string]any{"k": nil}, "petId": "7"}}
 	f.Fuzz(func(t *testing.T, payload []byte) {
-		h := bytes.Replace(header, []byte(sha256Hex(file.Bytes()[nl+1:])), []byte(sha256Hex(payload)), 1)
+		h := bytes.Replace(header, []byte(sha256Hex(original)), []byte(sha256Hex(payload)), 1)
 		data := append(append(append([]byte(nil), h...), '\n'), payload...)
 		cat, err := LoadSnapshot(context.Background(), cfg, data, &SnapshotOptions{Build: "fuzz"}, nil)
 		if err != nil {

@@ -4,13 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcpgate/mcpgate/gateway/config"
 )
 
 // TestSnapshotResourceURIGoSDKTakes: a payload that matches its hash but
@@ -19,22 +15,7 @@ import (
 // must be refused: New hands every restored resource to go-sdk, and a
 // panic there ends every start from the file.
 func TestSnapshotResourceURIGoSDKTakes(t *testing.T) {
-	dir := t.TempDir()
-	doc := filepath.Join(dir, "pets.yaml")
-	if err := os.WriteFile(doc, []byte(resourcesDoc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := &config.Config{Upstreams: []config.Upstream{{Name: "petstore", OpenAPI: doc, ExposeAll: true,
-		BaseURL: "http://127.0.0.1:1", Resources: []string{"GET *"}}}}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	var file bytes.Buffer
-	if _, err := WriteSnapshot(context.Background(), cfg, &file, &SnapshotOptions{Build: "red"}); err != nil {
-		t.Fatal(err)
-	}
-	nl := bytes.IndexByte(file.Bytes(), '\n')
-	header, payload := file.Bytes()[:nl], file.Bytes()[nl+1:]
+	cfg, header, payload := petSnapshot(t, "red")
 	for _, tc := range []struct{ name, field, uri string }{
 		{"template", "template", "pets://{"},
 		{"resource", "resource", "pets://%zz"},

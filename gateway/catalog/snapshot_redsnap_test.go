@@ -13,27 +13,35 @@ import (
 	"github.com/mcpgate/mcpgate/gateway/config"
 )
 
-// hostileSnapshot returns a loader of payloads under the header of a real
-// snapshot of resourcesDoc (base_url http://127.0.0.1:1), its payload hash
-// made to match: what is tested is the reader past the checks a corrupt
-// file fails, as if whoever can write the file wrote it.
-func hostileSnapshot(t *testing.T) func(payload string) (*Catalog, error) {
-	t.Helper()
-	doc := filepath.Join(t.TempDir(), "pets.yaml")
+// petSnapshot writes a snapshot of resourcesDoc (base_url
+// http://127.0.0.1:1, every operation a tool, GETs resources) by build,
+// and returns its configuration, header line and payload.
+func petSnapshot(tb testing.TB, build string) (cfg *config.Config, header, payload []byte) {
+	tb.Helper()
+	doc := filepath.Join(tb.TempDir(), "pets.yaml")
 	if err := os.WriteFile(doc, []byte(resourcesDoc), 0o644); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	cfg := &config.Config{Upstreams: []config.Upstream{{Name: "petstore", OpenAPI: doc, ExposeAll: true,
+	cfg = &config.Config{Upstreams: []config.Upstream{{Name: "petstore", OpenAPI: doc, ExposeAll: true,
 		BaseURL: "http://127.0.0.1:1", Resources: []string{"GET *"}}}}
 	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	var file bytes.Buffer
-	if _, err := WriteSnapshot(context.Background(), cfg, &file, &SnapshotOptions{Build: "red"}); err != nil {
-		t.Fatal(err)
+	if _, err := WriteSnapshot(context.Background(), cfg, &file, &SnapshotOptions{Build: build}); err != nil {
+		tb.Fatal(err)
 	}
 	nl := bytes.IndexByte(file.Bytes(), '\n')
-	header, payload := file.Bytes()[:nl], file.Bytes()[nl+1:]
+	return cfg, file.Bytes()[:nl], file.Bytes()[nl+1:]
+}
+
+// hostileSnapshot returns a loader of payloads under the header of a real
+// snapshot of resourcesDoc (petSnapshot), its payload hash made to match:
+// what is tested is the reader past the checks a corrupt file fails, as if
+// whoever can write the file wrote it.
+func hostileSnapshot(t *testing.T) func(payload string) (*Catalog, error) {
+	t.Helper()
+	cfg, header, payload := petSnapshot(t, "red")
 	return func(p string) (*Catalog, error) {
 		h := bytes.Replace(header, []byte(sha256Hex(payload)), []byte(sha256Hex([]byte(p))), 1)
 		return LoadSnapshot(context.Background(), cfg, append(append(append([]byte(nil), h...), '\n'), p...), &SnapshotOptions{Build: "red"}, nil)
