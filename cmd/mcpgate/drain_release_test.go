@@ -61,11 +61,7 @@ func TestDrainReleasedAnswerNotCut(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		answered <- string(b)
 	}()
-	for deadline := time.Now().Add(10 * time.Second); e.Counts().Started == 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the run did not start")
-		}
-	}
+	waitFor(t, "the run to start", func() bool { return e.Counts().Started > 0 })
 
 	var stderr bytes.Buffer
 	m := &cli{stderr: &stderr}
