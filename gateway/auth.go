@@ -164,6 +164,13 @@ func (g *Gateway) listKey() func(*mcpauth.TokenInfo) string {
 	return auth.ScopesNamed(g.requirements()).Held
 }
 
+// mayList returns whether tools/list shows a caller holding the verified
+// token ti a tool, by name, under auth.list: callable: the tools it may
+// call (mayCall on the policy-relevant scopes it holds).
+func (g *Gateway) mayList(ti *mcpauth.TokenInfo) func(tool string) bool {
+	return g.mayCall(g.listKey()(ti))
+}
+
 // callableBy returns the tools of served that a caller holding exactly the
 // policy-relevant scopes of key may call: the tools authorizeCall lets
 // through for it. A tool without a requirement (none is unknown to
@@ -221,7 +228,7 @@ func (g *Gateway) addListFilter() {
 				return res, err
 			}
 			s := g.serving() // a retired gateway's session: the current one's tools (follow.go)
-			may := s.mayCall(s.listKey()(extra.TokenInfo))
+			may := s.mayList(extra.TokenInfo)
 			out := *list
 			out.Tools = make([]*mcp.Tool, 0, len(list.Tools))
 			for _, t := range list.Tools {

@@ -182,7 +182,7 @@ func (g *Gateway) servePlaybookRPC(w http.ResponseWriter, r *http.Request) {
 		// Under auth.list: callable, as on /mcp: a caller whose verified
 		// scopes would not let it call the playbook is listed nothing.
 		tools := []*mcp.Tool{t.Tool}
-		if g.listCallable() && !g.mayCall(g.listKey()(sdkauth.TokenInfoFromContext(r.Context())))(t.Tool.Name) {
+		if g.listCallable() && !g.mayList(sdkauth.TokenInfoFromContext(r.Context()))(t.Tool.Name) {
 			tools = []*mcp.Tool{}
 		}
 		writeRPC(w, msg.ID, map[string]any{"tools": tools}, nil)
