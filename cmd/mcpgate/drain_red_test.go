@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,14 +20,7 @@ import (
 // twice would raise a timeout that was never the cause.
 func TestDrainSecondSignal(t *testing.T) {
 	cfg := &gateway.Config{Upstreams: []gateway.Upstream{{OpenAPI: "d.json", Document: []byte(retryDoc), BaseURL: "http://127.0.0.1:1", ExposeAll: true}}}
-	g, err := gateway.New(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	front := gateway.NewFront(g)
-	t.Cleanup(front.Close)
-	running := g.Config()
-	running.ShutdownTimeout = time.Minute
+	front, running := drainFront(t, cfg, time.Minute)
 
 	hold := make(chan struct{})
 	defer close(hold)

@@ -27,14 +27,7 @@ import (
 func TestDrainReleasedAnswerNotCut(t *testing.T) {
 	e := engine.New(&engine.Options{Step: time.Hour})
 	cfg := &gateway.Config{Upstreams: []gateway.Upstream{{Name: "noetl", OpenAPI: "/openapi.json", Handler: e.Handler(), Playbooks: &gateway.Playbooks{}}}}
-	g, err := gateway.New(context.Background(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	front := gateway.NewFront(g)
-	t.Cleanup(front.Close)
-	running := g.Config()
-	running.ShutdownTimeout = 4 * time.Second
+	front, running := drainFront(t, cfg, 4*time.Second)
 
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		front.ServeHTTP(w, r)
@@ -89,4 +82,20 @@ func TestReleaseGrace(t *testing.T) {
 			t.Errorf("releaseGrace(%s) = %s, want %s", tt.timeout, got, tt.want)
 		}
 	}
+}
+
+// drainFront serves cfg's gateway behind a Front (closed with the test),
+// and returns it with the configuration drain reads, its shutdown_timeout
+// set to timeout.
+func drainFront(t *testing.T, cfg *gateway.Config, timeout time.Duration) (*gateway.Front, *gateway.Config) {
+	t.Helper()
+	g, err := gateway.New(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := gateway.NewFront(g)
+	t.Cleanup(front.Close)
+	running := g.Config()
+	running.ShutdownTimeout = timeout
+	return front, running
 }
