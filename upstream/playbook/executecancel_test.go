@@ -54,9 +54,10 @@ func TestCancelWhileExecuteInFlight(t *testing.T) {
 		delay         time.Duration
 		wantCancelled int
 		wantEnd       time.Duration // after the cancel, when the run's goroutine is done
+		wantRunText   string        // in the run's own outcome (what a task record keeps)
 	}{
-		{"late answer", time.Second, 1, time.Second / 2},
-		{"no answer", -1, 0, ExecuteGrace},
+		{"late answer", time.Second, 1, time.Second / 2, "cancelled before playbook demo/slow finished (execution "},
+		{"no answer", -1, 0, ExecuteGrace, "the engine had not answered the execute of playbook demo/slow, and it did not within 10s: if the engine started the run, it goes on"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -64,12 +65,21 @@ func TestCancelWhileExecuteInFlight(t *testing.T) {
 				r := newRunner(t, lateExecute(e, tt.delay), Options{Linger: -1, Timeout: time.Hour})
 				ctx, cancel := context.WithCancelCause(t.Context())
 				time.AfterFunc(time.Second/2, func() { cancel(ErrCallCancelled) })
-				out := r.Run(ctx, Request{Tool: "t", Path: "demo/slow", Caller: "alice"})
+				req := Request{Tool: "t", Path: "demo/slow", Caller: "alice"}
+				out := r.Run(ctx, req)
 				if out.State != Cancelled || out.ExecutionID != "" {
 					t.Fatalf("the call: %s, id %q; want cancelled before the id was known", out.State, out.ExecutionID)
 				}
 				if c := e.Counts(); c.Started != 1 || c.Cancelled != 0 {
 					t.Fatalf("at the cancel: %+v, want the run started, not yet cancelled", c)
+				}
+				// The run goes on past the call: its own outcome is what a
+				// request that attached to it (a task's Start) is given.
+				r.mu.Lock()
+				rn := r.runs[r.key(req)]
+				r.mu.Unlock()
+				if rn == nil {
+					t.Fatal("the run is not kept after the call's cancel")
 				}
 				cancelledAt := time.Now()
 				var active int
@@ -91,6 +101,10 @@ func TestCancelWhileExecuteInFlight(t *testing.T) {
 				}
 				if c := e.Counts(); c.Cancelled != tt.wantCancelled {
 					t.Errorf("engine %+v, want %d cancelled", c, tt.wantCancelled)
+				}
+				<-rn.done
+				if got := text(rn.out.Result); rn.out.State != Cancelled || !strings.Contains(got, tt.wantRunText) {
+					t.Errorf("the run's outcome: %s, %q; want cancelled, saying %q", rn.out.State, got, tt.wantRunText)
 				}
 			})
 		})

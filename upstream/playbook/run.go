@@ -638,6 +638,11 @@ func (r *Runner) poll(rn *run, req Request) *Outcome {
 		return &Outcome{State: Failed, Result: errorResult(fmt.Sprintf("playbook %s: %v", req.Path, err), "", req.Path, nil, 0)}
 	}
 	if err != nil {
+		if errors.Is(err, errExecuteUnanswered) {
+			// Not "before it started": the execute reached the engine,
+			// which may have started the run and not said so.
+			return &Outcome{State: Cancelled, Result: errorResult(fmt.Sprintf("the call was cancelled while the engine had not answered the execute of playbook %s, and it did not within %s: if the engine started the run, it goes on, with no execution id to cancel it by", req.Path, ExecuteGrace), "", req.Path, nil, 0)}
+		}
 		if rn.ctx.Err() != nil {
 			return &Outcome{State: Cancelled, Result: errorResult(fmt.Sprintf("the call was cancelled before playbook %s started", req.Path), "", req.Path, nil, 0)}
 		}
@@ -712,23 +717,34 @@ func (r *Runner) poll(rn *run, req Request) *Outcome {
 // that does not answer) the execute is given up. The ceiling bounds it too.
 const ExecuteGrace = 10 * time.Second
 
+// errExecuteUnanswered is executeOnce's error when the execute was given up
+// at the end of ExecuteGrace: the engine may have started the run.
+var errExecuteUnanswered = errors.New("the engine did not answer the execute")
+
 // executeOnce is execute for rn under ctx, rn's ceiling; rn's cancellation
-// does not cut it short but gives it ExecuteGrace to be answered.
+// does not cut it short but gives it ExecuteGrace to be answered. Given up
+// then, its error is errExecuteUnanswered.
 func (r *Runner) executeOnce(ctx context.Context, rn *run, req Request) (string, int, error) {
 	deadline, _ := ctx.Deadline()
 	ectx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	var givenUp atomic.Bool
 	stop := context.AfterFunc(rn.ctx, func() {
 		grace := time.NewTimer(ExecuteGrace)
 		defer grace.Stop()
 		select {
 		case <-grace.C:
+			givenUp.Store(true)
 			cancel()
 		case <-ectx.Done():
 		}
 	})
 	defer stop()
 	defer cancel() // before stop: ends the grace's wait, if it began
-	return r.execute(ectx, req)
+	id, status, err := r.execute(ectx, req)
+	if err != nil && givenUp.Load() {
+		err = errExecuteUnanswered
+	}
+	return id, status, err
 }
 
 // stop ends a run whose context ended: past the ceiling, or abandoned.
