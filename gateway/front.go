@@ -235,6 +235,7 @@ func (f *Front) reapLocked() {
 	clear(f.retired[len(kept):])
 	f.retired = kept
 	f.hasOld.Store(len(kept) > 0)
+	f.linkSessionBooks()
 	if running && !f.reapDue {
 		// No request will come to reap it when its runs end: look again.
 		f.reapDue = true
@@ -244,6 +245,24 @@ func (f *Front) reapLocked() {
 			f.reapLocked()
 			f.mu.Unlock()
 		})
+	}
+}
+
+// linkSessionBooks gives the current gateway's session book the books of
+// the retired gateways kept, whose sessions live in this process too (see
+// sessionBook.older). A retired gateway's own book is given none: it makes
+// few sessions (an initialize that reached it before the swap), and what it
+// pointed to would keep reaped gateways reachable. f.mu is held.
+func (f *Front) linkSessionBooks() {
+	var older []*sessionBook
+	for _, s := range f.retired {
+		if b := s.g.sessions; b != nil {
+			b.older.Store(nil)
+			older = append(older, b)
+		}
+	}
+	if b := f.cur.Load().g.sessions; b != nil {
+		b.older.Store(&older)
 	}
 }
 

@@ -117,3 +117,51 @@ func TestFrontReplace(t *testing.T) {
 		}
 	})
 }
+
+// TestFrontSessionCapsAcrossReloads: the sessions a retired gateway still
+// serves count against the current one's max_sessions_per_caller and
+// max_sessions: they live in this process too. Before, each gateway counted
+// its own, so every reload gave a caller its limit once more.
+func TestFrontSessionCapsAcrossReloads(t *testing.T) {
+	cfg := Config{Stateful: true, MaxSessions: 4, MaxSessionsPerCaller: 2}
+	_, g1 := newFrontGateway(t, cfg, nil)
+	_, g2 := newFrontGateway(t, cfg, nil)
+	_, g3 := newFrontGateway(t, cfg, nil)
+	f := NewFront(g1)
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	t.Cleanup(f.Close)
+	url := srv.URL + "/mcp"
+	refused := func(who string, status int, words string) {
+		t.Helper()
+		resp, body := post(t, url, initialize, http.Header{"Authorization": {who}})
+		if resp.StatusCode != status || resp.Header.Get("Mcp-Session-Id") != "" {
+			t.Fatalf("%s's initialize: %d %s, want %d and no session", who, resp.StatusCode, body, status)
+		}
+		if e := decodeRPCError(t, resp, body); !strings.Contains(e.Error.Message, words) {
+			t.Fatalf("%s's refusal %q does not say %q", who, e.Error.Message, words)
+		}
+	}
+
+	m1 := openSession(t, url, "Bearer mallory")
+	f.Replace(g2)
+	openSession(t, url, "Bearer mallory")
+	refused("Bearer mallory", http.StatusTooManyRequests, "this caller has 2 sessions open")
+	f.Replace(g3) // two retired gateways, a session each
+	refused("Bearer mallory", http.StatusTooManyRequests, "this caller has 2 sessions open")
+	openSession(t, url, "Bearer alice")
+	openSession(t, url, "Bearer bob")
+	// Four sessions in the process, on three gateways: the cap.
+	refused("Bearer carol", http.StatusServiceUnavailable, "at its session limit (4, max_sessions)")
+
+	// mallory's first session ends on the gateway that made it: the slot
+	// is free again, on the current gateway, and the first is reaped.
+	if resp, body := do(t, http.MethodDelete, url, nil, sessionHeader(m1, "Bearer mallory")); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %d %s", resp.StatusCode, body)
+	}
+	f.Reap()
+	if f.Retired() != 1 {
+		t.Fatalf("%d retired gateways after the first one's last session ended, want 1", f.Retired())
+	}
+	openSession(t, url, "Bearer mallory")
+}

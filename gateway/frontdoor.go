@@ -807,6 +807,57 @@ type sessionBook struct {
 	leases map[string]func() // session id → its fleet slot's release
 
 	digests *caller.Key // keys the owners' digests (the gateway's: shareSessions)
+
+	// older are the books of the gateways a reload retired that still
+	// serve sessions in this process ([Front.Replace] sets it): their
+	// sessions count against max_sessions, and a caller's against
+	// max_sessions_per_caller, as this book's do. Each is counted under its
+	// own lock, before b.mu is taken: a book never holds its lock while it
+	// takes another's.
+	older atomic.Pointer[[]*sessionBook]
+}
+
+// held counts the sessions b's server holds, and those of them bound to
+// c, as b's digests name callers. It forgets those go-sdk has closed.
+func (b *sessionBook) held(c caller.Caller) (all, mine int) {
+	who := b.digests.Digest(c)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	live := b.prune()
+	for _, owner := range b.owners {
+		if owner == who {
+			mine++
+		}
+	}
+	return len(live), mine
+}
+
+// prune forgets the sessions go-sdk has closed (idle timeout, a DELETE)
+// and returns the ids of those it holds. b.mu is held.
+func (b *sessionBook) prune() map[string]bool {
+	live := make(map[string]bool, len(b.owners))
+	for ss := range b.server.Sessions() {
+		live[ss.ID()] = true
+	}
+	for id := range b.owners {
+		if !live[id] {
+			delete(b.owners, id)
+			b.unlease(id)
+			b.life.forget(id)
+		}
+	}
+	return live
+}
+
+// heldOlder is held summed over the older books.
+func (b *sessionBook) heldOlder(c caller.Caller) (all, mine int) {
+	if older := b.older.Load(); older != nil {
+		for _, o := range *older {
+			a, m := o.held(c)
+			all, mine = all+a, mine+m
+		}
+	}
+	return all, mine
 }
 
 func newSessionBook(server *mcp.Server, max, perCaller int) *sessionBook {
@@ -830,26 +881,21 @@ const (
 // in flight; a POST whose session is already connected counts twice until it
 // answers, which errs on the side of refusing. A caller's count is the
 // sessions bound to it that go-sdk still holds, plus its POSTs in flight.
-func (b *sessionBook) reserve(who [sha256.Size]byte) sessionRefusal {
+// Both counts add the sessions of the older books (see older): c is who's
+// caller, whom they name by their own digests.
+func (b *sessionBook) reserve(who [sha256.Size]byte, c caller.Caller) sessionRefusal {
+	olderAll, olderMine := b.heldOlder(c)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	live := make(map[string]bool, len(b.owners))
-	for ss := range b.server.Sessions() {
-		live[ss.ID()] = true
-	}
-	mine := b.pendingBy[who]
-	for id, owner := range b.owners {
-		switch {
-		case !live[id]:
-			delete(b.owners, id) // closed by go-sdk: idle timeout, or a DELETE
-			b.unlease(id)
-			b.life.forget(id)
-		case owner == who:
+	live := b.prune()
+	mine := b.pendingBy[who] + olderMine
+	for _, owner := range b.owners {
+		if owner == who {
 			mine++
 		}
 	}
 	switch {
-	case len(live)+b.pending >= b.max:
+	case len(live)+olderAll+b.pending >= b.max:
 		return sessionsFull
 	case b.perCaller > 0 && mine >= b.perCaller:
 		return callerFull
@@ -939,7 +985,8 @@ func (b *sessionBook) forget(id string) {
 // answered.
 func (f *frontDoor) guardSession(w http.ResponseWriter, r *http.Request) (*sessionWriter, bool) {
 	b := f.sessions
-	who := b.digests.Digest(caller.FromRequest(r))
+	c := caller.FromRequest(r)
+	who := b.digests.Digest(c)
 	if id := r.Header.Get(sessionIDHeader); id != "" {
 		if !b.owns(id, who) {
 			http.Error(w, "session not found", http.StatusNotFound) // go-sdk's words
@@ -958,7 +1005,7 @@ func (f *frontDoor) guardSession(w http.ResponseWriter, r *http.Request) (*sessi
 	if r.Method != http.MethodPost {
 		return nil, true // go-sdk answers GET and DELETE without a session id: 400
 	}
-	refusal := b.reserve(who)
+	refusal := b.reserve(who, c)
 	var lease func()
 	if refusal == sessionGranted {
 		var ok bool

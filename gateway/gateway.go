@@ -109,6 +109,7 @@ type Gateway struct {
 	callers       *caller.Key     // keys the callers' digests (shared.go's callerKey)
 	life          *sessionLife    // stateful with the fast path: sessions' initialized state and idle timeout (sessionlife.go)
 	streams       *sessionStreams // stateful: the sessions' standalone SSE streams, for notifications/tasks/status (taskstatus.go)
+	sessions      *sessionBook    // stateful: the session book of the front door Handler made last (Front links it to the retired gateways')
 	metrics       *metrics        // nil when metrics are off
 
 	// The serving state: one client per upstream, by name, all under one
@@ -531,6 +532,7 @@ func (g *Gateway) newMux() (*mux.Router, http.Handler) {
 			g.life.onExpired(fd.sessions.forget)
 		}
 		g.shareSessions(fd.sessions)
+		g.sessions = fd.sessions
 	}
 	playbookRPC := http.Handler(&noetlDoor{fd: fd, next: http.HandlerFunc(g.servePlaybookRPC)})
 	mcpRoute := http.Handler(fd)
