@@ -215,6 +215,11 @@ func (e *matrixEnv) fail(f, format string, args ...any) bool {
 // 300 ms. The NoETL endpoint serves only its own.
 const slowTool = "demo_slow"
 
+// notListedWithin is how long a cell that claims no list_changed waits for
+// one after the new tool is listed: the gateway sends it before that list's
+// answer, so it would be on the client's stream by then.
+const notListedWithin = 5 * time.Second
+
 func (e *matrixEnv) check(f string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -321,10 +326,20 @@ func (e *matrixEnv) check(f string) bool {
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
+		// A cell that claims list_changed waits for it as long as the
+		// check may take: the notification may still be on its way on the
+		// GET stream. A cell that claims none waits notListedWithin, the
+		// time a notification already sent takes to arrive, not the minute.
+		wait := ctx
+		if !e.cell.claims[f] {
+			var stop context.CancelFunc
+			wait, stop = context.WithTimeout(ctx, notListedWithin)
+			defer stop()
+		}
 		select {
 		case <-changed:
 			return true
-		case <-ctx.Done(): // the notification may still be on its way on the GET stream
+		case <-wait.Done():
 			return e.fail(f, "no notifications/tools/list_changed")
 		}
 	}
