@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -142,6 +143,9 @@ func (f *Front) Replace(g *Gateway) {
 		// A re-send of a call whose run the old gateway drives joins it.
 		r.Succeed(f.cur.Load().g.runners[name])
 	}
+	// g's initializes count the sessions of the gateways kept from the
+	// first request it serves, not from the end of Replace.
+	f.linkSessionBooks(g)
 	old := f.install(g)
 	f.reloadOK.Set(1)
 	f.reloads.WithLabelValues("success").Inc()
@@ -230,12 +234,15 @@ func (f *Front) reapLocked() {
 			kept = append(kept, s)
 			continue
 		}
+		if b := s.g.sessions; b != nil {
+			b.others.Store(nil) // reaped: it keeps no other gateway reachable
+		}
 		s.closed.Do(func() { s.g.Close() })
 	}
 	clear(f.retired[len(kept):])
 	f.retired = kept
 	f.hasOld.Store(len(kept) > 0)
-	f.linkSessionBooks()
+	f.linkSessionBooks(nil)
 	if running && !f.reapDue {
 		// No request will come to reap it when its runs end: look again.
 		f.reapDue = true
@@ -248,21 +255,32 @@ func (f *Front) reapLocked() {
 	}
 }
 
-// linkSessionBooks gives the current gateway's session book the books of
-// the retired gateways kept, whose sessions live in this process too (see
-// sessionBook.older). A retired gateway's own book is given none: it makes
-// few sessions (an initialize that reached it before the swap), and what it
-// pointed to would keep reaped gateways reachable. f.mu is held.
-func (f *Front) linkSessionBooks() {
-	var older []*sessionBook
-	for _, s := range f.retired {
-		if b := s.g.sessions; b != nil {
-			b.older.Store(nil)
-			older = append(older, b)
+// linkSessionBooks gives the session book of each gateway kept — current,
+// retired, and next, the one Replace is about to serve, if not nil — the
+// books of the others: their sessions live in this process too (see
+// sessionBook.others). A retired gateway's book needs them as much as the
+// current one's: an initialize whose body was still being read at the
+// swap reserves on the gateway it reached. f.mu is held.
+func (f *Front) linkSessionBooks(next *Gateway) {
+	var books []*sessionBook
+	add := func(g *Gateway) {
+		if g != nil && g.sessions != nil && !slices.Contains(books, g.sessions) {
+			books = append(books, g.sessions)
 		}
 	}
-	if b := f.cur.Load().g.sessions; b != nil {
-		b.older.Store(&older)
+	for _, s := range f.retired {
+		add(s.g)
+	}
+	add(f.cur.Load().g)
+	add(next)
+	for _, b := range books {
+		others := make([]*sessionBook, 0, len(books)-1)
+		for _, o := range books {
+			if o != b {
+				others = append(others, o)
+			}
+		}
+		b.others.Store(&others)
 	}
 }
 

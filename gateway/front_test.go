@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -164,4 +165,76 @@ func TestFrontSessionCapsAcrossReloads(t *testing.T) {
 		t.Fatalf("%d retired gateways after the first one's last session ended, want 1", f.Retired())
 	}
 	openSession(t, url, "Bearer mallory")
+}
+
+// slowInitialize starts an initialize POST whose body is not yet sent: the
+// Front routes it to the gateway current now, but its session stage
+// (guardSession → reserve) runs only once the body is read. send finishes the
+// body and returns the status and session id.
+func slowInitialize(t *testing.T, url, authorization string) (send func() (int, string)) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	req, err := http.NewRequest(http.MethodPost, url, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", authorization)
+	type result struct {
+		status int
+		id     string
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- result{}
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		done <- result{resp.StatusCode, resp.Header.Get("Mcp-Session-Id")}
+	}()
+	return func() (int, string) {
+		io.WriteString(pw, initialize)
+		pw.Close()
+		r := <-done
+		return r.status, r.id
+	}
+}
+
+// TestFrontSessionCapsSlowInitialize: an initialize that reached the old
+// gateway before a reload, its body read only after it, reserves on the
+// retired gateway's book, which must count the current gateway's sessions
+// too (found by review: it counted only its own, and mallory, whose cap is
+// 2, ended with 4).
+func TestFrontSessionCapsSlowInitialize(t *testing.T) {
+	cfg := Config{Stateful: true, MaxSessions: 100, MaxSessionsPerCaller: 2}
+	_, g1 := newFrontGateway(t, cfg, nil)
+	_, g2 := newFrontGateway(t, cfg, nil)
+	f := NewFront(g1)
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	t.Cleanup(f.Close)
+	url := srv.URL + "/mcp"
+
+	s1 := f.cur.Load()
+	a := slowInitialize(t, url, "Bearer mallory")
+	b := slowInitialize(t, url, "Bearer mallory")
+	waitFor(t, "both POSTs to be on g1", func() bool { return s1.active.Load() == 2 })
+
+	f.Replace(g2)
+	openSession(t, url, "Bearer mallory")
+	openSession(t, url, "Bearer mallory")
+
+	granted := 2
+	for _, send := range []func() (int, string){a, b} {
+		if status, id := send(); status == http.StatusOK && id != "" {
+			granted++
+		}
+	}
+	if granted > 2 {
+		t.Errorf("mallory holds %d sessions, max_sessions_per_caller is 2", granted)
+	}
 }

@@ -808,28 +808,31 @@ type sessionBook struct {
 
 	digests *caller.Key // keys the owners' digests (the gateway's: shareSessions)
 
-	// older are the books of the gateways a reload retired that still
-	// serve sessions in this process ([Front.Replace] sets it): their
-	// sessions count against max_sessions, and a caller's against
+	// others are the books of the other gateways the Front keeps (the
+	// current one and those a reload retired that still serve sessions;
+	// [Front.Replace] sets it): their sessions, and those being made,
+	// count against max_sessions, and a caller's against
 	// max_sessions_per_caller, as this book's do. Each is counted under its
 	// own lock, before b.mu is taken: a book never holds its lock while it
 	// takes another's.
-	older atomic.Pointer[[]*sessionBook]
+	others atomic.Pointer[[]*sessionBook]
 }
 
-// held counts the sessions b's server holds, and those of them bound to
-// c, as b's digests name callers. It forgets those go-sdk has closed.
+// held counts the sessions b's server holds and the session-creating POSTs
+// b has in flight, and of those, the ones of caller c, as b's digests name
+// callers. It forgets the sessions go-sdk has closed.
 func (b *sessionBook) held(c caller.Caller) (all, mine int) {
 	who := b.digests.Digest(c)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	live := b.prune()
+	mine = b.pendingBy[who]
 	for _, owner := range b.owners {
 		if owner == who {
 			mine++
 		}
 	}
-	return len(live), mine
+	return len(live) + b.pending, mine
 }
 
 // prune forgets the sessions go-sdk has closed (idle timeout, a DELETE)
@@ -849,10 +852,10 @@ func (b *sessionBook) prune() map[string]bool {
 	return live
 }
 
-// heldOlder is held summed over the older books.
-func (b *sessionBook) heldOlder(c caller.Caller) (all, mine int) {
-	if older := b.older.Load(); older != nil {
-		for _, o := range *older {
+// heldByOthers is held summed over the other books.
+func (b *sessionBook) heldByOthers(c caller.Caller) (all, mine int) {
+	if others := b.others.Load(); others != nil {
+		for _, o := range *others {
 			a, m := o.held(c)
 			all, mine = all+a, mine+m
 		}
@@ -881,21 +884,21 @@ const (
 // in flight; a POST whose session is already connected counts twice until it
 // answers, which errs on the side of refusing. A caller's count is the
 // sessions bound to it that go-sdk still holds, plus its POSTs in flight.
-// Both counts add the sessions of the older books (see older): c is who's
+// Both counts add those of the other books (see others): c is who's
 // caller, whom they name by their own digests.
 func (b *sessionBook) reserve(who [sha256.Size]byte, c caller.Caller) sessionRefusal {
-	olderAll, olderMine := b.heldOlder(c)
+	othersAll, othersMine := b.heldByOthers(c)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	live := b.prune()
-	mine := b.pendingBy[who] + olderMine
+	mine := b.pendingBy[who] + othersMine
 	for _, owner := range b.owners {
 		if owner == who {
 			mine++
 		}
 	}
 	switch {
-	case len(live)+olderAll+b.pending >= b.max:
+	case len(live)+othersAll+b.pending >= b.max:
 		return sessionsFull
 	case b.perCaller > 0 && mine >= b.perCaller:
 		return callerFull
