@@ -128,10 +128,7 @@ func TestFrontSessionCapsAcrossReloads(t *testing.T) {
 	_, g1 := newFrontGateway(t, cfg, nil)
 	_, g2 := newFrontGateway(t, cfg, nil)
 	_, g3 := newFrontGateway(t, cfg, nil)
-	f := NewFront(g1)
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	t.Cleanup(f.Close)
+	f, srv := serveFront(t, g1)
 	url := srv.URL + "/mcp"
 	refused := func(who string, status int, words string) {
 		t.Helper()
@@ -213,10 +210,7 @@ func TestFrontSessionCapsSlowInitialize(t *testing.T) {
 	cfg := Config{Stateful: true, MaxSessions: 100, MaxSessionsPerCaller: 2}
 	_, g1 := newFrontGateway(t, cfg, nil)
 	_, g2 := newFrontGateway(t, cfg, nil)
-	f := NewFront(g1)
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	t.Cleanup(f.Close)
+	f, srv := serveFront(t, g1)
 	url := srv.URL + "/mcp"
 
 	s1 := f.cur.Load()
