@@ -120,6 +120,12 @@ func TestToolsCommand(t *testing.T) {
 // TestClient runs the TypeScript SDK client tests: remote (stateless and
 // stateful), stdio, the built-in demo, and the embedded (in-process) example.
 func TestClient(t *testing.T) {
+	// Beside TestSupportMatrix, the other long one (go test runs the
+	// parallel tests together once the others are done): node runs its
+	// files one after another (--test-concurrency=1), each mostly waiting
+	// on its gateways, and so does the matrix its cells; together they take
+	// the longer of the two, not the sum (about two minutes less of CI).
+	t.Parallel()
 	b := setup(t)
 	files, _ := filepath.Glob("*.test.mjs")
 	// Each test is bounded on its own (--test-timeout), not the files'

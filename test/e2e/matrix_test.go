@@ -87,6 +87,7 @@ func readMatrix(t *testing.T) []matrixCell {
 // engine and a federated MCP server; a cell that claims more or less than
 // what happens fails.
 func TestSupportMatrix(t *testing.T) {
+	t.Parallel() // beside TestClient: see there
 	b := setup(t)
 	cells := readMatrix(t)
 
