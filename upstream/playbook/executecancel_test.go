@@ -54,7 +54,7 @@ func TestCancelWhileExecuteInFlight(t *testing.T) {
 		delay         time.Duration
 		wantCancelled int
 		wantEnd       time.Duration // after the cancel, when the run's goroutine is done
-		wantRunText   string        // in the run's own outcome (what a task record keeps)
+		wantRunText   string        // in the run's own outcome (what a request that attached to it is given)
 	}{
 		{"late answer", time.Second, 1, time.Second / 2, "cancelled before playbook demo/slow finished (execution "},
 		{"no answer", -1, 0, ExecuteGrace, "the engine had not answered the execute of playbook demo/slow, and it did not within 10s: if the engine started the run, it goes on"},
