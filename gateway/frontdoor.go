@@ -825,31 +825,27 @@ func (b *sessionBook) held(c caller.Caller) (all, mine int) {
 	who := b.digests.Digest(c)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	live := b.prune()
-	mine = b.pendingBy[who]
-	for _, owner := range b.owners {
-		if owner == who {
-			mine++
-		}
-	}
-	return len(live) + b.pending, mine
+	return b.count(who)
 }
 
-// prune forgets the sessions go-sdk has closed (idle timeout, a DELETE)
-// and returns the ids of those it holds. b.mu is held.
-func (b *sessionBook) prune() map[string]bool {
+// count is held for the caller whose digest is who. b.mu is held.
+func (b *sessionBook) count(who [sha256.Size]byte) (all, mine int) {
 	live := make(map[string]bool, len(b.owners))
 	for ss := range b.server.Sessions() {
 		live[ss.ID()] = true
 	}
-	for id := range b.owners {
-		if !live[id] {
-			delete(b.owners, id)
+	mine = b.pendingBy[who]
+	for id, owner := range b.owners {
+		switch {
+		case !live[id]:
+			delete(b.owners, id) // closed by go-sdk: idle timeout, or a DELETE
 			b.unlease(id)
 			b.life.forget(id)
+		case owner == who:
+			mine++
 		}
 	}
-	return live
+	return len(live) + b.pending, mine
 }
 
 // heldByOthers is held summed over the other books.
@@ -890,15 +886,10 @@ func (b *sessionBook) reserve(who [sha256.Size]byte, c caller.Caller) sessionRef
 	othersAll, othersMine := b.heldByOthers(c)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	live := b.prune()
-	mine := b.pendingBy[who] + othersMine
-	for _, owner := range b.owners {
-		if owner == who {
-			mine++
-		}
-	}
+	all, mine := b.count(who)
+	all, mine = all+othersAll, mine+othersMine
 	switch {
-	case len(live)+othersAll+b.pending >= b.max:
+	case all >= b.max:
 		return sessionsFull
 	case b.perCaller > 0 && mine >= b.perCaller:
 		return callerFull
