@@ -10,9 +10,14 @@ import (
 // have the same helper).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond) // how often cond is looked at
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline:
 			t.Fatalf("timed out after 10s waiting for %s", what)
+		case <-tick.C:
 		}
 	}
 }
