@@ -23,6 +23,7 @@ type setupOptions struct {
 	mcpgate    bool
 	mcp        bool     // the go-sdk server role (the mcp target)
 	federated  bool     // mcpgate federating the go-sdk server (implies mcp)
+	relay      bool     // the SDK-free relay in front of the go-sdk server (implies mcp)
 	fedProto   string   // the federated upstream's mcp.protocol_version ("": negotiate)
 	mcpgateBin string   // "" builds ./cmd/mcpgate
 	mcpgateLog string   // mcpgate's --log-level
@@ -45,6 +46,7 @@ type servers struct {
 	mcpgate  *proc
 	mcp      *proc // the go-sdk server
 	fed      *proc // mcpgate federating mcp
+	relay    *proc // the SDK-free relay in front of mcp (the mcp-relay target)
 	redis    *proc // redis-server, for mcpgateR
 	mcpgateR *proc // mcpgate with state: redis (the mcpgate-redis target)
 	stateful *proc // mcpgate --stateful (the stateful target)
@@ -63,6 +65,7 @@ func (s *servers) close() {
 	s.mcpgateR.stop()
 	s.redis.stop()
 	s.fed.stop()
+	s.relay.stop()
 	s.mcp.stop()
 	s.mcpgate.stop()
 	s.baseline.stop()
@@ -101,7 +104,7 @@ func startServers(ctx context.Context, o setupOptions) (_ *servers, err error) {
 			return nil, err
 		}
 	}
-	if o.mcp || o.federated {
+	if o.mcp || o.federated || o.relay {
 		// A private copy too: the mcp target is measured against the
 		// federated one, whose mcpgate is a binary of its own.
 		copied, err := privateCopy(s.dir, "mcpgate-bench-mcp")
@@ -109,6 +112,15 @@ func startServers(ctx context.Context, o setupOptions) (_ *servers, err error) {
 			return nil, fmt.Errorf("copy the bench binary for the go-sdk server: %v", err)
 		}
 		if s.mcp, err = startRole(copied, roleMCP, "MCPGATE_BENCH_SLOW="+o.slow.String()); err != nil {
+			return nil, err
+		}
+	}
+	if o.relay {
+		copied, err := privateCopy(s.dir, "mcpgate-bench-relay")
+		if err != nil {
+			return nil, fmt.Errorf("copy the bench binary for the relay: %v", err)
+		}
+		if s.relay, err = startRole(copied, roleRelay, "MCPGATE_BENCH_UPSTREAM="+s.mcp.url+"/mcp"); err != nil {
 			return nil, err
 		}
 	}
@@ -204,7 +216,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.duration, "duration", 5*time.Second, "measured time per target and concurrency")
 	fs.DurationVar(&f.warmup, "warmup", time.Second, "unmeasured load before each measurement")
 	fs.StringVar(&f.mode, "mode", "call", "what each worker sends: call (tools/call of a GET), list (tools/list) or mixed")
-	fs.StringVar(&f.targets, "targets", "direct,baseline,mcpgate", "comma-separated targets: direct (REST, mode call only), baseline, mcpgate; mcp (a stateless JSON go-sdk server), federated (mcpgate federating it); mcpgate-redis (mcpgate with state: redis, against a redis-server it starts); empty for none")
+	fs.StringVar(&f.targets, "targets", "direct,baseline,mcpgate", "comma-separated targets: direct (REST, mode call only), baseline, mcpgate; mcp (a stateless JSON go-sdk server), federated (mcpgate federating it), mcp-relay (a byte relay in front of it: the floor); mcpgate-redis (mcpgate with state: redis, against a redis-server it starts); empty for none")
 	fs.DurationVar(&f.slow, "slow", 100*time.Millisecond, "delay of the upstream's slow route (mode mixed)")
 	fs.StringVar(&f.protocol, "protocol", "2025-06-18", "MCP protocol version the workers ask for")
 	fs.StringVar(&f.fedProto, "federated-protocol", "", "the federated target's mcp.protocol_version: the version mcpgate offers the go-sdk server first (default: negotiate, 2026-07-28)")
@@ -256,13 +268,13 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	for t := range strings.SplitSeq(f.targets, ",") {
 		switch t = strings.TrimSpace(t); t {
 		case "":
-		case "direct", "baseline", "mcpgate", "mcp", "federated", "mcpgate-redis", "stateful", "stdio", "playbook", "noetl":
+		case "direct", "baseline", "mcpgate", "mcp", "federated", "mcp-relay", "mcpgate-redis", "stateful", "stdio", "playbook", "noetl":
 			if !want[t] {
 				want[t] = true
 				order = append(order, t)
 			}
 		default:
-			return fmt.Errorf("-targets: unknown target %q (want direct, baseline, mcpgate, mcp, federated, mcpgate-redis, stateful, stdio, playbook, noetl)", t)
+			return fmt.Errorf("-targets: unknown target %q (want direct, baseline, mcpgate, mcp, federated, mcp-relay, mcpgate-redis, stateful, stdio, playbook, noetl)", t)
 		}
 	}
 	if want["direct"] && f.mode != "call" {
@@ -283,7 +295,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 
 	s, err := startServers(ctx, setupOptions{
 		slow: f.slow, baseline: want["baseline"], mcpgate: want["mcpgate"] || f.listSpec != "",
-		mcp: want["mcp"], federated: want["federated"], fedProto: f.fedProto,
+		mcp: want["mcp"], federated: want["federated"], relay: want["mcp-relay"], fedProto: f.fedProto,
 		mcpgateBin: f.mcpgateBin, mcpgateLog: f.mcpgateLog, stateful: f.stateful, redis: want["mcpgate-redis"],
 		statefulT: want["stateful"], sessions: f.sessions > 0, stdio: want["stdio"], playbooks: want["playbook"] || want["noetl"], protocol: f.protocol,
 	})
@@ -315,6 +327,9 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if s.mcp != nil {
 		targets["mcp"] = &target{name: "mcp", url: s.mcp.url + "/mcp", proc: s.mcp, handshakes: s.mcp}
+	}
+	if s.relay != nil {
+		targets["mcp-relay"] = &target{name: "mcp-relay", url: s.relay.url + "/mcp", proc: s.relay, up: s.mcp}
 	}
 	if s.fed != nil {
 		targets["federated"] = &target{name: "federated", url: s.fed.url + "/mcp", proc: s.fed, up: s.mcp, handshakes: s.mcp}
@@ -467,6 +482,9 @@ func ratiosOf(results map[string]map[int]*result, cs []int) []ratio {
 	if fed != nil || m != nil {
 		rs = append(rs, federatedRatios(fed, m, cs)...)
 	}
+	if rl := results["mcp-relay"]; rl != nil {
+		rs = append(rs, relayRatios(rl, m, fed, cs)...)
+	}
 	if results["mcpgate-redis"] != nil {
 		rs = append(rs, redisRatios(results, cs)...)
 	}
@@ -556,6 +574,38 @@ func federatedRatios(fed, m map[int]*result, cs []int) []ratio {
 			rs = append(rs, ratio{name: name, value: float64(r.handshakes), digits: -1, target: "target 0",
 				line: fmt.Sprintf("%s: %d (initialize or server/discover at the go-sdk server; target 0: %s)", name, r.handshakes, meets(r.handshakes == 0))})
 		}
+	}
+	return rs
+}
+
+// relayRatios put the floor beside the federated figures: the SDK-free
+// relay's req/s over the go-sdk server's at each concurrency and the p50 it
+// adds at c=1 (what any HTTP hop in front of that server costs on this
+// machine; no target), and the federated target's req/s over the relay's.
+func relayRatios(rl, m, fed map[int]*result, cs []int) []ratio {
+	if m == nil {
+		return []ratio{{value: math.NaN(), line: "relay ratios: not computed (they need the mcp target)"}}
+	}
+	var rs []ratio
+	for _, c := range cs {
+		if rl[c] != nil && m[c] != nil && m[c].rate() > 0 {
+			v := rl[c].rate() / m[c].rate()
+			r := ratio{name: fmt.Sprintf("ratio mcp-relay/mcp req/s c=%d", c), value: v}
+			r.line = fmt.Sprintf("%s: %.2f (the floor: a byte relay, no target)", r.name, v)
+			rs = append(rs, r)
+		}
+		if fed != nil && fed[c] != nil && rl[c] != nil && rl[c].rate() > 0 {
+			v := fed[c].rate() / rl[c].rate()
+			r := ratio{name: fmt.Sprintf("ratio federated/mcp-relay req/s c=%d", c), value: v}
+			r.line = fmt.Sprintf("%s: %.2f", r.name, v)
+			rs = append(rs, r)
+		}
+	}
+	if rl[1] != nil && m[1] != nil {
+		const lat = "mcp-relay added p50 c=1 ms"
+		v := ms(rl[1].pct(0.5) - m[1].pct(0.5))
+		rs = append(rs, ratio{name: lat, value: v, digits: 3,
+			line: fmt.Sprintf("%s: %.3f (the floor, no target; mcp-relay %.3f ms, mcp %.3f ms)", lat, v, ms(rl[1].pct(0.5)), ms(m[1].pct(0.5)))})
 	}
 	return rs
 }

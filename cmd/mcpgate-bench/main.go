@@ -19,7 +19,11 @@
 //     the same names and arguments, called directly;
 //   - federated: mcpgate serving a generated config that federates that
 //     server (`mcp: {url: …}`, tool_prefix "", auth none), so its tools are
-//     served under their own names and every call is relayed to it.
+//     served under their own names and every call is relayed to it;
+//   - mcp-relay: the floor under federated, an SDK-free byte relay in front
+//     of the same server (relay.go): each POST's bytes and the Streamable
+//     HTTP headers forwarded on a kept-alive connection, the answer copied
+//     back, nothing parsed or checked.
 //
 // and, asked for with -targets, issue 25's point 7 (every mode at the fast
 // path's speed; modes.go):
@@ -58,7 +62,7 @@
 // row [1s]; -mode call (tools/call of the GET), list (tools/list) or mixed
 // (per ten calls: one list, one write, one upstream 500, one slow read, six
 // reads) [call]; -targets direct, baseline, mcpgate, mcp, federated,
-// mcpgate-redis, stateful, stdio, playbook, noetl [direct,baseline,mcpgate];
+// mcp-relay, mcpgate-redis, stateful, stdio, playbook, noetl [direct,baseline,mcpgate];
 // -sessions N [0: not measured]; -slow delay of the
 // slow route [100ms]; -protocol [2025-06-18]; -mcpgate-bin; -mcpgate-log-level
 // [info, mcpgate's own default]; -stateful; -list-spec FILE also times
@@ -77,8 +81,8 @@
 //
 // Columns of the table, one row per target and concurrency:
 //
-//	target            direct, baseline, mcpgate, mcp, federated, mcpgate-redis,
-//	                  stateful, stdio, playbook or noetl
+//	target            direct, baseline, mcpgate, mcp, federated, mcp-relay,
+//	                  mcpgate-redis, stateful, stdio, playbook or noetl
 //	c                 concurrent workers, each with its own session
 //	req/s             calls completed per second of the measured window
 //	p50/p90/p99 ms    latency of one call, from the driver (send to last byte)
@@ -111,6 +115,13 @@
 //	                                                 initialize and server/discover requests
 //	                                                 the go-sdk server answered while the
 //	                                                 row was measured (target 0)
+//
+// With mcp-relay beside them, the floor (no target: what any HTTP hop in
+// front of that server costs on the machine):
+//
+//	ratio mcp-relay/mcp req/s c=N                    per concurrency
+//	ratio federated/mcp-relay req/s c=N              mcpgate against the floor
+//	mcp-relay added p50 c=1 ms                       mcp-relay p50 − mcp p50
 //
 // With -rounds N (N > 1) each round prints its rows and ratios (every other
 // round measures the rows in reverse order, so that no target always runs
@@ -198,6 +209,9 @@ func runRole(name string) bool {
 			delay = 100 * time.Millisecond
 		}
 		h = func(string) http.Handler { return (&mcpServer{delay: delay}).handler() }
+	case roleRelay:
+		up := os.Getenv("MCPGATE_BENCH_UPSTREAM")
+		h = func(string) http.Handler { return newRelay(up).handler() }
 	default:
 		return false
 	}

@@ -55,7 +55,7 @@ func mcpgateBin(t *testing.T) string {
 	return builtBin
 }
 
-var rowRE = regexp.MustCompile(`(?m)^(direct|baseline|mcpgate|mcp|federated|stateful|stdio|playbook|noetl)\s+(\d+)\s+([\d.]+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(\d+)\s+(\d+)\s`)
+var rowRE = regexp.MustCompile(`(?m)^(direct|baseline|mcpgate|mcp|mcp-relay|federated|stateful|stdio|playbook|noetl)\s+(\d+)\s+([\d.]+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(\d+)\s+(\d+)\s`)
 
 // benchRun runs the command with args and checks what every run must
 // show: want table rows, each with calls measured, no errors and no answer
@@ -110,12 +110,16 @@ func TestBench(t *testing.T) {
 }
 
 // TestBenchFederated runs the federated comparison briefly: the go-sdk
-// server directly and through mcpgate (2 targets × 2 concurrencies), every
-// call answered with its own answer, the ratio lines printed, and no
-// upstream handshake while measuring.
+// server directly, through the byte relay and through mcpgate (3 targets ×
+// 2 concurrencies), every call answered with its own answer (so the relay
+// carries the session and protocol headers both ways), the ratio lines
+// printed, and no upstream handshake while measuring.
 func TestBenchFederated(t *testing.T) {
-	out := benchRun(t, []string{"-targets", "mcp,federated", "-c", "1,2", "-duration", "1s", "-warmup", "200ms"}, 4,
-		[]string{"mcp", "federated"}, []string{
+	out := benchRun(t, []string{"-targets", "mcp,mcp-relay,federated", "-c", "1,2", "-duration", "1s", "-warmup", "200ms"}, 6,
+		[]string{"mcp", "mcp-relay", "federated"}, []string{
+			`(?m)^ratio mcp-relay/mcp req/s c=2: \d+\.\d\d \(the floor: a byte relay, no target\)$`,
+			`(?m)^ratio federated/mcp-relay req/s c=2: \d+\.\d\d$`,
+			`(?m)^mcp-relay added p50 c=1 ms: -?\d+\.\d{3} \(the floor, no target; mcp-relay \d+\.\d{3} ms, mcp \d+\.\d{3} ms\)$`,
 			`(?m)^ratio federated/mcp req/s c=1: \d+\.\d\d$`,
 			`(?m)^ratio federated/mcp req/s c=2: \d+\.\d\d$`,
 			`(?m)^federated added p50 c=1 ms: -?\d+\.\d{3} \(target ≤ 0\.3: (met|MISSED); federated \d+\.\d{3} ms, mcp \d+\.\d{3} ms\)$`,

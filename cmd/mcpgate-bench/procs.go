@@ -24,7 +24,8 @@ import (
 const (
 	roleUpstream = "_serve-upstream"
 	roleBaseline = "_serve-baseline"
-	roleMCP      = "_serve-mcp" // the go-sdk server of the federated comparison
+	roleMCP      = "_serve-mcp"   // the go-sdk server of the federated comparison
+	roleRelay    = "_serve-relay" // the SDK-free byte relay in front of it (relay.go)
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat. It
