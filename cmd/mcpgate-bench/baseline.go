@@ -28,18 +28,30 @@ type baseline struct {
 }
 
 func newBaseline(upstreamURL string) *baseline {
-	return &baseline{
-		upstream: upstreamURL,
-		client: &http.Client{
-			Timeout: 30 * time.Second,
-			Transport: &http.Transport{
-				DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-				MaxIdleConns:        1024,
-				MaxIdleConnsPerHost: 1024,
-				IdleConnTimeout:     90 * time.Second,
-			},
+	return &baseline{upstream: upstreamURL, client: hopClient()}
+}
+
+// hopClient is the HTTP client of the bench's own hops (the baseline and
+// the relay): one shared Transport, connections kept alive, enough idle
+// ones for every worker.
+func hopClient() *http.Client {
+	return &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:        1024,
+			MaxIdleConnsPerHost: 1024,
+			IdleConnTimeout:     90 * time.Second,
 		},
 	}
+}
+
+// serveRuntimeMetrics answers GET /metrics of a bench role with the two
+// runtime figures the driver reads.
+func serveRuntimeMetrics(w http.ResponseWriter, _ *http.Request) {
+	var sb strings.Builder
+	writeRuntimeMetrics(&sb)
+	io.WriteString(w, sb.String())
 }
 
 // baselineTools is the baseline's whole tools/list result.
@@ -76,11 +88,7 @@ type callResult struct {
 func (b *baseline) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /mcp", b.serveMCP)
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		var sb strings.Builder
-		writeRuntimeMetrics(&sb)
-		io.WriteString(w, sb.String())
-	})
+	mux.HandleFunc("GET /metrics", serveRuntimeMetrics)
 	return mux
 }
 

@@ -83,11 +83,7 @@ func (m *mcpServer) handler() http.Handler {
 
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", m.counting(h))
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		var b strings.Builder
-		writeRuntimeMetrics(&b)
-		io.WriteString(w, b.String())
-	})
+	mux.HandleFunc("GET /metrics", serveRuntimeMetrics)
 	mux.HandleFunc("GET /_count", func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, strconv.FormatInt(m.handshakes.Load(), 10))
 	})

@@ -3,10 +3,7 @@ package main
 import (
 	"bytes"
 	"io"
-	"net"
 	"net/http"
-	"strings"
-	"time"
 )
 
 // relay is the floor of the federated comparison: the least an HTTP MCP
@@ -24,18 +21,7 @@ type relay struct {
 }
 
 func newRelay(upstream string) *relay {
-	return &relay{
-		upstream: upstream,
-		client: &http.Client{
-			Timeout: 30 * time.Second,
-			Transport: &http.Transport{
-				DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-				MaxIdleConns:        1024,
-				MaxIdleConnsPerHost: 1024,
-				IdleConnTimeout:     90 * time.Second,
-			},
-		},
-	}
+	return &relay{upstream: upstream, client: hopClient()}
 }
 
 // relayHeaders are the request and answer headers the relay carries.
@@ -44,11 +30,7 @@ var relayHeaders = []string{"Content-Type", "Accept", "Mcp-Session-Id", "Mcp-Pro
 func (rl *relay) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /mcp", rl.serveMCP)
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		var sb strings.Builder
-		writeRuntimeMetrics(&sb)
-		io.WriteString(w, sb.String())
-	})
+	mux.HandleFunc("GET /metrics", serveRuntimeMetrics)
 	return mux
 }
 
