@@ -535,6 +535,28 @@ func TestFrontDoorSessionCap(t *testing.T) {
 	openSession(t, url, "Bearer c")
 }
 
+// TestHandlerIsOne: an embedder that asks for Handler twice (to mount it
+// at two places, or by mistake) gets one front door: one table of
+// sessions, so a session opened through one mount is served through the
+// other, and one max_sessions for both, not one each.
+func TestHandlerIsOne(t *testing.T) {
+	_, g := newFrontGateway(t, Config{Stateful: true, MaxSessions: 1}, nil)
+	var urls []string
+	for range 2 {
+		srv := httptest.NewServer(g.Handler())
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL+"/mcp")
+	}
+	id := openSession(t, urls[0], "Bearer a")
+	resp, body := post(t, urls[1], initialize, http.Header{"Authorization": {"Bearer b"}})
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a second session through the second mount: %d %s, want 503 (max_sessions 1 for the gateway)", resp.StatusCode, body)
+	}
+	if resp, body := post(t, urls[1], call(1, "get_thing", `{"id":"a"}`), sessionHeader(id, "Bearer a")); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the first mount's session, through the second: %d %s", resp.StatusCode, body)
+	}
+}
+
 // TestFrontDoorSessionsPerCaller: max_sessions_per_caller keeps one caller
 // from taking every session: its next initialize is answered 429, naming the
 // bound, while another caller still gets one; a session it closes frees its

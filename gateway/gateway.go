@@ -91,6 +91,10 @@ type Options struct {
 
 // Gateway serves one catalog. It is safe for concurrent use.
 type Gateway struct {
+	// httpOnce builds httpHandler, the one Handler returns.
+	httpOnce    sync.Once
+	httpHandler http.Handler
+
 	cfg     *Config
 	opts    Options
 	logger  *slog.Logger
@@ -486,7 +490,17 @@ func (g *Gateway) routeMetrics(r *mux.Router) {
 // neither vars nor method limits. A path that is not exactly "/mcp" — "/mcp/",
 // "//mcp", "/MCP" — still goes through the router, which cleans and
 // redirects as it always did.
+//
+// Every call returns the same handler: a gateway has one front door, so
+// one table of sessions, one max_sessions and one registry of calls in
+// flight, wherever an embedder mounts it and however often it asks.
 func (g *Gateway) Handler() http.Handler {
+	g.httpOnce.Do(func() { g.httpHandler = g.newHandler() })
+	return g.httpHandler
+}
+
+// newHandler builds what Handler returns, once.
+func (g *Gateway) newHandler() http.Handler {
 	g.warnUnverified()
 	r, mcpRoute := g.newMux()
 	mcpRoute = g.accessLog(mcpRoute)
