@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/gateway/catalog"
@@ -184,7 +182,8 @@ func (l *liveTools) lookup(name string) (*Tool, bool) {
 // stateful clients: notifications/tools/list_changed). A new tool whose
 // name another upstream's tool holds is not served (a warning says so: a
 // served name never changes hands), nor, with Options.Lock, one that is
-// not in the lock unchanged. Prompts and resources are not re-read.
+// not in the lock unchanged. Its prompts and resources are re-read from
+// the same listing (relistExtras).
 func (g *Gateway) relist(name string) {
 	g.live.mu.Lock()
 	defer g.live.mu.Unlock()
@@ -197,6 +196,7 @@ func (g *Gateway) relist(name string) {
 		g.logger.Warn("federation: re-reading an upstream's tools failed; serving what it offered before", "upstream", name, "error", err)
 		return
 	}
+	g.relistExtras(u, l) // its prompts and resources (fedextras.go)
 	tools, warnings := g.catalog.Relist(u, l, g.cfg.NameStyle, func(n string) bool {
 		t := g.live.tools[n]
 		return t != nil && t.Upstream != name || g.search != nil && g.search.meta[n] != nil
@@ -438,11 +438,6 @@ func (g *Gateway) relay(ss *mcp.ServerSession) *federation.Relay {
 // up with one name or URI are a start-up error naming both upstreams, as
 // for tools: go-sdk would let the later one replace the earlier silently.
 func (g *Gateway) addPromptsAndResources() error {
-	clean := func(s *string) {
-		if g.cfg.SanitizesText() {
-			*s = annotations.SanitizeText(*s)
-		}
-	}
 	held := map[string]string{} // a served prompt name, resource URI or template: who serves it
 	withheld := func(name string) bool {
 		if g.heldPrompts[name] {
@@ -471,135 +466,50 @@ func (g *Gateway) addPromptsAndResources() error {
 		held[kind+" "+served] = "upstream " + upstream
 		return nil
 	}
+	g.extras = fedExtras{held: held, byUp: map[string]*servedExtras{}, completes: map[string]bool{}}
 	for _, s := range g.catalog.MCP {
-		up := g.federated[s.Upstream]
-		u := g.cfg.UpstreamNamed(s.Upstream)
-		owner := &resourceOwner{up: up, u: u, subscribe: s.Listing.Subscribe}
-		for _, p := range s.Listing.Prompts {
-			if p == nil {
-				continue
-			}
-			served := *p
-			served.Name = u.ToolPrefix + p.Name
-			if err := claim("prompt", served.Name, u.Name, p.Name); err != nil {
-				return err
-			}
-			clean(&served.Title)
-			clean(&served.Description)
-			served.Arguments = make([]*mcp.PromptArgument, 0, len(p.Arguments))
-			for _, a := range p.Arguments {
-				if a != nil {
-					c := *a
-					clean(&c.Title)
-					clean(&c.Description)
-					served.Arguments = append(served.Arguments, &c)
-				}
-			}
-			name := p.Name
-			if withheld(served.Name) {
-				continue
-			}
-			g.addSDKPrompt(&served, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-				cred, err := g.federatedCredential(ctx, u, req.Extra)
-				if err != nil {
-					return nil, err
-				}
-				params := *req.Params
-				params.Name = name
-				return asRPCError(up.GetPrompt(ctx, cred, &params))
-			})
-		}
-		for _, r := range s.Listing.Resources {
-			if r == nil {
-				continue
-			}
-			served := *r
-			served.URI = federatedURI(u, r.URI)
-			clean(&served.Title)
-			clean(&served.Description)
-			if _, err := url.Parse(served.URI); err != nil {
-				// go-sdk's AddResource panics on it: one upstream's bad
-				// URI must not take the gateway down.
-				g.logger.Warn("upstream resource left out: its URI does not parse", "upstream", u.Name, "error", err)
-				continue
-			}
-			if err := claim("resource", served.URI, u.Name, r.URI); err != nil {
-				return err
-			}
-			g.addSDKResource(&served, g.federatedRead(up, u))
-			g.subs.addResource(served.URI, owner)
-		}
-		for _, r := range s.Listing.Templates {
-			if r == nil {
-				continue
-			}
-			served := *r
-			served.URITemplate = federatedURI(u, r.URITemplate)
-			clean(&served.Title)
-			clean(&served.Description)
-			if _, err := uritemplate.New(served.URITemplate); err != nil {
-				// go-sdk's AddResourceTemplate panics on it.
-				g.logger.Warn("upstream resource template left out: it does not parse", "upstream", u.Name, "error", err)
-				continue
-			}
-			if err := claim("resource template", served.URITemplate, u.Name, r.URITemplate); err != nil {
-				return err
-			}
-			g.addSDKTemplate(&served, g.federatedRead(up, u))
-			g.subs.addTemplate(served.URITemplate, owner)
+		if err := g.serveExtrasAtStart(g.cfg.UpstreamNamed(s.Upstream), s.Listing, claim); err != nil {
+			return err
 		}
 	}
+	g.extras.owners.store(g.completionOwners())
 	return nil
 }
 
 // federatedCompletion is the server's completion/complete handler: it
-// sends a ref/prompt or ref/resource to the upstream that offered that
-// prompt or resource (template), with the name or URI the upstream knows.
-// nil when no MCP upstream offers completions, so that the gateway does
-// not advertise them.
+// sends a ref/prompt or ref/resource to the upstream that serves that
+// prompt or resource (template) now (fedExtras.owners), with the name or
+// URI the upstream knows. nil when no MCP upstream offered completions at
+// start-up and every one was listed, so that the gateway does not
+// advertise them; an upstream that had not answered may offer them when
+// it does.
 func (g *Gateway) federatedCompletion() func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
-	type owner struct {
-		up   *federation.Upstream
-		u    *config.Upstream
-		name string // the prompt's or URI's, as the upstream knows it
-	}
-	prompts, resources := map[string]owner{}, map[string]owner{}
+	listed := map[string]bool{}
 	for _, s := range g.catalog.MCP {
-		if !s.Listing.Completions {
-			continue
-		}
-		up, u := g.federated[s.Upstream], g.cfg.UpstreamNamed(s.Upstream)
-		for _, p := range s.Listing.Prompts {
-			if p != nil && !g.heldPrompts[u.ToolPrefix+p.Name] { // a withheld prompt is not served in any way
-				prompts[u.ToolPrefix+p.Name] = owner{up, u, p.Name}
-			}
-		}
-		for _, r := range s.Listing.Resources {
-			if r != nil {
-				resources[federatedURI(u, r.URI)] = owner{up, u, r.URI}
-			}
-		}
-		for _, r := range s.Listing.Templates {
-			if r != nil {
-				resources[federatedURI(u, r.URITemplate)] = owner{up, u, r.URITemplate}
-			}
+		listed[s.Upstream] = !s.Listing.Completions
+	}
+	offered := false
+	for _, u := range g.cfg.Upstreams {
+		if noCompletions, ok := listed[u.Name]; u.MCP != nil && (!ok || !noCompletions) {
+			offered = true
 		}
 	}
-	if len(prompts) == 0 && len(resources) == 0 {
+	if !offered {
 		return nil
 	}
 	return func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 		ref := req.Params.Ref
+		owners := g.extras.owners.load()
 		var (
-			o     owner
+			o     completionOwner
 			found bool
 		)
 		switch {
 		case ref == nil:
 		case ref.Type == "ref/prompt":
-			o, found = prompts[ref.Name]
+			o, found = owners.prompts[ref.Name]
 		case ref.Type == "ref/resource":
-			o, found = resources[ref.URI]
+			o, found = owners.resources[ref.URI]
 		}
 		if !found {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete: no prompt or resource of an upstream that offers completions is named by ref"}

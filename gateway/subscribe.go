@@ -50,6 +50,9 @@ import (
 //   - A re-initialized upstream session (a restart, a stdio child's
 //     restart) is subscribed again by upstream/federation.
 type subscriptions struct {
+	// routes guards resources and templates: set while New builds the
+	// gateway, changed when an upstream's resources change (relist).
+	routes    sync.RWMutex
 	resources map[string]*resourceOwner // a served resource URI: its upstream
 	templates []templateOwner           // the served templates, as go-sdk tries them
 
@@ -95,18 +98,48 @@ func newSubscriptions() *subscriptions {
 }
 
 // addResource records that o serves the resource uri (as served).
-func (b *subscriptions) addResource(uri string, o *resourceOwner) { b.resources[uri] = o }
+func (b *subscriptions) addResource(uri string, o *resourceOwner) {
+	b.routes.Lock()
+	defer b.routes.Unlock()
+	b.resources[uri] = o
+}
 
 // addTemplate records that o serves the template (as served).
 func (b *subscriptions) addTemplate(template string, o *resourceOwner) {
+	b.routes.Lock()
+	defer b.routes.Unlock()
+	b.addTemplateLocked(template, o)
+}
+
+func (b *subscriptions) addTemplateLocked(template string, o *resourceOwner) {
 	t, err := uritemplate.New(template)
 	if err != nil {
-		return // not served either (addPromptsAndResources)
+		return // not served either (extrasOf)
 	}
 	re := t.Regexp()
+	b.templates = slices.DeleteFunc(b.templates, func(t templateOwner) bool { return t.template == template })
 	b.templates = append(b.templates, templateOwner{template, re.MatchString, o})
 	// go-sdk tries templates in the order of their URI templates.
 	slices.SortStableFunc(b.templates, func(a, b templateOwner) int { return strings.Compare(a.template, b.template) })
+}
+
+// change routes resources and templates to o (an upstream's, as it is
+// listed now) and no longer routes gone and goneTemplates (relist). A
+// subscription already made stays with the upstream session it was made
+// on until it is unsubscribed or its session ends.
+func (b *subscriptions) change(o *resourceOwner, resources, gone, templates, goneTemplates []string) {
+	b.routes.Lock()
+	defer b.routes.Unlock()
+	for _, uri := range gone {
+		delete(b.resources, uri)
+	}
+	b.templates = slices.DeleteFunc(b.templates, func(t templateOwner) bool { return slices.Contains(goneTemplates, t.template) })
+	for _, uri := range resources {
+		b.resources[uri] = o
+	}
+	for _, t := range templates {
+		b.addTemplateLocked(t, o)
+	}
 }
 
 // subscribable reports whether an upstream the gateway started with
@@ -124,6 +157,8 @@ func (g *Gateway) subscribable() bool {
 // route finds the upstream that serves uri, as go-sdk's resources/read
 // does: a resource first, then the first template that matches.
 func (b *subscriptions) route(method, uri string) (*resourceOwner, error) {
+	b.routes.RLock()
+	defer b.routes.RUnlock()
 	if o := b.resources[uri]; o != nil {
 		return o, nil
 	}
