@@ -441,7 +441,9 @@ type completionOwners struct {
 	prompts, resources map[string]completionOwner
 }
 
-type atomicOwners struct{ p atomic.Pointer[completionOwners] }
+type atomicOwners struct {
+	p atomic.Pointer[completionOwners]
+}
 
 func (a *atomicOwners) store(o *completionOwners) { a.p.Store(o) }
 

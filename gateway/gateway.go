@@ -125,7 +125,7 @@ type Gateway struct {
 	federated map[string]*federation.Upstream
 	fedShares map[string]*fedShare // the same clients, and the gateways sharing each (fedreuse.go)
 	live      liveTools
-	extras    fedExtras // MCP upstreams' prompts and resources (fedextras.go)
+	extras    fedExtras                // MCP upstreams' prompts and resources (fedextras.go)
 	search    *searchMode              // nil: tools/list lists every tool (search.go)
 	subs      *subscriptions           // resources/subscribe (subscribe.go)
 	budget    *upstream.ResponseBudget // max_response_memory, shared by the clients
