@@ -211,6 +211,11 @@ func New(cfg Config, opts *Options) (*Upstream, error) {
 		}
 		base = upstream.TraceTransport(base, u.opts.Tracing, u.name)
 		hc.Transport = &guard{base: base, origin: origin(u.endpoint), name: u.name, max: u.cfg.MaxResponseBytes}
+		// No redirect is followed, to another origin or to another path
+		// of this one: the call and the caller's token go to the
+		// configured endpoint and nowhere else (a path-routed origin may
+		// front other services). A 3xx is the upstream's failure.
+		hc.CheckRedirect = noRedirects
 		u.http = &hc
 		u.fwd = u.http
 		if pu, err := url.Parse(u.endpoint); err == nil && u.opts.HTTPClient == nil && direct.Usable(pu, http.ProxyFromEnvironment) {
@@ -220,7 +225,8 @@ func New(cfg Config, opts *Options) (*Upstream, error) {
 			// this one does neither. go-sdk's session (its handshake, its
 			// GET stream) stays on net/http's.
 			dt := direct.New(pu, upstream.NewTransport())
-			u.fwd = &http.Client{Transport: &guard{base: upstream.TraceTransport(dt, u.opts.Tracing, u.name), origin: origin(u.endpoint), name: u.name, max: u.cfg.MaxResponseBytes}}
+			u.fwd = &http.Client{Transport: &guard{base: upstream.TraceTransport(dt, u.opts.Tracing, u.name), origin: origin(u.endpoint), name: u.name, max: u.cfg.MaxResponseBytes},
+				CheckRedirect: noRedirects}
 			u.fwdIdle = dt
 		}
 	}
@@ -495,3 +501,7 @@ func (u *Upstream) sweep(now time.Time) {
 		u.pool.Remove(k) // retires s
 	}
 }
+
+// noRedirects is both clients' CheckRedirect: the 3xx answer is returned
+// as it is, and the request is not sent again anywhere.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
