@@ -600,7 +600,20 @@ func resolveMCP(u *Upstream) error {
 	if err := u.MCP.Validate(); err != nil {
 		return err
 	}
+	// timeout, every upstream's key, and mcp.timeout are one bound: a
+	// call's. Set on the upstream, it is the call's; set on both, they
+	// must agree; after defaults the two are the same (so a configuration
+	// validated again is read alike).
+	switch {
+	case u.Timeout > 0 && u.MCP.Timeout > 0 && u.Timeout != u.MCP.Timeout:
+		return fmt.Errorf("timeout (%s) and mcp.timeout (%s) are one bound, a call's: set one of them", u.Timeout, u.MCP.Timeout)
+	case u.Timeout > 0:
+		u.MCP.Timeout = u.Timeout
+	}
 	*u.MCP = u.MCP.WithDefaults()
+	if u.Timeout >= 0 {
+		u.Timeout = u.MCP.Timeout
+	}
 	for _, list := range []struct {
 		name  string
 		globs []string

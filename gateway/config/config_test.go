@@ -255,6 +255,49 @@ upstreams:
 	}
 }
 
+// TestMCPUpstreamTimeout: timeout, every upstream's key, bounds an MCP
+// upstream's calls as mcp.timeout does (it was accepted and ignored); the
+// two must agree when both are set; either way the resolved upstream holds
+// one bound in both, and resolving it again reads it alike.
+func TestMCPUpstreamTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		keys string
+		want time.Duration
+		err  string
+	}{
+		{"", 30 * time.Second, ""},
+		{"timeout: 300ms", 300 * time.Millisecond, ""},
+		{"mcp: {url: \"http://h/mcp\", timeout: 2s}", 2 * time.Second, ""},
+		{"timeout: 2s, mcp: {url: \"http://h/mcp\", timeout: 2s}", 2 * time.Second, ""},
+		{"timeout: 300ms, mcp: {url: \"http://h/mcp\", timeout: 2s}", 0, "upstreams[0] (x): timeout (300ms) and mcp.timeout (2s) are one bound, a call's: set one of them"},
+	} {
+		u := "{name: x, mcp: {url: \"http://h/mcp\"}, " + tt.keys + "}"
+		if strings.Contains(tt.keys, "mcp:") {
+			u = "{name: x, " + tt.keys + "}"
+		}
+		cfg, err := Parse([]byte("upstreams:\n  - " + u + "\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := cfg.Resolve()
+		if tt.err != "" {
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("%s: got %v, want %s", tt.keys, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tt.keys, err)
+		}
+		if got := r.Upstreams[0]; got.MCP.Timeout != tt.want || got.Timeout != tt.want {
+			t.Errorf("%s: mcp.timeout %s, timeout %s; want both %s", tt.keys, got.MCP.Timeout, got.Timeout, tt.want)
+		}
+		if again, err := r.Resolve(); err != nil || again.Upstreams[0].MCP.Timeout != tt.want {
+			t.Errorf("%s: resolved again: %v", tt.keys, err)
+		}
+	}
+}
+
 // TestCatalogMode: the catalog section's defaults, and when each mode
 // lists in search mode.
 func TestCatalogMode(t *testing.T) {
