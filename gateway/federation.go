@@ -95,6 +95,8 @@ func (g *Gateway) startFederation() error {
 			LogLevel:          federatedLogLevel,
 			OnListChanged:     s.onListChanged(u.Name),
 			OnResourceUpdated: s.onResourceUpdated(),
+			MaxConcurrent:     u.MaxConcurrent,
+			QueueTimeout:      u.QueueTimeout,
 		})
 		if err != nil {
 			g.closeFederation()
@@ -386,6 +388,8 @@ func federatedIdempotent(t *Tool) bool {
 func (g *Gateway) federatedError(ctx context.Context, t *Tool, req *mcp.CallToolRequest, err error) *mcp.CallToolResult {
 	outcome := upstream.OutcomeUnreachable
 	switch {
+	case errors.Is(err, federation.ErrBusy):
+		outcome = upstream.OutcomeBusy
 	case ctx.Err() != nil:
 		outcome = upstream.OutcomeCancelled
 	case errors.Is(err, context.DeadlineExceeded):

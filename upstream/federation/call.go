@@ -139,6 +139,13 @@ func (u *Upstream) doOn(ctx context.Context, s *slot, method string, idempotent 
 	if err := u.downErr(); err != nil {
 		return err
 	}
+	if method != "list" { // a caller's request, not the gateway's own listing
+		release, err := u.admit(ctx)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	ctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
 	defer cancel()
 	own := c == nil // a call of no caller's (listing, completion): it awaits no notification
@@ -177,6 +184,36 @@ func (u *Upstream) doOn(ctx context.Context, s *slot, method string, idempotent 
 		}
 		return u.callErr(ctx, method, err)
 	}
+}
+
+// ErrBusy is a caller's request refused because Options.MaxConcurrent
+// requests were in flight to the upstream for the whole of
+// Options.QueueTimeout: nothing was sent.
+var ErrBusy = errors.New("federation: upstream busy")
+
+// busyError is ErrBusy with the bound it met, worded as a REST upstream's.
+type busyError struct{ msg string }
+
+func (e *busyError) Error() string        { return e.msg }
+func (e *busyError) Is(target error) bool { return target == ErrBusy }
+
+// admit takes one of the upstream's MaxConcurrent slots, waiting at most
+// QueueTimeout (and no longer than ctx) for one; release gives it back.
+func (u *Upstream) admit(ctx context.Context) (release func(), err error) {
+	select {
+	case u.admitted <- struct{}{}:
+	default:
+		t := time.NewTimer(u.opts.QueueTimeout)
+		defer t.Stop()
+		select {
+		case u.admitted <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+			return nil, &busyError{fmt.Sprintf("federation: upstream %s is busy: %d calls in flight, none finished within %s; try again", u.name, cap(u.admitted), u.opts.QueueTimeout)}
+		}
+	}
+	return func() { <-u.admitted }, nil
 }
 
 // outcome sorts a request's result: final when it is the answer (nil, or

@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,6 +51,15 @@ type Options struct {
 	MaxSessions int
 	// IdleTimeout closes a session unused for that long; default 5m.
 	IdleTimeout time.Duration
+	// MaxConcurrent bounds the callers' requests in flight to the
+	// upstream (tools/call, resources/read, prompts/get,
+	// completion/complete, resources/subscribe); default
+	// upstream.DefaultMaxConcurrent. One over it waits for a slot, up to
+	// QueueTimeout (default upstream.DefaultQueueTimeout), and is then
+	// refused with ErrBusy, nothing sent. The gateway's own listing and
+	// pings take no slot: a busy upstream is not taken for a down one.
+	MaxConcurrent int
+	QueueTimeout  time.Duration
 	// Capabilities are the client capabilities offered to the upstream:
 	// what the gateway's callers can answer through a [Relay] (sampling,
 	// elicitation, roots). nil: none, so the upstream does not ask.
@@ -102,6 +112,7 @@ func (e *downError) Is(target error) bool { return target == ErrDown }
 // sessions, one per credential (one in all for a stdio child), health
 // pings and list refreshes. Its methods are safe for concurrent use.
 type Upstream struct {
+	admitted chan struct{} // Options.MaxConcurrent slots (admit)
 	name     string
 	cfg      Config // defaults applied
 	endpoint string // "" for a stdio child
@@ -181,6 +192,9 @@ func New(cfg Config, opts *Options) (*Upstream, error) {
 	if u.getenv == nil {
 		u.getenv = os.Getenv
 	}
+	u.opts.MaxConcurrent = cmp.Or(max(u.opts.MaxConcurrent, 0), upstream.DefaultMaxConcurrent)
+	u.opts.QueueTimeout = cmp.Or(max(u.opts.QueueTimeout, 0), upstream.DefaultQueueTimeout)
+	u.admitted = make(chan struct{}, u.opts.MaxConcurrent)
 	if u.opts.MaxSessions <= 0 {
 		u.opts.MaxSessions = 256
 	}
