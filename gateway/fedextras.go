@@ -263,7 +263,7 @@ func (g *Gateway) relistExtras(u *config.Upstream, l *federation.Listing) {
 	taken := func(kind, key string) bool {
 		by, ok := g.extras.held[kind+" "+key]
 		if ok && by != mine {
-			g.logger.Warn("federation: not serving an upstream's "+kind+" whose name another source serves", "upstream", u.Name, kind, key, "served_by", by)
+			g.logger.Warn("federation: not serving an upstream's "+kind+" whose name another source serves", "upstream", u.Name, "name", key, "served_by", by)
 			return true
 		}
 		return false
@@ -417,14 +417,7 @@ func (g *Gateway) changeSDKExtras(c *extrasChange) {
 			g.server.RemoveResourceTemplates(c.goneTemplates...)
 		}
 	}
-	followers := make([]*Gateway, 0, len(g.follow.followers))
-	for f := range g.follow.followers {
-		followers = append(followers, f)
-	}
-	g.follow.mu.Unlock()
-	for _, f := range followers {
-		f.mirror()
-	}
+	g.unlockAndMirror()
 }
 
 // completionOwner is the upstream a completion/complete goes to, and the

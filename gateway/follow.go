@@ -323,14 +323,7 @@ func (g *Gateway) changeSDKTools(put []*Tool, h func(*Tool) mcp.ToolHandler, gon
 			g.server.RemoveTools(gone...)
 		}
 	}
-	followers := make([]*Gateway, 0, len(g.follow.followers))
-	for f := range g.follow.followers {
-		followers = append(followers, f)
-	}
-	g.follow.mu.Unlock()
-	for _, f := range followers {
-		f.mirror()
-	}
+	g.unlockAndMirror()
 }
 
 // canFollow reports whether g's sessions may be served by next from now on
@@ -461,4 +454,18 @@ func mirrorSet[D any, H any](shown *map[string][sha256.Size]byte, own, want *sdk
 	}
 	*shown = sums
 	return added, changed, removed
+}
+
+// unlockAndMirror releases g.follow.mu, held by the caller that changed
+// g's server, then has each gateway following g mirror the change (outside
+// the lock: mirror takes the follower's own).
+func (g *Gateway) unlockAndMirror() {
+	followers := make([]*Gateway, 0, len(g.follow.followers))
+	for f := range g.follow.followers {
+		followers = append(followers, f)
+	}
+	g.follow.mu.Unlock()
+	for _, f := range followers {
+		f.mirror()
+	}
 }
