@@ -198,7 +198,9 @@ func (g *Gateway) relist(name string) {
 		g.logger.Warn("federation: re-reading an upstream's tools failed; serving what it offered before", "upstream", name, "error", err)
 		return
 	}
-	g.relistExtras(u, l) // its prompts and resources (fedextras.go)
+	// Its prompts and resources (fedextras.go), once its tools are
+	// served: a client told of new prompts finds the tools as new.
+	defer g.relistExtras(u, l)
 	tools, warnings := g.catalog.Relist(u, l, g.cfg.NameStyle, func(n string) bool {
 		t := g.live.tools[n]
 		return t != nil && t.Upstream != name || g.search != nil && g.search.meta[n] != nil

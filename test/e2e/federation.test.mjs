@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -196,6 +197,57 @@ describe('federation over Streamable HTTP, stateless', () => {
     } finally {
       await Promise.all(others.map((c) => c.close()));
     }
+  });
+});
+
+// An MCP upstream that is not up when the gateway starts does not stop it;
+// once it answers (the gateway's next ping), its tools, prompts and
+// resources are all served, without a restart.
+describe('federation: an upstream that comes up after the gateway', () => {
+  let ev, gw, client;
+  after(async () => {
+    await client?.close();
+    await stop(gw);
+    await stop(ev);
+  });
+
+  test('its tools, prompts and resources arrive once it answers', async () => {
+    // A port with nothing on it yet, for the server to take later.
+    const probe = net.createServer();
+    await new Promise((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const port = probe.address().port;
+    await new Promise((resolve) => probe.close(resolve));
+    const dir = mkdtempSync(join(tmpdir(), 'mcpgate-fedlate-'));
+    const file = join(dir, 'mcpgate.yaml');
+    writeFileSync(file, `upstreams:
+  - name: late
+    mcp: {url: "http://127.0.0.1:${port}/mcp"}
+    auth: {mode: none}
+`);
+    gw = await startGateway(['--config', file]);
+    client = await connectHTTP(gw.url);
+    assert.equal((await client.listPrompts()).prompts.length, 0);
+    assert.equal((await client.listResources()).resources.length, 0);
+
+    const preload = join(dirname(fileURLToPath(import.meta.url)), 'loopback-only.mjs');
+    ev = await start(process.execPath, ['--import', preload, everything, 'streamableHttp'], /loopback-only: listening on (127\.0\.0\.1:\d+)/, {
+      env: { ...process.env, PORT: String(port) },
+    });
+    // The gateway pings an upstream every 15 s; its first answer sets off
+    // the re-read.
+    await waitUntil('the late upstream\'s prompts to be served', async () => (await client.listPrompts()).prompts.length > 0, { timeoutMs: 45000, intervalMs: 500 });
+    const tools = await client.listTools();
+    assert.ok(tools.tools.some((t) => t.name === 'late_echo'), JSON.stringify(tools.tools.map((t) => t.name)));
+    const prompts = (await client.listPrompts()).prompts;
+    assert.ok(prompts.every((p) => p.name.startsWith('late_')), JSON.stringify(prompts));
+    const simple = prompts.find((p) => !(p.arguments ?? []).some((a) => a.required));
+    assert.ok(simple, JSON.stringify(prompts));
+    const got = await client.getPrompt({ name: simple.name, arguments: {} });
+    assert.ok(got.messages.length > 0, JSON.stringify(got));
+    const resources = (await client.listResources()).resources;
+    assert.ok(resources.length > 0 && resources.every((r) => r.uri.startsWith('late+')), JSON.stringify(resources.slice(0, 3)));
+    const read = await client.readResource({ uri: resources[0].uri });
+    assert.ok(read.contents.length > 0, JSON.stringify(read).slice(0, 300));
   });
 });
 
