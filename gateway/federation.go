@@ -97,6 +97,7 @@ func (g *Gateway) startFederation() error {
 			OnResourceUpdated: s.onResourceUpdated(),
 			MaxConcurrent:     u.MaxConcurrent,
 			QueueTimeout:      u.QueueTimeout,
+			ResponseBudget:    g.budget,
 		})
 		if err != nil {
 			g.closeFederation()

@@ -214,6 +214,9 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 			g.stopTracing(context.Background())
 		}
 	}()
+	// max_response_memory, shared by every upstream's client: REST
+	// clients (startClients) and MCP upstreams' (startFederation).
+	g.budget = upstream.NewResponseBudget(g.cfg.MaxResponseMemory)
 	if err := g.startFederation(); err != nil {
 		return nil, err
 	}
@@ -374,8 +377,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (_ *Gateway, err error
 // served) and one playbook runner per playbook engine, which runs its tools
 // (g.runners, by the tools' Upstream).
 func (g *Gateway) startClients() error {
-	budget := upstream.NewResponseBudget(g.cfg.MaxResponseMemory)
-	g.budget = budget
+	budget := g.budget
 	g.clients = make(map[string]*upstream.Client, len(g.cfg.Upstreams))
 	g.runners = map[string]*playbook.Runner{}
 	for i := range g.cfg.Upstreams {

@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -118,4 +119,28 @@ func (h *AnswerHold) cost() *AnswerCost {
 		return nil
 	}
 	return h.Cost
+}
+
+// HoldAnswer counts, in b, an answer read outside Client (an MCP upstream's
+// tools/call result, in data) with what decoding it takes (decodedSize),
+// before it is decoded: waiting at most wait for room, then refused with the
+// budget's "holding … of upstream answers" error, as a REST call is. Under
+// ctx's AnswerHold the share is kept until the answer is written, and
+// release gives back nothing; without one, release gives it back. An
+// estimate over the whole budget takes the whole budget (one such answer at
+// a time), as a REST answer's decoding does. A nil b counts nothing.
+func (b *ResponseBudget) HoldAnswer(ctx context.Context, data []byte, wait time.Duration) (release func(), err error) {
+	if b == nil {
+		return func() {}, nil
+	}
+	r := &reservation{budget: b, wait: wait, limit: b.size}
+	n := min(int64(len(data))+decodedSize(data), b.size)
+	if err := r.growTo(ctx, n, n); err != nil {
+		r.release()
+		return nil, err
+	}
+	if AnswerHoldFrom(ctx).keep(r) {
+		return func() {}, nil
+	}
+	return r.release, nil
 }

@@ -213,7 +213,7 @@ func (h *hop) post(ctx context.Context, body []byte) (*mcp.CallToolResult, error
 	default:
 		return nil, hostile("tools/call answered with Content-Type %q", resp.Header.Get("Content-Type"))
 	}
-	return h.result(m)
+	return h.result(ctx, m)
 }
 
 // request is a POST of body on the session.
@@ -297,7 +297,7 @@ const maxDepth = 1000
 // result reads the message meant as the call's answer: its response, by
 // its id, decoded as go-sdk's client decodes a tools/call result and
 // rebuilt as CallTool rebuilds it.
-func (h *hop) result(m *wireMessage) (*mcp.CallToolResult, error) {
+func (h *hop) result(ctx context.Context, m *wireMessage) (*mcp.CallToolResult, error) {
 	var id string
 	if m.Method != "" || json.Unmarshal(m.ID, &id) != nil || id != h.id {
 		return nil, hostile("tools/call: the answer is not the call's response")
@@ -308,6 +308,18 @@ func (h *hop) result(m *wireMessage) (*mcp.CallToolResult, error) {
 	if len(m.Result) == 0 {
 		return nil, hostile("tools/call: the response has neither result nor error")
 	}
+	// Counted before it is decoded: a hostile upstream's answer of nested
+	// empty lists decodes to about 70 bytes a byte.
+	release, err := h.u.opts.ResponseBudget.HoldAnswer(ctx, m.Result, h.u.opts.QueueTimeout)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &busyError{"federation: " + err.Error()}
+	}
+	// Nothing to give back when the call's AnswerHold keeps it until the
+	// answer is written.
+	defer release()
 	res, err := decodeCallToolResult(m.Result) // go-sdk's decoding, without its fresh decoder
 	if err != nil {
 		return nil, hostile("tools/call: the result does not decode: %v", err)

@@ -358,7 +358,7 @@ func FuzzForwardAnswer(f *testing.F) {
 			}
 		}}
 		if m, err := parseMessage(body); err == nil {
-			check(h.result(m))
+			check(h.result(t.Context(), m))
 		}
 		m, err := h.readEvents(t.Context(), bytes.NewReader(body))
 		if err == nil && m.Method == "" {
@@ -368,7 +368,7 @@ func FuzzForwardAnswer(f *testing.F) {
 					t.Fatalf("result %q, the stream's response says %q", m.Result, w.Result)
 				}
 			}
-			check(h.result(m))
+			check(h.result(t.Context(), m))
 		}
 	})
 }

@@ -552,8 +552,9 @@ func answered(err error) bool {
 	var (
 		he *hostileError
 		ue *upstreamError
+		be *busyError // the answer came, and the gateway had no room to keep it
 	)
-	if errors.As(err, &he) || errors.As(err, &ue) {
+	if errors.As(err, &he) || errors.As(err, &ue) || errors.As(err, &be) {
 		return true
 	}
 	var je *jsonrpc.Error

@@ -60,6 +60,12 @@ type Options struct {
 	// pings take no slot: a busy upstream is not taken for a down one.
 	MaxConcurrent int
 	QueueTimeout  time.Duration
+	// ResponseBudget, when set, counts each tools/call answer the lean hop
+	// (Forward) reads, with what decoding it takes, before it is decoded,
+	// and keeps it counted under the call's upstream.AnswerHold until the
+	// answer is written (upstream.ResponseBudget.HoldAnswer): the gateway's
+	// max_response_memory. No room within QueueTimeout: ErrBusy.
+	ResponseBudget *upstream.ResponseBudget
 	// Capabilities are the client capabilities offered to the upstream:
 	// what the gateway's callers can answer through a [Relay] (sampling,
 	// elicitation, roots). nil: none, so the upstream does not ask.
