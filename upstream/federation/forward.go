@@ -315,7 +315,7 @@ func (h *hop) result(ctx context.Context, m *wireMessage) (*mcp.CallToolResult, 
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &busyError{"federation: " + err.Error()}
+		return nil, &busyError{err.Error()} // callErr names the upstream and the method
 	}
 	// Nothing to give back when the call's AnswerHold keeps it until the
 	// answer is written.
