@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 
 	yaml "gopkg.in/yaml.v3"
 )
@@ -74,8 +75,10 @@ var (
 	yamlUnknown = regexp.MustCompile(`(?s)^line (\d+): field (.*) not found in type \S+$`)
 	// A tag is a core one (!!str, !!map) or the document's own (!mytag).
 	// yaml.v3 prints a tag up to the space before the value; it may hold
-	// a tab, or be the bare "!".
-	yamlType = regexp.MustCompile("(?s)^line (\\d+): cannot unmarshal (!!?[^ ]*)(?: `(.*)`)? into (.+)$")
+	// a tab, be the bare "!", or end in a space of its own, written
+	// escaped (the fuzzer's "!%20" prints as "cannot unmarshal !  `` into
+	// …"), so the value may follow after more than one space.
+	yamlType = regexp.MustCompile("(?s)^line (\\d+): cannot unmarshal (!!?[^ ]*)(?: +`(.*)`)? into (.+)$")
 )
 
 // decodeText rewrites a decoder error known only by its text.
@@ -157,8 +160,12 @@ func yamlEntry(root *yaml.Node, m string) string {
 		kind = yaml.SequenceNode
 	}
 	key := keyAtLine(root, line, kind, "")
-	if key == "" {
+	switch {
+	case key == "":
 		key = "the value"
+	case strings.ContainsFunc(key, unicode.IsControl):
+		// A quoted key may hold a line break: the message stays one line.
+		key = strconv.Quote(key)
 	}
 	return fmt.Sprintf("line %d: %s is %s, not %s", line, key, got, kindWords(sm[4]))
 }

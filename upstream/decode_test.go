@@ -78,6 +78,12 @@ func TestDecodeErrorConfig(t *testing.T) {
 		{"unknown key", "upstreams:\n  - nmae: a\n", `line 2: unknown key "nmae"`},
 		{"two at once", "upstreams:\n  - max_concurrent: lots\n    timeout: soon\n", `line 2: upstreams[0].max_concurrent is "lots", not an integer; line 3: upstreams[0].timeout is "soon", not a duration such as "30s"`},
 		{"syntax", "upstreams:\n  - name: [\n", "line 2: did not find expected node content"},
+		// A tag ending in an escaped space, on the whole document or a
+		// value (FuzzDecodeError's "!%20").
+		{"tag ending in a space, top", "!%20", `line 1: the value is a value tagged "!", not a mapping`},
+		{"tag ending in a space, value", "upstreams: !%20\n", `line 1: upstreams is a value tagged "!", not a list`},
+		// A quoted key holding a line break is quoted: one line (FuzzDecodeError).
+		{"key with a line break", "upstreams: {\"0\\n0\": {}}", `line 1: "upstreams.0\n0" is a mapping, not a list`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
