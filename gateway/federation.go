@@ -473,13 +473,13 @@ func (g *Gateway) addPromptsAndResources() error {
 		held[kind+" "+served] = "upstream " + upstream
 		return nil
 	}
-	g.extras = fedExtras{held: held, byUp: map[string]*servedExtras{}, completes: map[string]bool{}}
+	g.extras.held, g.extras.byUp = held, map[string]*servedExtras{}
 	for _, s := range g.catalog.MCP {
 		if err := g.serveExtrasAtStart(g.cfg.UpstreamNamed(s.Upstream), s.Listing, claim); err != nil {
 			return err
 		}
 	}
-	g.extras.owners.store(g.completionOwners())
+	g.extras.owners.Store(g.completionOwners())
 	return nil
 }
 
@@ -491,13 +491,13 @@ func (g *Gateway) addPromptsAndResources() error {
 // advertise them; an upstream that had not answered may offer them when
 // it does.
 func (g *Gateway) federatedCompletion() func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
-	listed := map[string]bool{}
+	offers := map[string]bool{} // of each upstream listed at start-up: it offers completions
 	for _, s := range g.catalog.MCP {
-		listed[s.Upstream] = !s.Listing.Completions
+		offers[s.Upstream] = s.Listing.Completions
 	}
 	offered := false
 	for _, u := range g.cfg.Upstreams {
-		if noCompletions, ok := listed[u.Name]; u.MCP != nil && (!ok || !noCompletions) {
+		if o, listed := offers[u.Name]; u.MCP != nil && (o || !listed) {
 			offered = true
 		}
 	}
@@ -506,7 +506,7 @@ func (g *Gateway) federatedCompletion() func(context.Context, *mcp.CompleteReque
 	}
 	return func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 		ref := req.Params.Ref
-		owners := g.extras.owners.load()
+		owners := g.extras.owners.Load() // set before New returns
 		var (
 			o     completionOwner
 			found bool

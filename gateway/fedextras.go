@@ -13,6 +13,7 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/mcpgate/mcpgate/annotations"
+	"github.com/mcpgate/mcpgate/gateway/catalog"
 	"github.com/mcpgate/mcpgate/gateway/config"
 	"github.com/mcpgate/mcpgate/upstream/federation"
 )
@@ -50,12 +51,11 @@ import (
 // template (collisions). Written while New builds the gateway, then under
 // liveTools' lock (relist).
 type fedExtras struct {
-	held      map[string]string // "prompt N", "resource U", "resource template T": who serves it
-	byUp      map[string]*servedExtras
-	completes map[string]bool // the upstream offers completion/complete
+	held map[string]string // "prompt N", "resource U", "resource template T": who serves it
+	byUp map[string]*servedExtras
 	// owners is what completion/complete routes by, rebuilt whole after
-	// each change: read without a lock.
-	owners atomicOwners
+	// each change (set before New returns): read without a lock.
+	owners atomic.Pointer[completionOwners]
 }
 
 // servedExtras are one upstream's extras as served, keyed by their served
@@ -64,6 +64,7 @@ type servedExtras struct {
 	prompts   map[string]servedPrompt
 	resources map[string]servedResource
 	templates map[string]servedTemplate
+	completes bool // the upstream offers completion/complete
 }
 
 type servedPrompt struct {
@@ -92,7 +93,7 @@ func (g *Gateway) extrasOf(u *config.Upstream, l *federation.Listing) (*servedEx
 			*s = annotations.SanitizeText(*s)
 		}
 	}
-	x := &servedExtras{prompts: map[string]servedPrompt{}, resources: map[string]servedResource{}, templates: map[string]servedTemplate{}}
+	x := &servedExtras{prompts: map[string]servedPrompt{}, resources: map[string]servedResource{}, templates: map[string]servedTemplate{}, completes: l.Completions}
 	var warnings []string
 	for _, p := range l.Prompts {
 		if p == nil {
@@ -157,21 +158,15 @@ func (g *Gateway) federatedPrompt(up *federation.Upstream, u *config.Upstream, n
 	}
 }
 
-// lockedOut returns the prompts of x that Options.Lock withholds: added or
-// changed since the lock was written, by the facts the lockfile records of
-// an upstream's prompt (its texts as the upstream gives them).
+// lockedOut returns the served names of upstream u's prompts in listing l
+// that Options.Lock withholds: added or changed since the lock was
+// written, by the facts the lockfile records of them.
 func (g *Gateway) lockedOut(u *config.Upstream, l *federation.Listing) map[string]bool {
 	if g.opts.Lock == nil {
 		return nil
 	}
-	var facts []annotations.LockedPrompt
-	for _, p := range l.Prompts {
-		if p != nil {
-			facts = append(facts, annotations.PromptFacts(u.ToolPrefix+p.Name, "upstream:"+u.Name, p.Title, p.Description, p.Arguments, ""))
-		}
-	}
 	d := &annotations.Drift{}
-	d.ComparePrompts(g.opts.Lock, facts)
+	d.ComparePrompts(g.opts.Lock, catalog.UpstreamLockedPrompts(u, l))
 	held := map[string]bool{}
 	for _, n := range d.HeldPrompts() {
 		held[n] = true
@@ -223,7 +218,6 @@ func (g *Gateway) serveExtrasAtStart(u *config.Upstream, l *federation.Listing, 
 		g.subs.addTemplate(k, owner)
 	}
 	g.extras.byUp[u.Name] = x
-	g.extras.completes[u.Name] = l.Completions
 	return nil
 }
 
@@ -305,21 +299,9 @@ func (g *Gateway) relistExtras(u *config.Upstream, l *federation.Listing) {
 			c.templateHandlers = append(c.templateHandlers, g.federatedRead(up, u))
 		}
 	}
-	for n := range was.prompts {
-		if _, ok := now.prompts[n]; !ok {
-			c.gonePrompts = append(c.gonePrompts, n)
-		}
-	}
-	for k := range was.resources {
-		if _, ok := now.resources[k]; !ok {
-			c.goneResources = append(c.goneResources, k)
-		}
-	}
-	for k := range was.templates {
-		if _, ok := now.templates[k]; !ok {
-			c.goneTemplates = append(c.goneTemplates, k)
-		}
-	}
+	c.gonePrompts = goneKeys(was.prompts, now.prompts)
+	c.goneResources = goneKeys(was.resources, now.resources)
+	c.goneTemplates = goneKeys(was.templates, now.templates)
 	// The names this upstream holds are those it offers now.
 	maps.DeleteFunc(g.extras.held, func(_, by string) bool { return by == mine })
 	for _, n := range lockedNames {
@@ -334,12 +316,11 @@ func (g *Gateway) relistExtras(u *config.Upstream, l *federation.Listing) {
 	for k := range now.templates {
 		g.extras.held["resource template "+k] = mine
 	}
-	completes := g.extras.completes[u.Name] != l.Completions
+	completes := was.completes != now.completes
 	g.extras.byUp[u.Name] = now
-	g.extras.completes[u.Name] = l.Completions
 	if c.empty() {
 		if completes {
-			g.extras.owners.store(g.completionOwners())
+			g.extras.owners.Store(g.completionOwners())
 		}
 		return
 	}
@@ -347,7 +328,7 @@ func (g *Gateway) relistExtras(u *config.Upstream, l *federation.Listing) {
 	// finds its subscription routed.
 	owner := &resourceOwner{up: up, u: u, subscribe: l.Subscribe}
 	g.subs.change(owner, slices.Collect(maps.Keys(now.resources)), c.goneResources, slices.Collect(maps.Keys(now.templates)), c.goneTemplates)
-	g.extras.owners.store(g.completionOwners())
+	g.extras.owners.Store(g.completionOwners())
 	g.changeSDKExtras(&c)
 	g.logger.Info("federation: an upstream's prompts or resources changed", "upstream", u.Name,
 		"prompts_put", len(c.prompts), "prompts_removed", len(c.gonePrompts),
@@ -434,25 +415,12 @@ type completionOwners struct {
 	prompts, resources map[string]completionOwner
 }
 
-type atomicOwners struct {
-	p atomic.Pointer[completionOwners]
-}
-
-func (a *atomicOwners) store(o *completionOwners) { a.p.Store(o) }
-
-func (a *atomicOwners) load() *completionOwners {
-	if o := a.p.Load(); o != nil {
-		return o
-	}
-	return &completionOwners{}
-}
-
 // completionOwners builds the routes of completion/complete from what is
 // served now (a prompt the lock withholds is not served in any way).
 func (g *Gateway) completionOwners() *completionOwners {
 	o := &completionOwners{prompts: map[string]completionOwner{}, resources: map[string]completionOwner{}}
 	for name, x := range g.extras.byUp {
-		if !g.extras.completes[name] {
+		if !x.completes {
 			continue
 		}
 		up, u := g.federated[name], g.cfg.UpstreamNamed(name)
@@ -467,4 +435,15 @@ func (g *Gateway) completionOwners() *completionOwners {
 		}
 	}
 	return o
+}
+
+// goneKeys are the keys of was that now lacks.
+func goneKeys[V any](was, now map[string]V) []string {
+	var gone []string
+	for k := range was {
+		if _, ok := now[k]; !ok {
+			gone = append(gone, k)
+		}
+	}
+	return gone
 }

@@ -113,7 +113,7 @@ type Gateway struct {
 	callers       *caller.Key     // keys the callers' digests (shared.go's callerKey)
 	life          *sessionLife    // stateful with the fast path: sessions' initialized state and idle timeout (sessionlife.go)
 	streams       *sessionStreams // stateful: the sessions' standalone SSE streams, for notifications/tasks/status (taskstatus.go)
-	sessions      *sessionBook    // stateful: the session book of the front door Handler made last (the Front links the books of the gateways it keeps)
+	sessions      *sessionBook    // stateful: its front door's session book (the Front links the books of the gateways it keeps)
 	metrics       *metrics        // nil when metrics are off
 
 	// The serving state: one client per upstream, by name, all under one

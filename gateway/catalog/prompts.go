@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/gateway/config"
+	"github.com/mcpgate/mcpgate/upstream/federation"
 )
 
 // Prompt is a prompt the gateway serves from its configuration
@@ -169,10 +170,20 @@ func (c *Catalog) LockedPrompts(cfg *config.Config) []annotations.LockedPrompt {
 		if u == nil || s.Listing == nil {
 			continue
 		}
-		for _, p := range s.Listing.Prompts {
-			if p != nil {
-				out = append(out, annotations.PromptFacts(u.ToolPrefix+p.Name, "upstream:"+u.Name, p.Title, p.Description, p.Arguments, ""))
-			}
+		out = append(out, UpstreamLockedPrompts(u, s.Listing)...)
+	}
+	return out
+}
+
+// UpstreamLockedPrompts are MCP upstream u's prompts in its listing l as
+// the lockfile records them: under the served name, their texts as the
+// upstream gives them. The gateway compares a re-read listing's with the
+// lock by them too.
+func UpstreamLockedPrompts(u *config.Upstream, l *federation.Listing) []annotations.LockedPrompt {
+	var out []annotations.LockedPrompt
+	for _, p := range l.Prompts {
+		if p != nil {
+			out = append(out, annotations.PromptFacts(u.ToolPrefix+p.Name, "upstream:"+u.Name, p.Title, p.Description, p.Arguments, ""))
 		}
 	}
 	return out

@@ -15,6 +15,15 @@ const modules = join(dirname(fileURLToPath(import.meta.url)), 'node_modules', '@
 const everything = join(modules, 'server-everything', 'dist', 'index.js');
 const filesystem = join(modules, 'server-filesystem', 'dist', 'index.js');
 
+// startEverythingHTTP starts server-everything over Streamable HTTP on
+// 127.0.0.1:port (0: a free one; match[1] is the address it got).
+function startEverythingHTTP(port) {
+  const preload = join(dirname(fileURLToPath(import.meta.url)), 'loopback-only.mjs');
+  return start(process.execPath, ['--import', preload, everything, 'streamableHttp'], /loopback-only: listening on (127\.0\.0\.1:\d+)/, {
+    env: { ...process.env, PORT: String(port) },
+  });
+}
+
 // fedConfig writes a gateway config federating both servers over stdio,
 // with a folder of its own for the filesystem server.
 function fedConfig(extra = '') {
@@ -150,10 +159,7 @@ for (const mode of ['stateless', 'stateful']) {
 describe('federation over Streamable HTTP, stateless', () => {
   let ev, gw, client;
   before(async () => {
-    const preload = join(dirname(fileURLToPath(import.meta.url)), 'loopback-only.mjs');
-    ev = await start(process.execPath, ['--import', preload, everything, 'streamableHttp'], /loopback-only: listening on (127\.0\.0\.1:\d+)/, {
-      env: { ...process.env, PORT: '0' },
-    });
+    ev = await startEverythingHTTP(0);
     const dir = mkdtempSync(join(tmpdir(), 'mcpgate-fedhttp-'));
     const file = join(dir, 'mcpgate.yaml');
     writeFileSync(file, `upstreams:
@@ -229,10 +235,7 @@ describe('federation: an upstream that comes up after the gateway', () => {
     assert.equal((await client.listPrompts()).prompts.length, 0);
     assert.equal((await client.listResources()).resources.length, 0);
 
-    const preload = join(dirname(fileURLToPath(import.meta.url)), 'loopback-only.mjs');
-    ev = await start(process.execPath, ['--import', preload, everything, 'streamableHttp'], /loopback-only: listening on (127\.0\.0\.1:\d+)/, {
-      env: { ...process.env, PORT: String(port) },
-    });
+    ev = await startEverythingHTTP(port);
     // The gateway pings an upstream every 15 s; its first answer sets off
     // the re-read.
     await waitUntil('the late upstream\'s prompts to be served', async () => (await client.listPrompts()).prompts.length > 0, { timeoutMs: 45000, intervalMs: 500 });
