@@ -74,11 +74,12 @@ var (
 	// A key may be empty or hold spaces and, quoted, line breaks: (?s) and .* take it whole.
 	yamlUnknown = regexp.MustCompile(`(?s)^line (\d+): field (.*) not found in type \S+$`)
 	// A tag is a core one (!!str, !!map) or the document's own (!mytag).
-	// yaml.v3 prints a tag up to the space before the value; it may hold
-	// a tab, be the bare "!", or end in a space of its own, written
-	// escaped (the fuzzer's "!%20" prints as "cannot unmarshal !  `` into
-	// …"), so the value may follow after more than one space.
-	yamlType = regexp.MustCompile("(?s)^line (\\d+): cannot unmarshal (!!?[^ ]*)(?: +`(.*)`)? into (.+)$")
+	// yaml.v3 prints the tag as it was written, unescaped, then a space
+	// and the value: a tag may be the bare "!", or hold tabs and spaces
+	// anywhere (the fuzzer's "!%20" and "!%200" print "cannot unmarshal
+	// !  `` into …" and "! 0 `` into …"). So the tag is what comes before
+	// the value, however it reads, taken as short as the rest allows.
+	yamlType = regexp.MustCompile("(?s)^line (\\d+): cannot unmarshal (!.*?)(?: `(.*)`)? into (.+)$")
 )
 
 // decodeText rewrites a decoder error known only by its text.
@@ -142,7 +143,7 @@ func yamlEntry(root *yaml.Node, m string) string {
 	case sm[3] != "":
 		got = strconv.Quote(sm[3])
 	case !core:
-		got = "a value tagged " + strconv.Quote(sm[2])
+		got = "a value tagged " + strconv.Quote(strings.TrimSpace(sm[2])) // its own trailing space reads as none
 	case tag == "map":
 		got = "a mapping"
 	case tag == "seq":

@@ -82,6 +82,7 @@ func TestDecodeErrorConfig(t *testing.T) {
 		// value (FuzzDecodeError's "!%20").
 		{"tag ending in a space, top", "!%20", `line 1: the value is a value tagged "!", not a mapping`},
 		{"tag ending in a space, value", "upstreams: !%20\n", `line 1: upstreams is a value tagged "!", not a list`},
+		{"tag holding a space", "!%200", `line 1: the value is a value tagged "! 0", not a mapping`},
 		// A quoted key holding a line break is quoted: one line (FuzzDecodeError).
 		{"key with a line break", "upstreams: {\"0\\n0\": {}}", `line 1: "upstreams.0\n0" is a mapping, not a list`},
 	}
