@@ -3,10 +3,12 @@ package auth
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -198,9 +200,7 @@ func TestIntrospectionMiddleware(t *testing.T) {
 			return http.StatusOK, "application/json", string(b)
 		},
 	})
-	down := httptest.NewServer(http.NotFoundHandler())
-	downURL := down.URL
-	down.Close()
+	downURL := refusedURL(t)
 
 	for _, tc := range []struct {
 		name, url, token string
@@ -226,4 +226,25 @@ func TestIntrospectionMiddleware(t *testing.T) {
 			}
 		})
 	}
+}
+
+// refusedURL is an http URL on 127.0.0.1 that refuses connections for the
+// rest of the test: its port is bound but not listening, so no server the
+// test binary starts later can take it, as one may take a closed httptest
+// server's (gateway/internal/testaddr has the same for the gateway).
+func refusedURL(t testing.TB) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/auth"
+	"github.com/mcpgate/mcpgate/gateway/internal/testaddr"
 )
 
 // hasAnySession reports whether go-sdk holds any session.
@@ -45,9 +46,7 @@ func (s *syncBuffer) records(t *testing.T) []map[string]any {
 // debug level.
 func TestCallLogs(t *testing.T) {
 	const token, cookie, secretArg = "tok-must-not-log", "cookie-must-not-log", "arg-must-not-log"
-	dead := httptest.NewServer(http.NotFoundHandler())
-	deadURL := dead.URL
-	dead.Close()
+	deadURL := testaddr.RefusedURL(t)
 	_, base := newRecorder(t)
 	var logs syncBuffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mcpgate/mcpgate/examples/playbooks/engine"
+	"github.com/mcpgate/mcpgate/gateway/internal/testaddr"
 	"github.com/mcpgate/mcpgate/upstream/federation"
 )
 
@@ -240,9 +241,7 @@ func spanNames(spans tracetest.SpanStubs) []string {
 func TestTracingFailedCall(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	dead := httptest.NewServer(http.NotFoundHandler())
-	deadURL := dead.URL
-	dead.Close()
+	deadURL := testaddr.RefusedURL(t)
 	cfg := &Config{Upstreams: []Upstream{{Name: "down", OpenAPI: "fast.json", Document: fastDoc(0), BaseURL: deadURL}}}
 	g, err := New(context.Background(), cfg, &Options{TracerProvider: tp})
 	if err != nil {
@@ -591,9 +590,7 @@ func tracingStdio(t *testing.T, fast bool) {
 // the calls nothing, and the failed export is one warning on the gateway's
 // own log (JSON here), not a line of OpenTelemetry's on stderr.
 func TestTracingExportFailureLogged(t *testing.T) {
-	dead := httptest.NewServer(http.NotFoundHandler())
-	deadURL := dead.URL
-	dead.Close()
+	deadURL := testaddr.RefusedURL(t)
 	var logs syncBuffer
 	logger := slog.New(slog.NewJSONHandler(&logs, nil))
 	_, url, g := tracedGateway(t, Config{Tracing: TracingConfig{OTLPEndpoint: deadURL}}, Options{Logger: logger})

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -133,9 +135,7 @@ func TestTimeoutAndUnreachable(t *testing.T) {
 		t.Errorf("timeout report: %+v", rep)
 	}
 
-	dead := httptest.NewServer(http.NotFoundHandler())
-	url := dead.URL
-	dead.Close()
+	url := refusedURL(t)
 	c, _ = NewRemote(url, nil)
 	res, rep = c.Call(context.Background(), b, map[string]any{}, Credentials{})
 	text := res.Content[0].(*mcp.TextContent).Text
@@ -644,4 +644,25 @@ func TestObjectOnlyAnswers(t *testing.T) {
 			t.Errorf("%.40q: structuredContent %s, want %s", tt.body, got, tt.sc)
 		}
 	}
+}
+
+// refusedURL is an http URL on 127.0.0.1 that refuses connections for the
+// rest of the test: its port is bound but not listening, so no server the
+// test binary starts later can take it, as one may take a closed httptest
+// server's (gateway/internal/testaddr has the same for the gateway).
+func refusedURL(t testing.TB) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/gateway/config"
+	"github.com/mcpgate/mcpgate/gateway/internal/testaddr"
 	"github.com/mcpgate/mcpgate/upstream/federation"
 )
 
@@ -138,9 +139,7 @@ func TestFederatedTools(t *testing.T) {
 // cannot be listed fails the build, naming it; with one (serving) it is a
 // warning and the other upstreams serve.
 func TestFederatedUnreachable(t *testing.T) {
-	srv := httptest.NewServer(http.NotFoundHandler())
-	url := srv.URL + "/mcp"
-	srv.Close()
+	url := testaddr.RefusedURL(t) + "/mcp"
 	cfg := &config.Config{Upstreams: []config.Upstream{{Name: "gone", MCP: &federation.Config{URL: url}}}}
 	if _, err := Build(t.Context(), cfg, nil); err == nil || !strings.Contains(err.Error(), "gone") {
 		t.Errorf("unreachable upstream in a listing build: %v", err)
