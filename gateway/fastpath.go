@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/mcpgate/mcpgate/gateway/catalog"
 	"github.com/mcpgate/mcpgate/gateway/internal/parallel"
 	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -169,19 +169,25 @@ func newFastPath(g *Gateway, served []*Tool) (*fastPath, error) {
 // start.) cacheScope is the result's cacheScope (see cacheScopeOf). meta
 // are search mode's meta-tools, listed beside served.
 func buildToolPages(served []*Tool, meta []*mcp.Tool, pageSize int, cacheScope string) (*toolPages, error) {
-	tools := make([]*mcp.Tool, 0, len(served)+len(meta))
-	for _, t := range served {
-		tools = append(tools, t.Tool)
+	type listed struct {
+		tool *mcp.Tool
+		wire *catalog.ToolWire // a snapshot's tool's JSON; nil for the rest
 	}
-	tools = append(tools, meta...)
-	slices.SortFunc(tools, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
+	tools := make([]listed, 0, len(served)+len(meta))
+	for _, t := range served {
+		tools = append(tools, listed{t.Tool, t.Wire()})
+	}
+	for _, t := range meta {
+		tools = append(tools, listed{tool: t})
+	}
+	slices.SortFunc(tools, func(a, b listed) int { return strings.Compare(a.tool.Name, b.tool.Name) })
 	tasks := taskToolNames(served) // go-sdk's answer gets them from taskDoor.middleware
-	// Each tool's JSON on every core, then each page's around them (see
-	// spliceTools): one marshal of the page held a growing buffer of its
-	// size twice over.
-	wire := make([][]byte, len(tools))
+	// Each tool's JSON on every core (a snapshot's tools' is at hand),
+	// then each page's around them (see spliceTools): one marshal of the
+	// page held a growing buffer of its size twice over.
+	wire := make([]toolPieces, len(tools))
 	errs := make([]error, len(tools))
-	parallel.Do(len(tools), func(i int) { wire[i], errs[i] = toolJSON(tools[i]) })
+	parallel.Do(len(tools), func(i int) { wire[i], errs[i] = piecesOf(tools[i].tool, tools[i].wire) })
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("gateway: prebuild tools/list: %v", err)
 	}
@@ -191,7 +197,7 @@ func buildToolPages(served []*Tool, meta []*mcp.Tool, pageSize int, cacheScope s
 		res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
 		res.CacheScope = cacheScope
 		if end < len(tools) {
-			last := tools[end-1].Name
+			last := tools[end-1].tool.Name
 			c, err := sdkwire.EncodeCursor(last)
 			if err != nil {
 				return nil, err
@@ -223,7 +229,7 @@ func buildToolPages(served []*Tool, meta []*mcp.Tool, pageSize int, cacheScope s
 // comma apart (TestSpliceTools). The page's "tools":[] is found once: no
 // other key of the result can hold it (its cursor is base64, its _meta
 // unset).
-func spliceTools(page []byte, tools [][]byte) ([]byte, error) {
+func spliceTools(page []byte, tools []toolPieces) ([]byte, error) {
 	empty := []byte(`"tools":[]`)
 	i := bytes.Index(page, empty)
 	if i < 0 || bytes.LastIndex(page, empty) != i {
@@ -231,7 +237,10 @@ func spliceTools(page []byte, tools [][]byte) ([]byte, error) {
 	}
 	n := len(page)
 	for _, t := range tools {
-		n += len(t) + 1
+		for _, p := range t {
+			n += len(p)
+		}
+		n++
 	}
 	out := make([]byte, 0, n)
 	out = append(out, page[:i+len(empty)-1]...)
@@ -239,63 +248,34 @@ func spliceTools(page []byte, tools [][]byte) ([]byte, error) {
 		if k > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, t...)
+		for _, p := range t {
+			out = append(out, p...)
+		}
 	}
 	return append(out, page[i+len(empty)-1:]...), nil
 }
 
-// toolJSON is sdkwire.Marshal(t). A tool from a snapshot holds its schemas
-// as JSON (json.RawMessage) its snapshot's reader checked: encoding/json
-// would check it twice more and copy it compacted, a third of a start's
-// work for Kubernetes' list. Here the tool is marshalled with a one-byte
-// stand-in for each schema, each then replaced by the schema's bytes: the
-// same bytes, since a snapshot's schemas are compact as written
-// (TestSpliceTools). A stand-in is found once or not at all (no string
-// can hold `"inputSchema":0`, its quotes would be escaped; _meta is the
-// gateway's own), else the tool is marshalled whole.
-func toolJSON(t *mcp.Tool) ([]byte, error) {
-	in, ok := t.InputSchema.(json.RawMessage)
-	out, outOK := t.OutputSchema.(json.RawMessage)
-	if !ok || t.OutputSchema != nil && !outOK {
-		return sdkwire.Marshal(t)
-	}
-	bare := *t
-	bare.InputSchema = json.RawMessage("0")
-	if out != nil {
-		bare.OutputSchema = json.RawMessage("1")
-	}
-	b, err := sdkwire.Marshal(&bare)
-	if err != nil {
-		return nil, err
-	}
-	inAt := standIn(b, `"inputSchema":0`)
-	outAt := len(b)
-	if out != nil {
-		outAt = standIn(b, `"outputSchema":1`)
-	}
-	if inAt < 0 || outAt < 0 || outAt < inAt {
-		return sdkwire.Marshal(t)
-	}
-	n := len(b) + len(in) + len(out)
-	w := make([]byte, 0, n)
-	w = append(w, b[:inAt]...)
-	w = append(w, in...)
-	if out == nil {
-		return append(w, b[inAt+1:]...), nil
-	}
-	w = append(w, b[inAt+1:outAt]...)
-	w = append(w, out...)
-	return append(w, b[outAt+1:]...), nil
-}
+// toolPieces is a tool's JSON in up to five pieces, written one after
+// another (see catalog.ToolWire); a tool marshalled whole is one.
+type toolPieces [5][]byte
 
-// standIn returns where key's one-byte value is in b — the index of the
-// byte after key's colon — or -1 when key is not there exactly once.
-func standIn(b []byte, key string) int {
-	i := bytes.Index(b, []byte(key))
-	if i < 0 || bytes.LastIndex(b, []byte(key)) != i {
-		return -1
+// piecesOf is sdkwire.Marshal(t), in pieces: w's, for a tool read from a
+// snapshot; else, for a tool whose schemas are JSON, the tool marshalled
+// with a stand-in for each (catalog.NewToolWire: encoding/json would check
+// the schemas and copy them compacted, a third of a start's work for
+// Kubernetes' list); else the tool marshalled whole.
+func piecesOf(t *mcp.Tool, w *catalog.ToolWire) (toolPieces, error) {
+	if w == nil {
+		var err error
+		if w, err = catalog.NewToolWire(t); err != nil {
+			return toolPieces{}, err
+		}
 	}
-	return i + len(key) - 1
+	if w != nil {
+		return w.Pieces(), nil
+	}
+	b, err := sdkwire.Marshal(t)
+	return toolPieces{b}, err
 }
 
 // page returns the index of the page a cursor names: one of the fast path's

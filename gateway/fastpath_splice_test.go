@@ -97,7 +97,8 @@ func wholePages(t *testing.T, served []*Tool, meta []*mcp.Tool, pageSize int, sc
 // valid JSON object per tool.
 func TestToolJSONNotCompact(t *testing.T) {
 	tool := &mcp.Tool{Name: "t", InputSchema: json.RawMessage(`{ "type" : "object" }`), OutputSchema: json.RawMessage(`{"type": "object"}`)}
-	b, err := toolJSON(tool)
+	pieces, err := piecesOf(tool, nil)
+	b := bytes.Join(pieces[:], nil)
 	if err != nil || !json.Valid(b) {
 		t.Fatalf("got %s, %v", b, err)
 	}
@@ -111,11 +112,11 @@ func TestToolJSONNotCompact(t *testing.T) {
 // is an error, never a list with the tools put in the wrong place.
 func TestSpliceToolsRefuses(t *testing.T) {
 	for _, page := range []string{`{"tools":null}`, `{"a":{"tools":[]},"tools":[]}`, `{}`} {
-		if _, err := spliceTools([]byte(page), [][]byte{[]byte(`{"name":"x"}`)}); err == nil {
+		if _, err := spliceTools([]byte(page), []toolPieces{{[]byte(`{"name":"x"}`)}}); err == nil {
 			t.Errorf("%s: spliced", page)
 		}
 	}
-	got, err := spliceTools([]byte(`{"ttlMs":0,"tools":[],"nextCursor":"c"}`), [][]byte{[]byte(`{"a":1}`), []byte(`{"b":2}`)})
+	got, err := spliceTools([]byte(`{"ttlMs":0,"tools":[],"nextCursor":"c"}`), []toolPieces{{[]byte(`{"a":1}`)}, {[]byte(`{"b":`), []byte(`2`), []byte(`}`)}})
 	if err != nil || string(got) != `{"ttlMs":0,"tools":[{"a":1},{"b":2}],"nextCursor":"c"}` {
 		t.Fatalf("got %s, %v", got, err)
 	}

@@ -89,3 +89,40 @@ func TestSnapshotFileNotRegular(t *testing.T) {
 		})
 	}
 }
+
+// TestSnapshotFileRewrittenInPlace: the bytes a snapshot is read into are
+// the process's own. A file rewritten in place (a cp over it) or cut short
+// after it was read must change nothing the catalog reads from them, and
+// never end the process with SIGBUS, as a mapping of the file itself
+// would. The heap's fallback reads the same bytes.
+func TestSnapshotFileRewrittenInPlace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "catalog.snapshot")
+	want := []byte(strings.Repeat("mcpgate snapshot bytes\n", 100_000)) // 2.3 MB: many pages
+	if err := os.WriteFile(path, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readSnapshotPath(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("rewritten"), 0o644); err != nil { // O_TRUNC: the inode cut short
+		t.Fatal(err)
+	}
+	if string(got) != string(want) { // every page read after the rewrite
+		t.Fatal("the bytes read changed when the file was rewritten")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if b, err := readSnapshotHeap(f, int64(len("rewritten"))); err != nil || string(b) != "rewritten" {
+		t.Fatalf("read from the heap: %q, %v", b, err)
+	}
+	if _, err := readSnapshotHeap(f, 100); err == nil {
+		t.Fatal("a file shorter than its size was read from the heap without an error")
+	}
+	if _, err := mapSnapshotCopy(f, 100); err != errSnapshotShort {
+		t.Fatalf("a file shorter than its size was mapped: %v", err)
+	}
+}

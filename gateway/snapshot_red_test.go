@@ -3,14 +3,15 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // TestSnapshotSchemaGoSDKRefuses: a snapshot's payload that matches its
@@ -30,18 +31,28 @@ func TestSnapshotSchemaGoSDKRefuses(t *testing.T) {
 	if _, err := WriteSnapshot(context.Background(), cfg, &b); err != nil {
 		t.Fatal(err)
 	}
-	nl := bytes.IndexByte(b.Bytes(), '\n')
-	head, payload := b.Bytes()[:nl], b.Bytes()[nl+1:]
-	var p map[string]any
-	if err := json.Unmarshal(payload, &p); err != nil {
+	// The header, the catalog's line, then a line per tool.
+	lines := bytes.Split(b.Bytes(), []byte{'\n'})
+	if len(lines) < 3 {
+		t.Fatalf("%d lines in the snapshot, want the header, the catalog and a tool", len(lines))
+	}
+	head, payload := lines[0], bytes.Join(lines[1:], []byte{'\n'})
+	var tool map[string]any
+	if err := json.Unmarshal(lines[2], &tool); err != nil {
 		t.Fatal(err)
 	}
-	tool := p["tools"].([]any)[0].(map[string]any)
 	schema := tool["binding"].(map[string]any)["inputSchema"].(map[string]any)
 	schema["properties"] = map[string]any{"id": map[string]any{"type": "object", "x-mcp-header": "X-Id"}}
-	hostile, _ := json.Marshal(p)
-	old, sum := sha256.Sum256(payload), sha256.Sum256(hostile)
-	head = bytes.Replace(head, []byte(hex.EncodeToString(old[:])), []byte(hex.EncodeToString(sum[:])), 1)
+	line, _ := json.Marshal(tool)
+	lines[2] = line
+	hostile := bytes.Join(lines[1:], []byte{'\n'})
+	// The header's checksum made to match, as whoever can write the file
+	// can make it (catalog.payloadSum).
+	old, sum := fmt.Sprintf("xxh64:%016x", xxhash.Sum64(payload)), fmt.Sprintf("xxh64:%016x", xxhash.Sum64(hostile))
+	if !bytes.Contains(head, []byte(old)) {
+		t.Fatalf("the header has no checksum %s: %s", old, head)
+	}
+	head = bytes.Replace(head, []byte(old), []byte(sum), 1)
 	path := filepath.Join(dir, "hostile.snapshot")
 	if err := os.WriteFile(path, append(append(head, '\n'), hostile...), 0o644); err != nil {
 		t.Fatal(err)
@@ -53,7 +64,7 @@ func TestSnapshotSchemaGoSDKRefuses(t *testing.T) {
 	}
 	defer g.Close()
 	<-g.sdkTools // go-sdk has every tool: a panic would have ended the test binary
-	if g.fromSnapshot || !strings.Contains(log.String(), "snapshot not used") {
+	if g.fromSnapshot || !strings.Contains(log.String(), "snapshot not used") || !strings.Contains(log.String(), "x-mcp-header") {
 		t.Fatalf("the hostile snapshot was served: %s", log.String())
 	}
 }

@@ -18,7 +18,7 @@ func TestBuild(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	data, err := os.ReadFile(out)
-	if err != nil || !strings.HasPrefix(string(data), `{"format":"mcpgate-snapshot/1"`) {
+	if err != nil || !strings.HasPrefix(string(data), `{"format":"mcpgate-snapshot/2"`) {
 		t.Fatalf("%v: %.80s", err, data)
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, ".catalog.snapshot.*")); len(left) != 0 {

@@ -83,7 +83,14 @@ type Tool struct {
 	// paramDescriptions, on a tool read from a snapshot, stand in for its
 	// operation's parameters (SearchDoc), which the snapshot does not keep.
 	paramDescriptions map[string]string
+	// wire, on a tool read from a snapshot, is its JSON as the snapshot
+	// holds it (see Wire).
+	wire *ToolWire
 }
+
+// Wire returns the tool's JSON in pieces, for tools/list, when it was read
+// from a snapshot (which holds it marshalled); nil otherwise.
+func (t *Tool) Wire() *ToolWire { return t.wire }
 
 // Catalog is the set of tools the gateway serves, built once from the
 // configuration. It is immutable after Build (but for DropDocuments).

@@ -21,8 +21,10 @@ func TestSnapshotResourceURIGoSDKTakes(t *testing.T) {
 		{"resource", "resource", "pets://%zz"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// The catalog's line; the tools' lines follow it unchanged.
+			first, tools, _ := bytes.Cut(payload, []byte{'\n'})
 			var p map[string]any
-			if err := json.Unmarshal(payload, &p); err != nil {
+			if err := json.Unmarshal(first, &p); err != nil {
 				t.Fatal(err)
 			}
 			changed := false
@@ -40,7 +42,8 @@ func TestSnapshotResourceURIGoSDKTakes(t *testing.T) {
 				t.Fatalf("no %s in the snapshot", tc.field)
 			}
 			hostile, _ := json.Marshal(p)
-			h := bytes.Replace(header, []byte(sha256Hex(payload)), []byte(sha256Hex(hostile)), 1)
+			hostile = append(append(hostile, '\n'), tools...)
+			h := bytes.Replace(header, []byte(payloadSum(payload)), []byte(payloadSum(hostile)), 1)
 			cat, err := LoadSnapshot(context.Background(), cfg, append(append(append([]byte(nil), h...), '\n'), hostile...), &SnapshotOptions{Build: "red"}, nil)
 			if err != nil {
 				return // refused: the gateway loads the documents instead

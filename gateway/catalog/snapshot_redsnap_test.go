@@ -43,7 +43,7 @@ func hostileSnapshot(t *testing.T) func(payload string) (*Catalog, error) {
 	t.Helper()
 	cfg, header, payload := petSnapshot(t, "red")
 	return func(p string) (*Catalog, error) {
-		h := bytes.Replace(header, []byte(sha256Hex(payload)), []byte(sha256Hex([]byte(p))), 1)
+		h := bytes.Replace(header, []byte(payloadSum(payload)), []byte(payloadSum([]byte(p))), 1)
 		return LoadSnapshot(context.Background(), cfg, append(append(append([]byte(nil), h...), '\n'), p...), &SnapshotOptions{Build: "red"}, nil)
 	}
 }
@@ -52,8 +52,12 @@ func hostileSnapshot(t *testing.T) func(payload string) (*Catalog, error) {
 // after the method and path are binding, and whose upstream's base URL is
 // base (JSON).
 func oneTool(binding, base string) string {
-	return `{"tools":[{"tool":{"name":"x"},"binding":{"method":"GET","path":"/",` + binding +
-		`},"upstream":"petstore","security":null}],"bases":{"petstore":` + base + `}}`
+	wire := `{"inputSchema":0,"name":"x"}`
+	if strings.Contains(binding, `"outputSchema"`) {
+		wire = `{"inputSchema":0,"name":"x","outputSchema":1}`
+	}
+	return `{"toolCount":1,"bases":{"petstore":` + base + `}}` + "\n" +
+		`{"wire":` + wire + `,"binding":{"method":"GET","path":"/",` + binding + `},"upstream":"petstore","security":null}`
 }
 
 const okBase = `{"url":"http://127.0.0.1:1"}`

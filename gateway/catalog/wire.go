@@ -1,0 +1,124 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
+)
+
+// ToolWire is a tool's JSON as tools/list serves it (sdkwire.Marshal of
+// the tool), kept in the pieces it is made of: the tool marshalled with a
+// one-byte stand-in for each schema — 0 for the input schema, 1 for the
+// output schema — and the schemas' own JSON, which replaces them. A tool
+// whose schemas are JSON (a snapshot's) is listed from these pieces
+// without being marshalled: encoding/json would check and copy each
+// schema twice more, and a snapshot holds the marshalled tool already, so
+// a start from one lists its tools without marshalling any
+// (docs/snapshot.md).
+//
+// A stand-in is found once or not at all: no string can hold
+// `"inputSchema":0` (its quotes would be escaped), and _meta is the
+// gateway's own.
+type ToolWire struct {
+	bare        []byte
+	in, out     json.RawMessage
+	inAt, outAt int // the stand-ins' indexes in bare; outAt is len(bare) without an output schema
+}
+
+// Standing in for the schemas in a tool's bare JSON.
+var (
+	inputStandIn  = json.RawMessage("0")
+	outputStandIn = json.RawMessage("1")
+)
+
+// NewToolWire marshals t with its schemas stood in for, and returns its
+// pieces; nil when t's schemas are not JSON (a tool built from a document
+// holds maps) or a stand-in is not found once: marshal it whole.
+func NewToolWire(t *mcp.Tool) (*ToolWire, error) {
+	in, ok := t.InputSchema.(json.RawMessage)
+	out, outOK := t.OutputSchema.(json.RawMessage)
+	if !ok || len(in) == 0 || t.OutputSchema != nil && (!outOK || len(out) == 0) {
+		return nil, nil
+	}
+	bare, err := bareToolJSON(t)
+	if err != nil {
+		return nil, err
+	}
+	w, err := toolWire(bare, in, out)
+	if err != nil {
+		// A stand-in's text elsewhere in the tool (an upstream MCP
+		// server's _meta may hold anything): marshal it whole.
+		return nil, nil
+	}
+	return w, nil
+}
+
+// bareToolJSON is t marshalled as tools/list marshals it, with the
+// stand-ins for its schemas (an output schema's only when it has one).
+func bareToolJSON(t *mcp.Tool) ([]byte, error) {
+	bare := *t
+	bare.InputSchema = inputStandIn
+	if t.OutputSchema != nil {
+		bare.OutputSchema = outputStandIn
+	}
+	return sdkwire.Marshal(&bare)
+}
+
+// toolWire finds the stand-ins in bare, for the schemas in and out (out
+// nil without an output schema).
+func toolWire(bare []byte, in, out json.RawMessage) (*ToolWire, error) {
+	w := &ToolWire{bare: bare, in: in, out: out, inAt: standIn(bare, `"inputSchema":0`), outAt: len(bare)}
+	if out != nil {
+		w.outAt = standIn(bare, `"outputSchema":1`)
+	} else if bytes.Contains(bare, []byte(`"outputSchema":`)) {
+		return nil, errors.New("an output schema where the tool has none")
+	}
+	if w.inAt < 0 || w.outAt < 0 || w.outAt < w.inAt || !valueEnds(bare, w.inAt) || out != nil && !valueEnds(bare, w.outAt) {
+		return nil, errors.New("its JSON does not stand in for its schemas once each, input schema first")
+	}
+	return w, nil
+}
+
+// valueEnds reports whether the stand-in at b[i] is a whole JSON value (not
+// the first digit of 0.5 or 10), so that the schema put in its place
+// leaves the tool's JSON valid.
+func valueEnds(b []byte, i int) bool {
+	return i+1 < len(b) && (b[i+1] == ',' || b[i+1] == '}')
+}
+
+// standIn returns where key's one-byte value is in b — the index of the
+// byte after key's colon — or -1 when key is not there exactly once.
+func standIn(b []byte, key string) int {
+	i := bytes.Index(b, []byte(key))
+	if i < 0 || bytes.LastIndex(b, []byte(key)) != i {
+		return -1
+	}
+	return i + len(key) - 1
+}
+
+// Pieces are the tool's JSON in the order they are written: appended one
+// after another they are sdkwire.Marshal of the tool, byte for byte (the
+// schemas as they are, compact as a snapshot writes them;
+// TestSpliceTools).
+func (w *ToolWire) Pieces() [5][]byte {
+	p := [5][]byte{w.bare[:w.inAt], w.in}
+	if w.out == nil {
+		p[2] = w.bare[w.inAt+1:]
+		return p
+	}
+	p[2], p[3], p[4] = w.bare[w.inAt+1:w.outAt], w.out, w.bare[w.outAt+1:]
+	return p
+}
+
+// Len is the length of the tool's JSON.
+func (w *ToolWire) Len() int {
+	n := len(w.bare) - 1 + len(w.in)
+	if w.out != nil {
+		n += len(w.out) - 1
+	}
+	return n
+}
