@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -72,8 +73,9 @@ const tracingShutdownTimeout = 5 * time.Second
 var traceContext propagation.TraceContext
 
 // startTracing sets g.tracer from Options.TracerProvider, or from
-// cfg.Tracing by an OTLP/HTTP exporter of the gateway's own (shut down by
-// Close, which sends what is still batched). Off: g.tracer stays nil.
+// cfg.Tracing by an OTLP/HTTP exporter of the gateway's own (otlpClient;
+// shut down by Close, which sends what is still batched). Off: g.tracer
+// stays nil.
 func (g *Gateway) startTracing(ctx context.Context) error {
 	if tp := g.opts.TracerProvider; tp != nil {
 		g.tracer = tp.Tracer(tracerName, trace.WithInstrumentationVersion(Version))
@@ -83,7 +85,11 @@ func (g *Gateway) startTracing(ctx context.Context) error {
 	if !t.On() {
 		return nil
 	}
-	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(t.TracesURL()))
+	client, err := newOTLPClient(t.TracesURL(), os.Getenv)
+	if err != nil {
+		return fmt.Errorf("tracing: %v", err)
+	}
+	exp, err := otlptrace.New(ctx, client)
 	if err != nil {
 		return fmt.Errorf("tracing.otlp_endpoint: %v", err)
 	}
