@@ -19,6 +19,8 @@ WORKDIR /src
 # The module download is its own layer: it is rebuilt only when go.mod or
 # go.sum change, not on every source edit.
 COPY go.mod go.sum ./
+# go.mod replaces a dependency with the patched copy in third_party/.
+COPY third_party ./third_party
 RUN go mod download
 COPY . .
 # VERSION, when given (--build-arg VERSION=v1.2.3), is what `mcpgate version`
