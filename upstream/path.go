@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -61,7 +62,7 @@ func parsePathTemplate(template string, params []paramBinding) ([]pathPart, erro
 		parts = append(parts, pathPart{param: idx})
 		rest = rest[open+end+1:]
 	}
-	for _, seg := range strings.Split(template, "/") {
+	for seg := range strings.SplitSeq(template, "/") {
 		if isDotSegment(seg) {
 			return nil, fmt.Errorf("path template %q has a %q segment", template, seg)
 		}
@@ -73,6 +74,9 @@ func parsePathTemplate(template string, params []paramBinding) ([]pathPart, erro
 // '/' stay, a valid %XX escape stays as the document wrote it, and every other
 // byte (non-ASCII, space, '?', '#', a stray '%') is encoded.
 func escapeLiteral(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r >= utf8.RuneSelf || literalEscaped(byte(r)) }) {
+		return s // nearly every template's text: nothing to encode, nothing to allocate
+	}
 	var sb strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -143,6 +147,9 @@ func (b *Binding) buildPath(args map[string]any) (string, error) {
 // proxy_pass decodes %2F, then removes dot segments; IIS and many frameworks
 // read \ as /), so "..%2F..%2Fadmin" must be refused, not sent.
 func isDotSegment(seg string) bool {
+	if !strings.ContainsAny(seg, ".%") {
+		return false // no dot, and none an escape could decode to
+	}
 	if d, err := url.PathUnescape(seg); err == nil {
 		seg = d
 	}
@@ -325,4 +332,11 @@ func hasDotSegment(path string) bool {
 		}
 	}
 	return false
+}
+
+// literalEscaped reports whether escapeLiteral may encode the ASCII byte c:
+// a '%' (kept only as the start of a valid escape) or a byte outside RFC
+// 3986's pchar and '/'.
+func literalEscaped(c byte) bool {
+	return c == '%' || !(isUnreserved(c) || isSubDelim(c) || c == ':' || c == '@' || c == '/')
 }

@@ -136,6 +136,9 @@ func (s *BindingSnapshot) Restore() (*Binding, error) {
 		b.rawOut = slices.Clip(s.OutputSchema)
 	}
 	var err error
+	if len(s.Params) > 0 {
+		b.params = make([]paramBinding, 0, len(s.Params))
+	}
 	for _, p := range s.Params {
 		switch p.In {
 		case openapi3.ParameterInPath, openapi3.ParameterInQuery, openapi3.ParameterInHeader, openapi3.ParameterInCookie:
@@ -165,6 +168,9 @@ func (s *BindingSnapshot) Restore() (*Binding, error) {
 			}
 		}
 		b.body = &bodyBinding{mediaType: sb.MediaType, contentKey: sb.ContentKey, whole: sb.Whole, required: sb.Required, partTypes: sb.PartTypes}
+		if len(sb.Props) > 0 {
+			b.body.props = make([]bodyProp, 0, len(sb.Props))
+		}
 		for _, p := range sb.Props {
 			b.body.props = append(b.body.props, bodyProp{arg: p[0], name: p[1]})
 		}
