@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/cespare/xxhash/v2"
+	"github.com/mcpgate/mcpgate/gateway/catalog"
 )
 
 // TestSnapshotSchemaGoSDKRefuses: a snapshot's payload that matches its
@@ -47,8 +46,8 @@ func TestSnapshotSchemaGoSDKRefuses(t *testing.T) {
 	lines[2] = line
 	hostile := bytes.Join(lines[1:], []byte{'\n'})
 	// The header's checksum made to match, as whoever can write the file
-	// can make it (catalog.payloadSum).
-	old, sum := fmt.Sprintf("xxh64:%016x", xxhash.Sum64(payload)), fmt.Sprintf("xxh64:%016x", xxhash.Sum64(hostile))
+	// can make it.
+	old, sum := catalog.PayloadChecksum(payload), catalog.PayloadChecksum(hostile)
 	if !bytes.Contains(head, []byte(old)) {
 		t.Fatalf("the header has no checksum %s: %s", old, head)
 	}

@@ -35,7 +35,7 @@ func FuzzSnapshotPayload(f *testing.F) {
 	base, _ := url.Parse("http://127.0.0.1:1/")
 	args := []map[string]any{nil, {}, {"a": "1", "b": []any{"x", 2.5}, "body": map[string]any{"k": nil}, "petId": "7"}}
 	f.Fuzz(func(t *testing.T, payload []byte) {
-		h := bytes.Replace(header, []byte(payloadSum(original)), []byte(payloadSum(payload)), 1)
+		h := bytes.Replace(header, []byte(PayloadChecksum(original)), []byte(PayloadChecksum(payload)), 1)
 		data := append(append(append([]byte(nil), h...), '\n'), payload...)
 		cat, err := LoadSnapshot(context.Background(), cfg, data, &SnapshotOptions{Build: "fuzz"}, nil)
 		if err != nil {

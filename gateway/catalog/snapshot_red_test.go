@@ -43,7 +43,7 @@ func TestSnapshotResourceURIGoSDKTakes(t *testing.T) {
 			}
 			hostile, _ := json.Marshal(p)
 			hostile = append(append(hostile, '\n'), tools...)
-			h := bytes.Replace(header, []byte(payloadSum(payload)), []byte(payloadSum(hostile)), 1)
+			h := bytes.Replace(header, []byte(PayloadChecksum(payload)), []byte(PayloadChecksum(hostile)), 1)
 			cat, err := LoadSnapshot(context.Background(), cfg, append(append(append([]byte(nil), h...), '\n'), hostile...), &SnapshotOptions{Build: "red"}, nil)
 			if err != nil {
 				return // refused: the gateway loads the documents instead

@@ -43,7 +43,7 @@ func hostileSnapshot(t *testing.T) func(payload string) (*Catalog, error) {
 	t.Helper()
 	cfg, header, payload := petSnapshot(t, "red")
 	return func(p string) (*Catalog, error) {
-		h := bytes.Replace(header, []byte(payloadSum(payload)), []byte(payloadSum([]byte(p))), 1)
+		h := bytes.Replace(header, []byte(PayloadChecksum(payload)), []byte(PayloadChecksum([]byte(p))), 1)
 		return LoadSnapshot(context.Background(), cfg, append(append(append([]byte(nil), h...), '\n'), p...), &SnapshotOptions{Build: "red"}, nil)
 	}
 }
