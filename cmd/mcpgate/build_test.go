@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -30,9 +31,15 @@ func TestBuild(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
 		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}` + "\n"
 	var so, se syncBuffer
+	// The collector is off while a start from a snapshot builds the
+	// gateway (newGateway), and back as it was once it is built.
+	defer debug.SetGCPercent(debug.SetGCPercent(137))
 	code = run(context.Background(), []string{"stdio", "--openapi", petstore, "--all", "--snapshot", out}, strings.NewReader(in), &so, &se)
 	if code != 0 || !strings.Contains(se.String(), `msg="catalog from snapshot"`) || !strings.Contains(so.String(), `"name":"findPetsByStatus"`) {
 		t.Fatalf("stdio --snapshot: exit %d, stdout %.300q, stderr %q", code, so.String(), se.String())
+	}
+	if gc := debug.SetGCPercent(137); gc != 137 && os.Getenv("GOGC") == "" {
+		t.Errorf("GC percent %d after a start from a snapshot, want it back at 137", gc)
 	}
 	for _, tc := range []struct {
 		args []string
