@@ -6,19 +6,17 @@ import (
 	"errors"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcpgate/mcpgate/gateway/internal/sdkwire"
 )
 
-// ToolWire is a tool's JSON as tools/list serves it (sdkwire.Marshal of
-// the tool), kept in the pieces it is made of: the tool marshalled with a
-// one-byte stand-in for each schema — 0 for the input schema, 1 for the
-// output schema — and the schemas' own JSON, which replaces them. A tool
-// whose schemas are JSON (a snapshot's) is listed from these pieces
-// without being marshalled: encoding/json would check and copy each
-// schema twice more, and a snapshot holds the marshalled tool already, so
-// a start from one lists its tools without marshalling any
-// (docs/snapshot.md).
+// ToolWire is a tool's JSON as tools/list serves it (the gateway's
+// sdkwire.Marshal of the tool), kept in the pieces it is made of: the tool
+// marshalled with a one-byte stand-in for each schema — 0 for the input
+// schema, 1 for the output schema — and the schemas' own JSON, which
+// replaces them. A tool whose schemas are JSON (a snapshot's) is listed
+// from these pieces without being marshalled: encoding/json would check
+// and copy each schema twice more, and a snapshot holds the marshalled
+// tool already, so a start from one lists its tools without marshalling
+// any (docs/snapshot.md).
 //
 // A stand-in is found once or not at all: no string can hold
 // `"inputSchema":0` (its quotes would be escaped), and _meta is the
@@ -57,15 +55,23 @@ func NewToolWire(t *mcp.Tool) (*ToolWire, error) {
 	return w, nil
 }
 
-// bareToolJSON is t marshalled as tools/list marshals it, with the
-// stand-ins for its schemas (an output schema's only when it has one).
+// bareToolJSON is t marshalled as tools/list marshals it (go-sdk's
+// encoder: encoding/json without HTML escaping, as the gateway's
+// sdkwire.Marshal; TestSpliceTools holds the two to the same bytes), with
+// the stand-ins for its schemas (an output schema's only when it has one).
 func bareToolJSON(t *mcp.Tool) ([]byte, error) {
 	bare := *t
 	bare.InputSchema = inputStandIn
 	if t.OutputSchema != nil {
 		bare.OutputSchema = outputStandIn
 	}
-	return sdkwire.Marshal(&bare)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&bare); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // toolWire finds the stand-ins in bare, for the schemas in and out (out
