@@ -15,7 +15,8 @@ type Draft struct {
 	id            string             // property name used to represent id
 	subschemas    []SchemaPath       // locations of subschemas
 	vocabPrefix   string             // prefix used for vocabulary
-	allVocabs     map[string]*Schema // names of supported vocabs with its schemas
+	allVocabs     map[string]*Schema // names of supported vocabs (read-only: keys only)
+	vocabSch      map[string]*Schema // their schemas, set by initDrafts
 	defaultVocabs []string           // names of default vocabs
 }
 
@@ -126,12 +127,15 @@ var (
 )
 
 // initDrafts compiles each draft's metaschemas, once, on the first use of
-// one (dialect.getSchema, the only reader of d.sch and d.allVocabs' values).
+// one (dialect.getSchema, the only reader of d.sch and d.vocabSch).
 //
 // mcpgate's patch: upstream compiles them in the package's init, 10–17 ms
 // and 1.7 MB in 21k allocations of every process's start that links the
 // package, before main, whether it validates anything or not
-// (third_party/README.md).
+// (third_party/README.md). The vocabularies' schemas go in vocabSch, not
+// into allVocabs as upstream's init put them: getVocabs reads allVocabs'
+// keys without the Once, so it must not change after init
+// (TestLazyDraftsConcurrentCompile).
 var draftsOnce sync.Once
 
 func initDrafts() {
@@ -139,8 +143,9 @@ func initDrafts() {
 	c.AssertFormat()
 	for _, d := range []*Draft{Draft4, Draft6, Draft7, Draft2019, Draft2020} {
 		d.sch = c.MustCompile(d.url)
+		d.vocabSch = make(map[string]*Schema, len(d.allVocabs))
 		for name := range d.allVocabs {
-			d.allVocabs[name] = c.MustCompile(strings.TrimSuffix(d.url, "schema") + "meta/" + name)
+			d.vocabSch[name] = c.MustCompile(strings.TrimSuffix(d.url, "schema") + "meta/" + name)
 		}
 	}
 }
@@ -282,7 +287,7 @@ func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabula
 
 	var allOf []*Schema
 	for _, vocab := range vocabs {
-		sch := d.draft.allVocabs[vocab]
+		sch := d.draft.vocabSch[vocab]
 		if sch == nil {
 			if v, ok := vocabularies[vocab]; ok {
 				sch = v.Schema
@@ -293,7 +298,7 @@ func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabula
 		}
 	}
 	if !slices.Contains(vocabs, "core") {
-		sch := d.draft.allVocabs["core"]
+		sch := d.draft.vocabSch["core"]
 		if sch == nil {
 			sch = d.draft.sch
 		}
