@@ -601,7 +601,8 @@ func restoreTool(cfg *config.Config, st *snapshotTool, secs *securities, texts [
 		return nil, fmt.Errorf("unknown upstream %q", st.Upstream)
 	}
 	// The tool is read from its JSON as listed, but for its _meta (made
-	// from Derived below) and its schemas (the binding's).
+	// from Derived, as describeTool makes it) and its schemas (the
+	// binding's).
 	var tool mcp.Tool
 	wire := struct {
 		Meta json.RawMessage `json:"_meta"` // not the tool's
@@ -612,6 +613,16 @@ func restoreTool(cfg *config.Config, st *snapshotTool, secs *securities, texts [
 	}
 	if tool.InputSchema != float64(0) || tool.OutputSchema != nil && tool.OutputSchema != float64(1) {
 		return nil, fmt.Errorf("%s: its JSON does not stand in for its schemas", tool.Name)
+	}
+	tool.Meta = toolMeta(st.Derived)
+	// tools/list serves the wire as it is (ToolWire): it must be the
+	// tool just read, as go-sdk lists it (bare of its schemas), byte for
+	// byte. A looser read let a payload list what go-sdk would not: a
+	// name or hint given twice or in another case, unknown keys, a _meta
+	// other than the one the hints make, a schema spliced into a nested
+	// object, invalid UTF-8.
+	if !isBareToolJSON(st.Wire, &tool) {
+		return nil, fmt.Errorf("%s: its JSON is not the tool's as tools/list serves it", tool.Name)
 	}
 	sec, err := secs.of(st.Security)
 	if err != nil {
@@ -650,7 +661,6 @@ func restoreTool(cfg *config.Config, st *snapshotTool, secs *securities, texts [
 	if out != nil {
 		tool.OutputSchema = out
 	}
-	tool.Meta = toolMeta(st.Derived)
 	var descs map[string]string
 	if len(st.ParamDescriptions) > 0 {
 		descs = make(map[string]string, len(st.ParamDescriptions))

@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpgate/mcpgate/annotations"
 	"github.com/mcpgate/mcpgate/gateway/config"
 )
 
@@ -52,12 +54,23 @@ func hostileSnapshot(t *testing.T) func(payload string) (*Catalog, error) {
 // after the method and path are binding, and whose upstream's base URL is
 // base (JSON).
 func oneTool(binding, base string) string {
-	wire := `{"inputSchema":0,"name":"x"}`
-	if strings.Contains(binding, `"outputSchema"`) {
-		wire = `{"inputSchema":0,"name":"x","outputSchema":1}`
-	}
 	return `{"toolCount":1,"bases":{"petstore":` + base + `}}` + "\n" +
-		`{"wire":` + wire + `,"binding":{"method":"GET","path":"/",` + binding + `},"upstream":"petstore","security":null}`
+		`{"wire":` + xWire(strings.Contains(binding, `"outputSchema"`)) + `,"binding":{"method":"GET","path":"/",` + binding + `},"upstream":"petstore","security":null}`
+}
+
+// xWire is the wire a snapshot holds for a tool named x with no hints
+// recorded (the line's derived is absent), with or without an output
+// schema: what the reader requires it to be.
+func xWire(withOutput bool) string {
+	tool := &mcp.Tool{Name: "x", Meta: toolMeta(annotations.Derived{}), InputSchema: json.RawMessage("{}")}
+	if withOutput {
+		tool.OutputSchema = json.RawMessage("{}")
+	}
+	w, err := bareToolJSON(tool)
+	if err != nil {
+		panic(err)
+	}
+	return string(w)
 }
 
 const okBase = `{"url":"http://127.0.0.1:1"}`
@@ -132,5 +145,40 @@ func TestSnapshotPayloadRefused(t *testing.T) {
 				server.AddTool(tool.Tool, nil)
 			}
 		})
+	}
+}
+
+// TestSnapshotWireListedAsRead: tools/list serves a tool's wire as the
+// snapshot holds it, so the reader takes a wire only when it is the tool it
+// read, as go-sdk lists it: each row here was served before that check
+// (found by a red-team review), with what the fast path listed differing
+// from what go-sdk listed — a schema spliced into a nested object, a name
+// given twice in two cases, unknown keys, a _meta of the file's own,
+// invalid UTF-8 (not JSON text at all).
+func TestSnapshotWireListedAsRead(t *testing.T) {
+	load := hostileSnapshot(t)
+	const bind = `"inputSchema":{"type":"object"}`
+	line := func(wire string) string {
+		return `{"toolCount":1,"bases":{"petstore":` + okBase + `}}` + "\n" +
+			`{"wire":` + wire + `,"binding":{"method":"GET","path":"/",` + bind + `},"upstream":"petstore","security":null}`
+	}
+	good := xWire(false)
+	if _, err := load(line(good)); err != nil {
+		t.Fatalf("the wire the writer makes is refused: %v", err)
+	}
+	for name, wire := range map[string]string{
+		"schema spliced into a nested object": strings.Replace(good, `"inputSchema":0`, `"annotations":{"inputSchema":0},"InputSchema":0`, 1),
+		"a _meta of its own":                  strings.Replace(good, `"_meta":{`, `"_meta":{"evil":true,`, 1),
+		"an unknown key":                      strings.Replace(good, `"name":"x"`, `"name":"x","zzz":[1]`, 1),
+		"a name given twice":                  strings.Replace(good, `"name":"x"`, `"name":"shown","NAME":"x"`, 1),
+		"invalid UTF-8":                       strings.Replace(good, `"name":"x"`, "\"description\":\"\xff\",\"name\":\"x\"", 1),
+		"spaces":                              strings.Replace(good, `"inputSchema":0`, `"inputSchema": 0`, 1),
+	} {
+		if wire == good {
+			t.Fatalf("%s: the row changes nothing", name)
+		}
+		if _, err := load(line(wire)); err == nil || !strings.Contains(err.Error(), "its JSON is not the tool's as tools/list serves it") {
+			t.Errorf("%s: %v; want it refused", name, err)
+		}
 	}
 }
