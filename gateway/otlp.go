@@ -19,6 +19,7 @@ import (
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"golang.org/x/net/http/httpguts"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
@@ -97,8 +98,10 @@ func newOTLPClient(u string, getenv func(string) string) (*otlpClient, error) {
 			k, val, ok := strings.Cut(kv, "=")
 			k = strings.TrimSpace(k)
 			dec, err := url.PathUnescape(strings.TrimSpace(val))
-			if !ok || k == "" || err != nil {
-				return nil, fmt.Errorf("%s: %q is not key=value (percent-encoded)", n, strings.TrimSpace(kv))
+			if !ok || err != nil || !httpguts.ValidHeaderFieldName(k) || !httpguts.ValidHeaderFieldValue(dec) {
+				// Checked here: a name or value no request can carry (a
+				// line break percent-encoded) would fail every export.
+				return nil, fmt.Errorf("%s: %q is not key=value (percent-encoded) of an HTTP header", n, strings.TrimSpace(kv))
 			}
 			c.headers.Set(k, dec)
 		}
@@ -154,7 +157,10 @@ func newOTLPClient(u string, getenv func(string) string) (*otlpClient, error) {
 		}
 		tr.TLSClientConfig.Certificates = []tls.Certificate{cert}
 	}
-	c.client = &http.Client{Transport: tr}
+	// No redirect is followed: a collector's 307 elsewhere would have the
+	// headers above, API keys as a rule, sent to that host (Go drops only
+	// Authorization and Cookie across hosts).
+	c.client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return c, nil
 }
 
@@ -321,13 +327,16 @@ func walkProto(b []byte, f func(num protowire.Number, typ protowire.Type, v []by
 }
 
 // retryAfterOf is how long a Retry-After header asks to wait (seconds, or
-// an HTTP date); 0 when it says nothing usable.
+// an HTTP date; at most an hour, past any export's timeout); 0 when it says
+// nothing usable.
 func retryAfterOf(v string) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if s, err := strconv.Atoi(v); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil && s > 0 {
+		// Capped before it is multiplied: a larger value wraps (to a few
+		// hundred ns for some), a busy loop of retries.
+		return time.Duration(min(s, int64(time.Hour/time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		return max(time.Until(t), 0)
