@@ -3,6 +3,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -124,5 +125,62 @@ func TestSnapshotFileRewrittenInPlace(t *testing.T) {
 	}
 	if _, err := mapSnapshotCopy(f, 100); err != errSnapshotShort {
 		t.Fatalf("a file shorter than its size was mapped: %v", err)
+	}
+}
+
+// TestReadSnapshotFileEdges: the mapped copy of a snapshot file is its
+// bytes, read again from the start however often (the file's offset is
+// not moved), a prefix when asked for one, an error when the file is
+// shorter than asked, nothing for size 0; and writing to it (nothing
+// should) changes the process's copy, never the file.
+func TestReadSnapshotFileEdges(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "s")
+	data := bytes.Repeat([]byte("abcdefgh"), 300000) // 2.4 MB, not page-aligned below
+	data = append(data, 'z')
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// whole
+	b, err := readSnapshotFile(f, int64(len(data)))
+	if err != nil || !bytes.Equal(b, data) {
+		t.Fatalf("whole: %v", err)
+	}
+	// read twice from the same f (offset untouched by the first read)
+	b, err = readSnapshotFile(f, int64(len(data)))
+	if err != nil || !bytes.Equal(b, data) {
+		t.Fatalf("again: %v", err)
+	}
+	// shorter than said
+	if b, err := readSnapshotFile(f, int64(len(data))+10); err == nil {
+		t.Fatalf("short file read as %d bytes", len(b))
+	}
+	// a prefix
+	b, err = readSnapshotFile(f, 5)
+	if err != nil || string(b) != "abcde" {
+		t.Fatalf("prefix: %q %v", b, err)
+	}
+	// size 0
+	b, err = readSnapshotFile(f, 0)
+	if err != nil || len(b) != 0 {
+		t.Fatalf("empty: %v", err)
+	}
+	// writable private mapping: writes do not reach the file
+	b, _ = readSnapshotFile(f, 3)
+	b[0] = 'X'
+	got, _ := os.ReadFile(p)
+	if got[0] != 'a' {
+		t.Fatal("write reached the file")
+	}
+	// the file rewritten after the read changes nothing read
+	b, _ = readSnapshotFile(f, 8)
+	os.WriteFile(p, []byte("ZZZZZZZZ"), 0o644)
+	if string(b) != "abcdefgh" {
+		t.Fatalf("changed under us: %q", b)
 	}
 }
