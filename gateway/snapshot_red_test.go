@@ -36,14 +36,26 @@ func TestSnapshotSchemaGoSDKRefuses(t *testing.T) {
 		t.Fatalf("%d lines in the snapshot, want the header, the catalog and a tool", len(lines))
 	}
 	head, payload := lines[0], bytes.Join(lines[1:], []byte{'\n'})
-	var tool map[string]any
+	// Only the binding's input schema changes: the rest of the line, the
+	// tool's JSON as listed above all, stays as written (the reader
+	// refuses a tool whose JSON is not exactly what go-sdk lists).
+	var tool map[string]json.RawMessage
 	if err := json.Unmarshal(lines[2], &tool); err != nil {
 		t.Fatal(err)
 	}
-	schema := tool["binding"].(map[string]any)["inputSchema"].(map[string]any)
-	schema["properties"] = map[string]any{"id": map[string]any{"type": "object", "x-mcp-header": "X-Id"}}
-	line, _ := json.Marshal(tool)
-	lines[2] = line
+	var binding map[string]any
+	if err := json.Unmarshal(tool["binding"], &binding); err != nil {
+		t.Fatal(err)
+	}
+	binding["inputSchema"].(map[string]any)["properties"] = map[string]any{"id": map[string]any{"type": "object", "x-mcp-header": "X-Id"}}
+	tool["binding"], _ = json.Marshal(binding)
+	var line bytes.Buffer
+	enc := json.NewEncoder(&line)
+	enc.SetEscapeHTML(false) // the wire as written
+	if err := enc.Encode(tool); err != nil {
+		t.Fatal(err)
+	}
+	lines[2] = bytes.TrimRight(line.Bytes(), "\n")
 	hostile := bytes.Join(lines[1:], []byte{'\n'})
 	// The header's checksum made to match, as whoever can write the file
 	// can make it.
