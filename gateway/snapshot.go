@@ -46,6 +46,9 @@ func (g *Gateway) loadCatalog(ctx context.Context, cfg *Config, opts *CatalogOpt
 		return nil, err // the configuration is wrong: a full load would say the same
 	}
 	g.logger.Warn("snapshot not used: loading the documents", "snapshot", path, "reason", err.Error())
+	if f := g.opts.SnapshotNotUsed; f != nil {
+		f(err)
+	}
 	return BuildCatalog(ctx, cfg, opts)
 }
 

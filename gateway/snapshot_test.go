@@ -145,8 +145,8 @@ func TestSnapshotCallsDifferential(t *testing.T) {
 
 // TestSnapshotFallback: a snapshot that does not match (another
 // configuration, another document, another build, a corrupt or missing
-// file) leaves one warning naming what differs, and the gateway serves
-// what a full load gives.
+// file) leaves one warning naming what differs, Options.SnapshotNotUsed
+// hears why once, and the gateway serves what a full load gives.
 func TestSnapshotFallback(t *testing.T) {
 	dir := t.TempDir()
 	doc := filepath.Join(dir, "things.json")
@@ -183,11 +183,16 @@ func TestSnapshotFallback(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var log syncBuffer
-			g, err := New(context.Background(), tc.cfg, &Options{Snapshot: tc.path, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+			var notUsed []error // what Options.SnapshotNotUsed was told, before the documents' load
+			g, err := New(context.Background(), tc.cfg, &Options{Snapshot: tc.path, Logger: slog.New(slog.NewTextHandler(&log, nil)),
+				SnapshotNotUsed: func(err error) { notUsed = append(notUsed, err) }})
 			if err != nil {
 				t.Fatal(err)
 			}
 			<-g.Validated()
+			if tc.reason == "" && len(notUsed) != 0 || tc.reason != "" && (len(notUsed) != 1 || !strings.Contains(notUsed[0].Error(), tc.reason)) {
+				t.Fatalf("SnapshotNotUsed was called with %v; want it once, saying %q, for a snapshot not used", notUsed, tc.reason)
+			}
 			if g.Served() == 0 {
 				t.Fatal("no tools served")
 			}

@@ -41,6 +41,15 @@ func TestBuild(t *testing.T) {
 	if gc := debug.SetGCPercent(137); gc != 137 && os.Getenv("GOGC") == "" {
 		t.Errorf("GC percent %d after a start from a snapshot, want it back at 137", gc)
 	}
+	// And after one whose snapshot is not used (another document).
+	var so2, se2 syncBuffer
+	code = run(context.Background(), []string{"stdio", "--openapi", petstore, "--snapshot", out}, strings.NewReader(in), &so2, &se2)
+	if code != 0 || !strings.Contains(se2.String(), "snapshot not used") {
+		t.Fatalf("stdio with a snapshot of other tools: exit %d, stderr %q", code, se2.String())
+	}
+	if gc := debug.SetGCPercent(137); gc != 137 && os.Getenv("GOGC") == "" {
+		t.Errorf("GC percent %d after a snapshot not used, want it back at 137", gc)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string

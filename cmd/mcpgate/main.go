@@ -331,11 +331,22 @@ func (c *common) newGateway(ctx context.Context, cfg *gateway.Config, opts *gate
 	// allocation made while the collector marks pays for marking in
 	// proportion (Stripe's tools/list page, 2 MB: 11-27 ms to build, 6 ms
 	// without; docs/snapshot.md). Should the snapshot not be used, the
-	// documents are loaded with the collector off but under the start-up
-	// limit above, which has it collect as the heap nears 80 MiB.
+	// collector is back on before the documents are loaded, under the
+	// start-up limit above (with it off, the limit alone had a full load
+	// of Kubernetes take 1.9-2.1 s rather than 1.3).
 	gcPrev, gcOff := 0, opts.Snapshot != "" && os.Getenv("GOGC") == ""
 	if gcOff {
 		gcPrev = debug.SetGCPercent(-1)
+		o := *opts
+		opts = &o
+		notUsed := opts.SnapshotNotUsed
+		opts.SnapshotNotUsed = func(reason error) {
+			debug.SetGCPercent(gcPrev)
+			gcOff = false
+			if notUsed != nil {
+				notUsed(reason)
+			}
+		}
 	}
 	g, err := gateway.New(ctx, cfg, opts)
 	if gcOff {
