@@ -611,16 +611,13 @@ func restoreTool(cfg *config.Config, st *snapshotTool, secs *securities, texts [
 	if _, err := sjson.Parse(st.Wire, &wire, sjson.ZeroCopy); err != nil {
 		return nil, err
 	}
-	if tool.InputSchema != float64(0) || tool.OutputSchema != nil && tool.OutputSchema != float64(1) {
-		return nil, fmt.Errorf("%s: its JSON does not stand in for its schemas", tool.Name)
-	}
 	tool.Meta = toolMeta(st.Derived)
 	// tools/list serves the wire as it is (ToolWire): it must be the
 	// tool just read, as go-sdk lists it (bare of its schemas), byte for
-	// byte. A looser read let a payload list what go-sdk would not: a
-	// name or hint given twice or in another case, unknown keys, a _meta
-	// other than the one the hints make, a schema spliced into a nested
-	// object, invalid UTF-8.
+	// byte, its stand-ins included. A looser read let a payload list what
+	// go-sdk would not: a name or hint given twice or in another case,
+	// unknown keys, a _meta other than the one the hints make, a schema
+	// spliced into a nested object, invalid UTF-8.
 	if !isBareToolJSON(st.Wire, &tool) {
 		return nil, fmt.Errorf("%s: its JSON is not the tool's as tools/list serves it", tool.Name)
 	}

@@ -58,7 +58,7 @@ func FuzzSnapshotPayload(f *testing.F) {
 			// what go-sdk lists for it.
 			if w := tool.Wire(); w == nil {
 				t.Fatalf("tool %s served without its JSON", tool.Tool.Name)
-			} else if p, want := w.Pieces(), marshalTool(t, tool.Tool); !bytes.Equal(bytes.Join(p[:], nil), want) || len(want) != w.Len() {
+			} else if p, want := w.Pieces(), marshalTool(t, tool.Tool); !bytes.Equal(bytes.Join(p[:], nil), want) {
 				t.Fatalf("tool %s is listed as %q, go-sdk lists %q", tool.Tool.Name, bytes.Join(p[:], nil), want)
 			}
 			_ = tool.SearchDoc()

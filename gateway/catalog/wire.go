@@ -93,25 +93,20 @@ func isBareToolJSON(wire []byte, t *mcp.Tool) bool {
 var barePool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // toolWire finds the stand-ins in bare, for the schemas in and out (out
-// nil without an output schema).
+// nil without an output schema). bare is the tool as encodeBare writes it
+// (the snapshot's reader checks that first), so a stand-in is a whole
+// value where it is found; one not found exactly once, or out of order,
+// is an error (a tool whose _meta holds the text: NewToolWire marshals it
+// whole).
 func toolWire(bare []byte, in, out json.RawMessage) (*ToolWire, error) {
 	w := &ToolWire{bare: bare, in: in, out: out, inAt: standIn(bare, `"inputSchema":0`), outAt: len(bare)}
 	if out != nil {
 		w.outAt = standIn(bare, `"outputSchema":1`)
-	} else if bytes.Contains(bare, []byte(`"outputSchema":`)) {
-		return nil, errors.New("an output schema where the tool has none")
 	}
-	if w.inAt < 0 || w.outAt < 0 || w.outAt < w.inAt || !valueEnds(bare, w.inAt) || out != nil && !valueEnds(bare, w.outAt) {
+	if w.inAt < 0 || w.outAt < 0 || w.outAt < w.inAt {
 		return nil, errors.New("its JSON does not stand in for its schemas once each, input schema first")
 	}
 	return w, nil
-}
-
-// valueEnds reports whether the stand-in at b[i] is a whole JSON value (not
-// the first digit of 0.5 or 10), so that the schema put in its place
-// leaves the tool's JSON valid.
-func valueEnds(b []byte, i int) bool {
-	return i+1 < len(b) && (b[i+1] == ',' || b[i+1] == '}')
 }
 
 // standIn returns where key's one-byte value is in b — the index of the
@@ -136,13 +131,4 @@ func (w *ToolWire) Pieces() [5][]byte {
 	}
 	p[2], p[3], p[4] = w.bare[w.inAt+1:w.outAt], w.out, w.bare[w.outAt+1:]
 	return p
-}
-
-// Len is the length of the tool's JSON.
-func (w *ToolWire) Len() int {
-	n := len(w.bare) - 1 + len(w.in)
-	if w.out != nil {
-		n += len(w.out) - 1
-	}
-	return n
 }
